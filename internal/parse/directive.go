@@ -1,0 +1,68 @@
+// Package parse turns the text of a //ratelimit: comment into a Directive.
+// It knows nothing of go/types: key and cost expressions are kept as text
+// with their positions, for the generator to type-check in the method's
+// scope. Every error carries the position of the offending byte.
+package parse
+
+import (
+	"go/token"
+	"time"
+)
+
+// Prefix starts every directive. There is no space after the slashes, as in
+// //go:generate, so that gofmt leaves it alone and godoc hides it.
+const Prefix = "//ratelimit:"
+
+// Directive is one parsed //ratelimit: comment line.
+type Directive struct {
+	// Pos is the position of the comment's first slash.
+	Pos token.Position
+
+	// Key holds the key expressions, one per comma-separated part, in order.
+	// It is nil when the directive has no key= option (one limit shared by
+	// every caller).
+	Key []Expr
+	// Window is the window= duration, > 0.
+	Window time.Duration
+	// Max is the max= count, >= 1.
+	Max int
+	// Name is the name= override, or "" for the default Type.Method.
+	Name string
+
+	// Options holds every option as written, in source order, including the
+	// ones above; the generator uses their positions in its own errors.
+	Options []Option
+}
+
+// Option is one name=value pair as written.
+type Option struct {
+	Name     string
+	Value    string
+	NamePos  token.Position // position of the option name's first byte
+	ValuePos token.Position // position of the value's first byte
+}
+
+// Expr is a Go expression kept as source text.
+type Expr struct {
+	Text string
+	Pos  token.Position // position of the expression's first byte
+}
+
+// Lookup returns the option named name, if present.
+func (d *Directive) Lookup(name string) (Option, bool) {
+	for _, o := range d.Options {
+		if o.Name == name {
+			return o, true
+		}
+	}
+	return Option{}, false
+}
+
+// Error is a problem found at a position. Its message says what to change.
+type Error struct {
+	Pos token.Position
+	Msg string
+}
+
+// Error formats the error as "file.go:line:col: message".
+func (e *Error) Error() string { return e.Pos.String() + ": " + e.Msg }

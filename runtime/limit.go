@@ -1,0 +1,43 @@
+package runtime
+
+import (
+	"fmt"
+	"time"
+)
+
+// Limit is a rate-limiting policy: at most Max admissions per Window for each
+// key. The zero value is not valid; see Validate.
+//
+// A Limit is a plain value so that generated code can declare its limits as
+// package-level variables and callers can compare, log and copy them.
+type Limit struct {
+	// Name identifies the limit in storage keys, errors and metrics, for
+	// example "Notifier.SendCode". Two limits with the same Name and key share
+	// one count, so give different policies different names.
+	Name string
+	// Window is the length of the sliding window. It must be positive; it is
+	// used with microsecond resolution.
+	Window time.Duration
+	// Max is the number of admissions allowed within any Window. It must be
+	// at least 1.
+	Max int
+}
+
+// Validate reports whether l can be used by a Limiter. Limiters call it on
+// every decision, so an invalid Limit yields an error, never a panic.
+func (l Limit) Validate() error {
+	switch {
+	case l.Name == "":
+		return fmt.Errorf("ratelimit: limit has no Name; set Limit.Name to identify it, e.g. \"Notifier.SendCode\"")
+	case l.Window < time.Microsecond:
+		return fmt.Errorf("ratelimit: limit %q has Window %v; it must be at least 1µs", l.Name, l.Window)
+	case l.Max < 1:
+		return fmt.Errorf("ratelimit: limit %q has Max %d; it must be at least 1", l.Name, l.Max)
+	}
+	return nil
+}
+
+// String formats l as "Name (Max per Window)", for logs and error messages.
+func (l Limit) String() string {
+	return fmt.Sprintf("%s (%d per %v)", l.Name, l.Max, l.Window)
+}

@@ -6,8 +6,8 @@ import "time"
 type Decision struct {
 	// Allowed reports whether the call was admitted and recorded.
 	Allowed bool
-	// Remaining is how many more admissions the key has in the current window
-	// after this decision (0 when denied).
+	// Remaining is how many more units the key can admit in the current
+	// window after this decision. A denied call of cost 1 sees 0.
 	Remaining int
 	// RetryAfter is 0 when Allowed. When denied it is how long until the key
 	// has room for this call again: a caller that waits exactly RetryAfter and

@@ -1,6 +1,9 @@
 package runtime
 
-import "context"
+import (
+	"context"
+	"fmt"
+)
 
 // Limiter decides whether a call identified by key may proceed under a
 // Limit. Implementations must be safe for concurrent use.
@@ -35,7 +38,7 @@ func AllowN(ctx context.Context, lim Limiter, l Limit, key string, n int) (Decis
 		return nl.AllowN(ctx, l, key, n)
 	}
 	if n != 1 {
-		return Decision{}, costError(l, n, "this Limiter does not implement NLimiter, so only a cost of 1 is supported")
+		return Decision{}, fmt.Errorf("ratelimit: limit %q: cost %d needs a Limiter that implements NLimiter; %T does not", l.Name, n, lim)
 	}
 	return lim.Allow(ctx, l, key)
 }

@@ -1,0 +1,111 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// FailurePolicy says what a RedisLimiter decision does when Redis cannot
+// make it: an error, a timeout, or a pause after recent failures.
+type FailurePolicy int
+
+const (
+	// FailLocal decides with a local fallback Limiter (by default an
+	// in-memory limiter with the same semantics), so every app instance
+	// still enforces each limit on its own. It is the default.
+	FailLocal FailurePolicy = iota
+	// FailOpen admits the call. Availability wins over protection.
+	FailOpen
+	// FailClosed returns an *UnavailableError (errors.Is(err,
+	// ErrUnavailable)); protection wins over availability. It is not a
+	// denial: it is never ErrLimited.
+	FailClosed
+)
+
+// String returns the policy's name, such as "FailLocal".
+func (p FailurePolicy) String() string {
+	switch p {
+	case FailLocal:
+		return "FailLocal"
+	case FailOpen:
+		return "FailOpen"
+	case FailClosed:
+		return "FailClosed"
+	}
+	return fmt.Sprintf("FailurePolicy(%d)", int(p))
+}
+
+// DegradedEvent describes one decision that Redis did not make.
+type DegradedEvent struct {
+	// Limit is the limit being decided.
+	Limit Limit
+	// Policy is the policy that decided instead.
+	Policy FailurePolicy
+	// Err is why Redis did not decide: its error, the timeout, or
+	// ErrCircuitOpen when Redis was not asked because it failed recently.
+	Err error
+	// Decision is what the policy decided; zero under FailClosed.
+	Decision Decision
+}
+
+// ErrCircuitOpen is the DegradedEvent.Err of decisions taken without asking
+// Redis because it failed less than the retry interval ago.
+var ErrCircuitOpen = errors.New("ratelimit: redis failed recently; not asked until the retry interval passes")
+
+// UnavailableError is returned under FailClosed when Redis could not make a
+// decision. errors.Is(err, ErrUnavailable) holds; Unwrap gives the cause.
+type UnavailableError struct {
+	// Limit is the limit that could not be decided.
+	Limit Limit
+	// Err is the underlying failure.
+	Err error
+}
+
+// Error says what failed and what the caller can do.
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("ratelimit: cannot decide %q: redis unavailable (%v); the call was neither admitted nor denied: retry later, or use FailLocal or FailOpen", e.Limit.Name, e.Err)
+}
+
+// Unwrap returns the underlying failure.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrUnavailable.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+
+// breaker remembers a recent Redis failure so that, during an outage,
+// callers get a degraded decision at once instead of each waiting for the
+// timeout. After the retry interval exactly one caller probes Redis.
+type breaker struct {
+	interval time.Duration
+	// openUntil is the UnixNano time until which Redis is not asked; 0 when
+	// Redis is healthy.
+	openUntil atomic.Int64
+	probing   atomic.Bool
+}
+
+// allow reports whether this call may ask Redis, and whether it is the
+// probe that must call done.
+func (b *breaker) allow(now time.Time) (ask, probe bool) {
+	until := b.openUntil.Load()
+	if until == 0 {
+		return true, false
+	}
+	if now.UnixNano() < until || !b.probing.CompareAndSwap(false, true) {
+		return false, false
+	}
+	return true, true
+}
+
+// record notes the outcome of a call that asked Redis.
+func (b *breaker) record(now time.Time, failed, probe bool) {
+	if failed {
+		b.openUntil.Store(now.Add(b.interval).UnixNano())
+	} else if b.openUntil.Load() != 0 {
+		b.openUntil.Store(0)
+	}
+	if probe {
+		b.probing.Store(false)
+	}
+}

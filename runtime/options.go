@@ -1,0 +1,111 @@
+package runtime
+
+import "time"
+
+// Option configures a RedisLimiter or a MemoryLimiter. Options that do not
+// apply to a backend are ignored by it, as each option's doc says.
+type Option func(*config)
+
+// config holds every option's value; the zero value is never used directly,
+// defaults come from newConfig.
+type config struct {
+	clock         func() time.Time
+	prefix        string
+	timeout       time.Duration
+	policy        FailurePolicy
+	fallback      Limiter
+	retryInterval time.Duration
+	onDegraded    func(DegradedEvent)
+}
+
+const (
+	defaultPrefix        = "ratelimit:"
+	defaultTimeout       = 100 * time.Millisecond
+	defaultRetryInterval = 500 * time.Millisecond
+)
+
+func newConfig(opts []Option) config {
+	c := config{
+		prefix:        defaultPrefix,
+		timeout:       defaultTimeout,
+		policy:        FailLocal,
+		retryInterval: defaultRetryInterval,
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
+// WithClock makes the limiter read time from now instead of its default.
+//
+// For a MemoryLimiter the default is time.Now. For a RedisLimiter the default
+// is the Redis server's TIME, read inside the script, so that app servers
+// whose clocks disagree still share one exact window; WithClock replaces it
+// with the caller's clock, which is useful for deterministic tests and for
+// deployments that trust their clock synchronisation. With client clocks,
+// skew between app servers shifts windows by the skew: an admission recorded
+// by a server whose clock runs ahead counts for longer, so skew delays
+// admissions but never lets more than Max through.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) { c.clock = now }
+}
+
+// WithPrefix sets the prefix of every Redis key the limiter writes (default
+// "ratelimit:"). Braces, which would choose a Redis Cluster slot, are
+// percent-encoded, and prefixes longer than 64 bytes are hashed, so that
+// stored keys stay short. Ignored by MemoryLimiter.
+func WithPrefix(p string) Option {
+	return func(c *config) { c.prefix = sanitizePrefix(p) }
+}
+
+// WithTimeout bounds how long one decision may wait for Redis (default
+// 100ms). When it elapses the decision follows the FailurePolicy, so a dead
+// or slow Redis never holds a caller longer than d. A d <= 0 keeps the
+// default. Ignored by MemoryLimiter.
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.timeout = d
+		}
+	}
+}
+
+// WithFailurePolicy sets what a decision does when Redis fails or times out
+// (default FailLocal). Ignored by MemoryLimiter.
+func WithFailurePolicy(p FailurePolicy) Option {
+	return func(c *config) { c.policy = p }
+}
+
+// WithFallback sets the Limiter that FailLocal consults while Redis is
+// unavailable (default: a MemoryLimiter sharing this limiter's clock).
+// Each app instance then enforces Max on its own, so a fleet of n instances
+// admits up to n*Max per window during an outage; pass a limiter with
+// scaled-down limits if that is too much. Ignored by MemoryLimiter.
+func WithFallback(l Limiter) Option {
+	return func(c *config) { c.fallback = l }
+}
+
+// WithRetryInterval sets how long a RedisLimiter stops asking Redis after a
+// failure (default 500ms). During that time decisions follow the
+// FailurePolicy at once instead of waiting for a timeout each; afterwards a
+// single call probes Redis and, if it answers, normal operation resumes.
+// A d <= 0 keeps the default. Ignored by MemoryLimiter.
+func WithRetryInterval(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.retryInterval = d
+		}
+	}
+}
+
+// WithOnDegraded registers a function called for every decision that Redis
+// did not make (FailOpen, FailClosed or FailLocal took over), so operators
+// can count and alert on degraded decisions. It runs synchronously on the
+// caller's goroutine and must be fast and safe for concurrent use. Ignored
+// by MemoryLimiter.
+func WithOnDegraded(f func(DegradedEvent)) Option {
+	return func(c *config) { c.onDegraded = f }
+}

@@ -11,9 +11,9 @@ type slidingLog struct {
 	head  int
 }
 
-func (s *slidingLog) len() int      { return len(s.times) - s.head }
+func (s *slidingLog) len() int       { return len(s.times) - s.head }
 func (s *slidingLog) at(i int) int64 { return s.times[s.head+i] }
-func (s *slidingLog) newest() int64 { return s.times[len(s.times)-1] }
+func (s *slidingLog) newest() int64  { return s.times[len(s.times)-1] }
 
 // decide applies one call of cost n at time now (µs) to a window of window µs
 // holding at most max admissions.

@@ -1,0 +1,389 @@
+package parse
+
+import (
+	"go/token"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// base is where the test comments start: a tab-indented interface method's
+// doc comment, not at offset 0, so that offsets and columns are both
+// exercised.
+var base = token.Position{Filename: "svc.go", Offset: 300, Line: 12, Column: 2}
+
+// colOf returns the column of the n-th (from 0) occurrence of marker in
+// text, so that expected positions are written as the text they point at.
+func colOf(t *testing.T, text, marker string, n int) int {
+	t.Helper()
+	off := -1
+	for k := 0; k <= n; k++ {
+		i := strings.Index(text[off+1:], marker)
+		require.GreaterOrEqual(t, i, 0, "marker %q (#%d) not in %q", marker, n, text)
+		off += 1 + i
+	}
+	return base.Column + off
+}
+
+type wantExpr struct {
+	text string
+	at   string // text around it, whose first occurrence locates it; text itself if empty
+}
+
+func TestLineValid(t *testing.T) {
+	tests := []struct {
+		text   string
+		key    []wantExpr
+		window time.Duration
+		max    int
+		name   string
+	}{
+		{
+			text: "//ratelimit:key=req.Email window=60s max=3",
+			key:  []wantExpr{{text: "req.Email"}}, window: time.Minute, max: 3,
+		},
+		{
+			text: "//ratelimit:max=3 name=Notifier.SendCode window=1m key=req.Email",
+			key:  []wantExpr{{text: "req.Email"}}, window: time.Minute, max: 3, name: "Notifier.SendCode",
+		},
+		{
+			text:   "//ratelimit:window=1h max=1000",
+			window: time.Hour, max: 1000,
+		},
+		{
+			text:   "//ratelimit:window=1h30m\t\tmax=1_000_000 \t  name=sendcode-per-email  ",
+			window: 90 * time.Minute, max: 1000000, name: "sendcode-per-email",
+		},
+		{
+			text: "//ratelimit:key=req.Tenant, strings.ToLower(req.Email),f(a, b) window=60s max=3",
+			key: []wantExpr{
+				{text: "req.Tenant"}, {text: "strings.ToLower(req.Email)"}, {text: "f(a, b)"},
+			},
+			window: time.Minute, max: 3,
+		},
+		{
+			text:   `//ratelimit:key=user.Tenant + "/" + name window=60s max=3`,
+			key:    []wantExpr{{text: `user.Tenant + "/" + name`}},
+			window: time.Minute, max: 3,
+		},
+		{
+			// Commas, spaces, "=" and option-like text inside literals.
+			text: "//ratelimit:key=fmt.Sprint(\"a, b\", ',', `c d=e`), \"window=1s max=9\" window=1s max=1",
+			key: []wantExpr{
+				{text: "fmt.Sprint(\"a, b\", ',', `c d=e`)"}, {text: `"window=1s max=9"`},
+			},
+			window: time.Second, max: 1,
+		},
+		{
+			text:   `//ratelimit:key='\'', "\" max=2", x max=1 window=1s`,
+			key:    []wantExpr{{text: `'\''`}, {text: `"\" max=2"`}, {text: "x", at: " x "}},
+			window: time.Second, max: 1,
+		},
+		{
+			text:   `//ratelimit:key=f[T](x), Pair[K, V]{k, v}.String(), m["k v"], s[1:2] window=1s max=2`,
+			key:    []wantExpr{{text: "f[T](x)"}, {text: "Pair[K, V]{k, v}.String()"}, {text: `m["k v"]`}, {text: "s[1:2]"}},
+			window: time.Second, max: 2,
+		},
+		{
+			// "==" and "=" inside brackets do not start options.
+			text:   "//ratelimit:key=a == b, cond(x == y), T{A: 1, B: \"x y\"}.String() window=1s max=1",
+			key:    []wantExpr{{text: "a == b"}, {text: "cond(x == y)"}, {text: `T{A: 1, B: "x y"}.String()`}},
+			window: time.Second, max: 1,
+		},
+		{
+			text:   "//ratelimit:key=func() string { s := a; s = b; return s }() window=1s max=1",
+			key:    []wantExpr{{text: "func() string { s := a; s = b; return s }()"}},
+			window: time.Second, max: 1,
+		},
+		{
+			text:   "//ratelimit:key=-x, !ok, <-ch, *p, a != b, a <= b window=1s max=1",
+			key:    []wantExpr{{text: "-x"}, {text: "!ok"}, {text: "<-ch"}, {text: "*p"}, {text: "a != b"}, {text: "a <= b"}},
+			window: time.Second, max: 1,
+		},
+		{
+			// Option names are valid key operands when not alone after an
+			// operand: a parameter may be called name or max.
+			text:   "//ratelimit:key=req.Tenant, name, max window=1s max=1",
+			key:    []wantExpr{{text: "req.Tenant"}, {text: "name", at: " name"}, {text: "max", at: " max"}},
+			window: time.Second, max: 1,
+		},
+		{
+			text:   "//ratelimit:key=window window=1µs max=2147483647",
+			key:    []wantExpr{{text: "window"}},
+			window: time.Microsecond, max: 2147483647,
+		},
+		{
+			text:   "//ratelimit:window=1.5s max=1 key=\"global\"",
+			key:    []wantExpr{{text: `"global"`}},
+			window: 1500 * time.Millisecond, max: 1,
+		},
+		{
+			text:   "//ratelimit:window=500ms max=1 name=a/b:c@d",
+			window: 500 * time.Millisecond, max: 1, name: "a/b:c@d",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			d, errs := Line(tt.text, base)
+			require.Empty(t, errs)
+			require.NotNil(t, errs == nil, "errors must be nil, not empty, when there are none")
+			require.NotNil(t, d)
+			assert.Equal(t, base, d.Pos)
+			assert.Equal(t, tt.window, d.Window)
+			assert.Equal(t, tt.max, d.Max)
+			assert.Equal(t, tt.name, d.Name)
+			require.Len(t, d.Key, len(tt.key))
+			for i, w := range tt.key {
+				at := w.at
+				if at == "" {
+					at = w.text
+				}
+				col := colOf(t, tt.text, at, 0) + strings.Index(at, w.text)
+				assert.Equal(t, w.text, d.Key[i].Text)
+				assert.Equal(t, token.Position{
+					Filename: base.Filename,
+					Line:     base.Line,
+					Column:   col,
+					Offset:   base.Offset + col - base.Column,
+				}, d.Key[i].Pos, "position of key part %q", w.text)
+			}
+		})
+	}
+}
+
+func TestLineOptionsAsWritten(t *testing.T) {
+	text := "//ratelimit:max=3 key=a, b  window=60s"
+	d, errs := Line(text, base)
+	require.Nil(t, errs)
+	pos := func(marker string) token.Position {
+		c := colOf(t, text, marker, 0)
+		return token.Position{Filename: "svc.go", Line: 12, Column: c, Offset: base.Offset + c - base.Column}
+	}
+	assert.Equal(t, []Option{
+		{Name: "max", Value: "3", NamePos: pos("max"), ValuePos: pos("3")},
+		{Name: "key", Value: "a, b", NamePos: pos("key"), ValuePos: pos("a,")},
+		{Name: "window", Value: "60s", NamePos: pos("window"), ValuePos: pos("60s")},
+	}, d.Options)
+	o, ok := d.Lookup("window")
+	assert.True(t, ok)
+	assert.Equal(t, "60s", o.Value)
+	_, ok = d.Lookup("name")
+	assert.False(t, ok)
+}
+
+func TestLineNotADirective(t *testing.T) {
+	for _, text := range []string{
+		"", "//", "// ratelimit:key=a", "//ratelimit", "//ratelimit key=a", "/*ratelimit:key=a*/",
+		"//RATELIMIT:key=a", "ratelimit:key=a", "//go:generate ratelimitgen",
+	} {
+		d, errs := Line(text, base)
+		assert.Nil(t, d, "%q", text)
+		assert.Nil(t, errs, "%q", text)
+	}
+}
+
+type wantErr struct {
+	at  string // marker of the position; "" for the directive's start
+	nth int    // which occurrence of at
+	msg string
+}
+
+func TestLineErrors(t *testing.T) {
+	tests := []struct {
+		text string
+		errs []wantErr
+	}{
+		// Empty directives.
+		{"//ratelimit:", []wantErr{{"", 0, "empty directive; write e.g. //ratelimit:key=req.Email window=60s max=3"}}},
+		{"//ratelimit: \t ", []wantErr{{"", 0, "empty directive; write e.g. //ratelimit:key=req.Email window=60s max=3"}}},
+
+		// Layout.
+		{"//ratelimit: key=a window=1s max=1", []wantErr{{" key", 0, `remove the space after "//ratelimit:": in doc comments gofmt keeps a line as a directive only when a lower-case letter follows the colon, and rewrites the rest as prose`}}},
+		{"//ratelimit:key=a window =60s max=1", []wantErr{{" =60s", 0, `remove the space before "=": write window=60s`}}},
+		{"//ratelimit:key=a window=1s max= 3", []wantErr{{" 3", 0, `remove the space after "=": write max=3`}}},
+		{"//ratelimit:key=a window=1s max=1 // three a second", []wantErr{{"//", 1, `a directive cannot be followed by a comment on the same line; move "// three a second" to a line of its own`}}},
+		{"//ratelimit:key=a window=1s max=1 /* x */", []wantErr{{"/*", 0, `a directive cannot be followed by a comment on the same line; move "/* x */" to a line of its own`}}},
+		{"//ratelimit:key=a//x window=1s max=1", []wantErr{{"//x", 0, `a directive cannot be followed by a comment on the same line; move "//x window=1s max=1" to a line of its own`}}},
+
+		// Unknown, unsupported and duplicate options.
+		{"//ratelimit:key=a windw=60s max=3", []wantErr{{"windw", 0, `unknown option "windw"; did you mean "window"?`}}},
+		{"//ratelimit:key=a wnidow=60s max=3", []wantErr{{"wnidow", 0, `unknown option "wnidow"; did you mean "window"?`}}},
+		{"//ratelimit:Key=a window=60s max=3", []wantErr{{"Key", 0, `unknown option "Key"; did you mean "key"?`}}},
+		{"//ratelimit:key=a window=60s limit=3", []wantErr{{"limit=", 0, `unknown option "limit"; did you mean "max"?`}}},
+		{"//ratelimit:key=a per=1s max=3", []wantErr{{"per", 0, `unknown option "per"; did you mean "window"?`}}},
+		{"//ratelimit:key=a window=1s max=3 foo=bar", []wantErr{{"foo", 0, `unknown option "foo"; the options are key, window, max, name`}}},
+		{"//ratelimit:key=a window=1s max=3 algo=gcra", []wantErr{{"algo", 0, `option "algo" is not supported yet`}}},
+		{"//ratelimit:key=a window=1s max=3 burst=5", []wantErr{{"burst", 0, `option "burst" is not supported yet`}}},
+		{"//ratelimit:key=a window=1s max=3 cost=len(req.Items)", []wantErr{{"cost", 0, `option "cost" is not supported yet`}}},
+		{"//ratelimit:window=1s key=a max=3 window=2s", []wantErr{{"window", 1, `duplicate option "window"; it is already set at svc.go:12:14: remove one`}}},
+
+		// Options without a value.
+		{"//ratelimit:key=req.Email window max=3", []wantErr{{"window", 0, `option "window" has no value; write window=60s; if it is part of the key, separate key parts with commas`}}},
+		{"//ratelimit:window max=3", []wantErr{{"window", 0, `option "window" has no value; write window=60s`}}},
+		{"//ratelimit:window=1s max=3 burst", []wantErr{{"burst", 0, `option "burst" has no value; write burst=VALUE`}}},
+		{"//ratelimit:key:req.Email window=1s max=3", []wantErr{{"key", 0, `options are written name=value, with "=" rather than ":"; found "key:req.Email"`}}},
+		{"//ratelimit:window:1s max=3", []wantErr{{"window", 0, `options are written name=value, with "=" rather than ":"; found "window:1s"`}}},
+		{`//ratelimit:"x" window=1s max=3`, []wantErr{{`"x"`, 0, `expected an option name=value, found "\"x\""`}}},
+		{"//ratelimit:=4 window=1s max=3", []wantErr{{"=4", 0, `expected an option name=value, found "=4"`}}},
+		// Only "name=" or a lone option name ends a value: the rest is the value's.
+		{"//ratelimit:key=a window=1s max=3 =4", []wantErr{{"3 =4", 0, `max "3 =4" is not a whole number; write e.g. max=10`}}},
+		{"//ratelimit:key= window=1s max=3", []wantErr{{"key", 0, `option "key" has an empty value; write e.g. key=req.Email`}}},
+		{"//ratelimit:window=1s max=3 key=", []wantErr{{"key", 0, `option "key" has an empty value; write e.g. key=req.Email`}}},
+		{"//ratelimit:window= max=3", []wantErr{{"window", 0, `option "window" has an empty value; write e.g. window=60s`}}},
+
+		// Missing options.
+		{"//ratelimit:key=a", []wantErr{
+			{"", 0, "directive has no window; add e.g. window=60s"},
+			{"", 0, "directive has no max; add e.g. max=10"},
+		}},
+		{"//ratelimit:key=a max=3", []wantErr{{"", 0, "directive has no window; add e.g. window=60s"}}},
+		{"//ratelimit:window=1s name=x", []wantErr{{"", 0, "directive has no max; add e.g. max=10"}}},
+
+		// key=
+		{"//ratelimit:key=a,,b window=1s max=1", []wantErr{{",", 1, `empty key part; remove the extra ","`}}},
+		{"//ratelimit:key=a, window=1s max=1", []wantErr{{",", 0, `empty key part; remove the extra ","`}}},
+		{"//ratelimit:key=,a window=1s max=1", []wantErr{{",", 0, `empty key part; remove the extra ","`}}},
+		{"//ratelimit:key=, window=1s max=1", []wantErr{{",", 0, `empty key part; remove the extra ","`}}},
+		{"//ratelimit:key=a +, b window=1s max=1", []wantErr{{"a +", 0, `key part "a +" is not a Go expression: expected operand, found 'EOF'`}}},
+		{"//ratelimit:key=a, f(x=y) window=1s max=1", []wantErr{{"f(", 0, `key part "f(x=y)" is not a Go expression: expected '==', found '='`}}},
+		{"//ratelimit:key=a;b window=1s max=1", []wantErr{{"a;b", 0, `key part "a;b" is not a Go expression: expected 'EOF', found ';'`}}},
+		{"//ratelimit:key=a b window=1s max=1", []wantErr{{"a b", 0, `key part "a b" is not a Go expression: expected 'EOF', found b`}}},
+		{"//ratelimit:key=f(x window=1s max=1", []wantErr{{"(", 0, `"(" in key= is not closed; close it with ")"`}}},
+		{"//ratelimit:key=m[f(x)] + g(y window=1s max=1", []wantErr{{"(y", 0, `"(" in key= is not closed; close it with ")"`}}},
+		{`//ratelimit:key="abc window=1s max=1`, []wantErr{{`"`, 0, `string literal in key= is not terminated; close it with "`}}},
+		{"//ratelimit:key=`abc window=1s max=1", []wantErr{{"`", 0, "raw string literal in key= is not terminated; close it with `"}}},
+		{`//ratelimit:key='a window=1s max=1`, []wantErr{{`'`, 0, `rune literal in key= is not terminated; close it with '`}}},
+
+		// window=
+		{"//ratelimit:window=60 max=1", []wantErr{{"60", 0, `window "60" is not a Go duration; write it with a unit, e.g. window=60s`}}},
+		{"//ratelimit:window=1.5 max=1", []wantErr{{"1.5", 0, `window "1.5" is not a Go duration; write it with a unit, e.g. window=1.5s`}}},
+		{"//ratelimit:window=1d max=1", []wantErr{{"1d", 0, `window "1d" is not a Go duration, which has no "d" unit; write window=24h`}}},
+		{"//ratelimit:window=60S max=1", []wantErr{{"60S", 0, `window "60S" is not a Go duration, whose units are lower case; write window=60s`}}},
+		{"//ratelimit:window=soon max=1", []wantErr{{"soon", 0, `window "soon" is not a Go duration; write e.g. window=60s, window=5m or window=1h30m`}}},
+		{"//ratelimit:window=1 minute max=1", []wantErr{{"1 minute", 0, `window "1 minute" is not a Go duration; write e.g. window=60s, window=5m or window=1h30m`}}},
+		{"//ratelimit:window=0s max=1", []wantErr{{"0s", 0, `window must be positive; got "0s"`}}},
+		{"//ratelimit:window=-1m max=1", []wantErr{{"-1m", 0, `window must be positive; got "-1m"`}}},
+		{"//ratelimit:window=999ns max=1", []wantErr{{"999ns", 0, `window "999ns" is shorter than 1µs, the limiter's resolution`}}},
+		{"//ratelimit:window=1500ns max=1", []wantErr{{"1500ns", 0, `window "1500ns" is not a whole number of microseconds, the limiter's resolution`}}},
+
+		// max=
+		{"//ratelimit:window=1s max=0", []wantErr{{"0", 0, "max must be at least 1; got 0"}}},
+		{"//ratelimit:window=1s max=0_0", []wantErr{{"0_0", 0, "max must be at least 1; got 0_0"}}},
+		{"//ratelimit:window=1s max=-3", []wantErr{{"-3", 0, "max must be at least 1; got -3"}}},
+		{"//ratelimit:window=1s max=ten", []wantErr{{"ten", 0, `max "ten" is not a whole number; write e.g. max=10`}}},
+		{"//ratelimit:window=1s max=3.5", []wantErr{{"3.5", 0, `max "3.5" is not a whole number; write e.g. max=10`}}},
+		{"//ratelimit:window=1s max=+3", []wantErr{{"+3", 0, `max "+3" is not a whole number; write e.g. max=10`}}},
+		{"//ratelimit:window=1s max=0x10", []wantErr{{"0x10", 0, `max "0x10" is not a whole number; write e.g. max=10`}}},
+		{"//ratelimit:window=1s max=010", []wantErr{{"010", 0, `max "010" has a leading zero, which Go would read as octal; write max=10`}}},
+		{"//ratelimit:window=1s max=1__000", []wantErr{{"1__000", 0, `max "1__000" has a misplaced "_"; "_" may only separate digits, as in max=1_000`}}},
+		{"//ratelimit:window=1s max=1000_", []wantErr{{"1000_", 0, `max "1000_" has a misplaced "_"; "_" may only separate digits, as in max=1_000`}}},
+		{"//ratelimit:window=1s max=2147483648", []wantErr{{"2147483648", 0, `max "2147483648" is too large; it can be at most 2147483647`}}},
+		{"//ratelimit:window=1s max=99999999999999999999999", []wantErr{{"999", 0, `max "99999999999999999999999" is too large; it can be at most 2147483647`}}},
+
+		// name=
+		{`//ratelimit:window=1s max=1 name="Svc.Call"`, []wantErr{{`"Svc`, 0, `write the name without quotes: name=Svc.Call`}}},
+		{`//ratelimit:window=1s max=1 name="Svc" Call`, []wantErr{{`"Svc`, 0, `name "Svc" Call starts with a quote; write the name without quotes`}}},
+		{"//ratelimit:window=1s max=1 name=Svc Call", []wantErr{{"Svc", 0, `name "Svc Call" contains whitespace; use e.g. "-" or "." instead`}}},
+		{"//ratelimit:window=1s max=1 name=a\u00a0b", []wantErr{{"a\u00a0", 0, `name "a\u00a0b" contains whitespace; use e.g. "-" or "." instead`}}},
+		{"//ratelimit:window=1s max=1 name=a\x01b", []wantErr{{"a\x01", 0, `name "a\x01b" contains the unprintable character U+0001`}}},
+		{"//ratelimit:window=1s max=1 name=a\xffb", []wantErr{{"a\xff", 0, `name "a\xffb" is not valid UTF-8`}}},
+
+		// Every error is collected, in source order, then the missing ones.
+		{"//ratelimit:wait key=a,,b windw=1 max=0 algo=x name=\"n\"", []wantErr{
+			{"wait", 0, `expected an option name=value, found "wait"`},
+			{",", 1, `empty key part; remove the extra ","`},
+			{"windw", 0, `unknown option "windw"; did you mean "window"?`},
+			{"0", 0, "max must be at least 1; got 0"},
+			{"algo", 0, `option "algo" is not supported yet`},
+			{`"n"`, 0, `write the name without quotes: name=n`},
+		}},
+		{"//ratelimit:key=f(x window=1s", []wantErr{
+			{"(", 0, `"(" in key= is not closed; close it with ")"`},
+			{"", 0, "directive has no max; add e.g. max=10"},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			d, errs := Line(tt.text, base)
+			require.NotNil(t, d, "a directive is returned even with errors")
+			var got, want []string
+			for _, e := range errs {
+				got = append(got, e.Error())
+			}
+			for _, w := range tt.errs {
+				col := base.Column
+				if w.at != "" {
+					col = colOf(t, tt.text, w.at, w.nth)
+				}
+				want = append(want, token.Position{Filename: "svc.go", Line: 12, Column: col}.String()+": "+w.msg)
+			}
+			assert.Equal(t, want, got)
+			for _, e := range errs {
+				assert.Equal(t, e.Pos.Column-base.Column, e.Pos.Offset-base.Offset, "offset and column disagree")
+			}
+		})
+	}
+}
+
+// TestLineBestEffort checks that what is valid survives errors elsewhere,
+// for a caller that goes on checking the rest.
+func TestLineBestEffort(t *testing.T) {
+	d, errs := Line("//ratelimit:key=a, b +, c window=2s max=ten name=x", base)
+	require.Len(t, errs, 2)
+	assert.Equal(t, []Expr{
+		{Text: "a", Pos: token.Position{Filename: "svc.go", Offset: 316, Line: 12, Column: 18}},
+		{Text: "c", Pos: token.Position{Filename: "svc.go", Offset: 324, Line: 12, Column: 26}},
+	}, d.Key)
+	assert.Equal(t, 2*time.Second, d.Window)
+	assert.Zero(t, d.Max)
+	assert.Equal(t, "x", d.Name)
+
+	// The first of duplicate options is the one kept.
+	d, errs = Line("//ratelimit:window=1s max=3 max=4", base)
+	require.Len(t, errs, 1)
+	assert.Equal(t, 3, d.Max)
+	assert.Len(t, d.Options, 3)
+}
+
+// TestLinePositionWithoutBase checks that a zero pos still yields real
+// positions (line 1, column 1 onwards).
+func TestLinePositionWithoutBase(t *testing.T) {
+	d, errs := Line("//ratelimit:key=a max=0", token.Position{})
+	require.Len(t, errs, 2)
+	assert.Equal(t, token.Position{Line: 1, Column: 1}, d.Pos)
+	assert.Equal(t, "1:23: max must be at least 1; got 0", errs[0].Error())
+	assert.Equal(t, "1:1: directive has no window; add e.g. window=60s", errs[1].Error())
+	assert.Equal(t, token.Position{Offset: 16, Line: 1, Column: 17}, d.Key[0].Pos)
+}
+
+func TestOptions(t *testing.T) {
+	assert.Equal(t, []string{"key", "window", "max", "name"}, Options)
+	// The examples quoted in messages must themselves be valid.
+	var examples []string
+	for _, o := range optionTable {
+		examples = append(examples, o.example)
+	}
+	d, errs := Line(Prefix+strings.Join(examples, " "), base)
+	assert.Nil(t, errs)
+	assert.Len(t, d.Options, len(Options))
+}
+
+func TestSuggest(t *testing.T) {
+	for name, want := range map[string]string{
+		"windw": "window", "widnow": "window", "windows": "window", "WINDOW": "window",
+		"mx": "max", "maxx": "max", "Max": "max", "limit": "max",
+		"ky": "key", "keys": "key", "nmae": "name", "names": "name",
+		"interval": "window", "period": "window",
+	} {
+		got, ok := suggest(name)
+		assert.True(t, ok, name)
+		assert.Equal(t, want, got, name)
+	}
+	for _, name := range []string{"a", "x", "foo", "algorithm", "k", "m", strings.Repeat("w", 100)} {
+		got, ok := suggest(name)
+		assert.False(t, ok, "%s suggested %s", name, got)
+	}
+}

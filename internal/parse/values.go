@@ -1,0 +1,133 @@
+package parse
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// checkWindow checks window=, a Go duration (time.ParseDuration) of at least
+// 1µs and a whole number of microseconds: limiters measure time in
+// microseconds, so anything finer would be silently rounded.
+func (p *parser) checkWindow(v value) {
+	d, err := time.ParseDuration(v.Value)
+	switch {
+	case err != nil:
+		p.errorf(v.off, "%s", windowSyntax(v.Value))
+	case d <= 0:
+		p.errorf(v.off, "window must be positive; got %q", v.Value)
+	case d < time.Microsecond:
+		p.errorf(v.off, "window %q is shorter than 1µs, the limiter's resolution", v.Value)
+	case d%time.Microsecond != 0:
+		p.errorf(v.off, "window %q is not a whole number of microseconds, the limiter's resolution", v.Value)
+	default:
+		p.d.Window = d
+	}
+}
+
+// windowSyntax explains why s is not a Go duration, with the likely fix.
+func windowSyntax(s string) string {
+	if _, err := strconv.ParseFloat(s, 64); err == nil && isDecimal(s) {
+		return "window " + strconv.Quote(s) + " is not a Go duration; write it with a unit, e.g. window=" + s + "s"
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n > 0 && n <= math.MaxInt32/24 {
+			return "window " + strconv.Quote(s) + " is not a Go duration, which has no \"d\" unit; write window=" + strconv.Itoa(n*24) + "h"
+		}
+	}
+	if lower := strings.ToLower(s); lower != s {
+		if _, err := time.ParseDuration(lower); err == nil {
+			return "window " + strconv.Quote(s) + " is not a Go duration, whose units are lower case; write window=" + lower
+		}
+	}
+	return "window " + strconv.Quote(s) + " is not a Go duration; write e.g. window=60s, window=5m or window=1h30m"
+}
+
+// isDecimal reports whether s is digits with at most one ".", such as "60"
+// or "1.5".
+func isDecimal(s string) bool {
+	digits, dots := 0, 0
+	for i := 0; i < len(s); i++ {
+		switch {
+		case '0' <= s[i] && s[i] <= '9':
+			digits++
+		case s[i] == '.':
+			dots++
+		default:
+			return false
+		}
+	}
+	return digits > 0 && dots <= 1
+}
+
+// maxLimit is the largest max=: generated code holds it in an int, which
+// has 32 bits on some platforms.
+const maxLimit = math.MaxInt32
+
+// checkMax checks max=, a decimal integer from 1 to maxLimit. As in Go
+// literals, "_" may separate digits (max=1_000_000). Leading zeros are
+// refused: in Go, 010 is eight.
+func (p *parser) checkMax(v value) {
+	s := v.Value
+	if rest, neg := strings.CutPrefix(s, "-"); neg && rest != "" && strings.Trim(rest, "0123456789_") == "" {
+		p.errorf(v.off, "max must be at least 1; got %s", s)
+		return
+	}
+	if s == "" || strings.Trim(s, "0123456789_") != "" {
+		p.errorf(v.off, "max %q is not a whole number; write e.g. max=10", s)
+		return
+	}
+	if s[0] == '_' || s[len(s)-1] == '_' || strings.Contains(s, "__") {
+		p.errorf(v.off, "max %q has a misplaced \"_\"; \"_\" may only separate digits, as in max=1_000", s)
+		return
+	}
+	digits := strings.ReplaceAll(s, "_", "")
+	trimmed := strings.TrimLeft(digits, "0")
+	switch {
+	case trimmed == "":
+		p.errorf(v.off, "max must be at least 1; got %s", s)
+		return
+	case trimmed != digits:
+		p.errorf(v.off, "max %q has a leading zero, which Go would read as octal; write max=%s", s, trimmed)
+		return
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || n > maxLimit {
+		p.errorf(v.off, "max %q is too large; it can be at most %d", s, maxLimit)
+		return
+	}
+	p.d.Max = int(n)
+}
+
+// checkName checks name=, the limit's name in storage keys, errors and
+// metrics: any printable text without whitespace, such as
+// "Notifier.SendCode" or "sendcode-per-email".
+func (p *parser) checkName(v value) {
+	s := v.Value
+	if q := s[0]; q == '"' || q == '`' || q == '\'' {
+		if u, err := strconv.Unquote(s); err == nil {
+			p.errorf(v.off, "write the name without quotes: name=%s", u)
+		} else {
+			p.errorf(v.off, "name %s starts with a quote; write the name without quotes", s)
+		}
+		return
+	}
+	if !utf8.ValidString(s) {
+		p.errorf(v.off, "name %q is not valid UTF-8", s)
+		return
+	}
+	for _, r := range s {
+		switch {
+		case unicode.IsSpace(r):
+			p.errorf(v.off, "name %q contains whitespace; use e.g. \"-\" or \".\" instead", s)
+			return
+		case !unicode.IsPrint(r):
+			p.errorf(v.off, "name %q contains the unprintable character %U", s, r)
+			return
+		}
+	}
+	p.d.Name = s
+}

@@ -12,17 +12,19 @@ import (
 //
 // The rule: after "//" (or "/*"), optional spaces or tabs and an optional
 // "+", the first word, compared ignoring case, "-" and "_", is ratelimit,
-// ratelimits or ratelimiter, and it ends at a space, tab, ":" or "=" or at
-// the end of the comment. What follows the word decides:
+// ratelimits or ratelimiter, and ends at a space, tab, ":" or "=" or at the
+// end of the comment. The separator is ":" or "=" after the word, with
+// optional spaces around ":"; ":=", "==" and " = " are code, not separators.
+// What follows decides:
 //
 //   - Written tight against "//" or after "+" (as //rateLimit:,
-//     //rate_limit=, //ratelimit, // +ratelimit:...), the comment warns if the word is
-//     followed by ":" or "=" (spaces around them allowed), by nothing, or by
-//     an option name=value: such a comment is shaped like a directive.
+//     //rate_limit=, //ratelimit, // +ratelimit:...), the comment warns if
+//     the word is followed by a separator, by nothing, or by an option
+//     name=value: such a comment is shaped like a directive.
 //   - Written after a space (as "// ratelimit:key=a"), which is also what
 //     gofmt makes of a doc-comment line that is not an exact directive, it
-//     warns only if the word is followed by ":" or "=" and then nothing or an
-//     option name=value, or by whitespace and an option name=value. Prose
+//     warns only if the word is followed by a separator and then nothing or
+//     an option name=value, or by whitespace and an option name=value. Prose
 //     such as "// ratelimit: the calls are..." or "// RateLimit returns..."
 //     does not warn.
 func NearMiss(text string, pos token.Position) *Error {
@@ -80,6 +82,9 @@ func NearMiss(text string, pos token.Position) *Error {
 	var sep byte
 	if j < len(body) && (body[j] == ':' || body[j] == '=') {
 		sep = body[j]
+		if j+1 < len(body) && body[j+1] == '=' || sep == '=' && j > i {
+			return nil // ":=", "==" or " = ": commented-out code
+		}
 		if j > i {
 			reasons = append(reasons, "there is a space before \""+string(sep)+"\"")
 		}

@@ -1,0 +1,21 @@
+package redistest
+
+// ServerOption adjusts how a redis-server is started. Options apply to every
+// node when passed to StartCluster.
+type ServerOption func(*serverConfig)
+
+// serverConfig is what ServerOptions edit.
+type serverConfig struct {
+	extraArgs []string
+}
+
+// WithArgs appends redis-server command-line arguments, for example
+// WithArgs("--maxmemory", "1mb", "--maxmemory-policy", "noeviction").
+// They come after this package's defaults, and for single-valued settings
+// Redis keeps the last value given, so they can also override a default such
+// as --cluster-node-timeout.
+func WithArgs(args ...string) ServerOption {
+	return func(c *serverConfig) {
+		c.extraArgs = append(c.extraArgs, args...)
+	}
+}

@@ -9,6 +9,11 @@ import (
 // emptyHint is the example offered for an empty directive.
 const emptyHint = "write e.g. " + Prefix + "key=req.Email window=60s max=3"
 
+// maxLen bounds the length of a directive. Real ones are well under 200
+// bytes; the bound keeps the parser's worst case (quadratic, on adversarial
+// input with many unclosed brackets) far from anything noticeable.
+const maxLen = 4096
+
 // Line parses one comment's text (exactly as ast.Comment.Text, starting with
 // "//") whose first byte is at pos.
 //
@@ -21,7 +26,7 @@ const emptyHint = "write e.g. " + Prefix + "key=req.Email window=60s max=3"
 // Options are name=value pairs separated by whitespace, in any order; see
 // the package tests for the full grammar. Every error's position is that of
 // a byte of text; pos fields that are not set (Line or Column 0) are taken as
-// 1.
+// 1. A directive longer than 4096 bytes is reported and not parsed.
 func Line(text string, pos token.Position) (*Directive, []*Error) {
 	if !strings.HasPrefix(text, Prefix) {
 		return nil, nil
@@ -69,12 +74,16 @@ func (p *parser) errorf(off int, format string, args ...any) {
 func (p *parser) parse() {
 	s := p.text
 	i := len(Prefix)
+	if len(s) > maxLen {
+		p.errorf(0, "directive is %d bytes long; the limit is %d", len(s), maxLen)
+		return
+	}
 	if strings.TrimSpace(s[i:]) == "" {
 		p.errorf(0, "empty directive; %s", emptyHint)
 		return
 	}
 	if isSpace(s[i]) {
-		p.errorf(i, "remove the space after %q: in doc comments gofmt keeps a line as a directive only when a lower-case letter follows the colon, and rewrites the rest as prose", Prefix)
+		p.errorf(i-1, "remove the space after %q: in doc comments gofmt keeps a line as a directive only when a lower-case letter follows the colon, and rewrites the rest as prose", Prefix)
 	}
 	prevMode := flat
 	for {
@@ -87,6 +96,11 @@ func (p *parser) parse() {
 		if isCommentStart(s, i) {
 			p.errorf(i, "a directive cannot be followed by a comment on the same line; move %q to a line of its own", strings.TrimSpace(s[i:]))
 			return // what follows is the comment's: options there are not missing
+		}
+		if isMisusedSeparator(s, i) {
+			p.errorf(i, "separate options with spaces, not %q", s[i:i+1])
+			i++
+			continue
 		}
 		if nameEnd, eq, ok := optionName(s, i); ok {
 			i, prevMode = p.option(i, nameEnd, eq)
@@ -109,9 +123,6 @@ func (p *parser) option(start, nameEnd, eq int) (next int, mode scanMode) {
 	if known {
 		mode = spec.mode
 	}
-	if eq > nameEnd {
-		p.errorf(nameEnd, "remove the space before \"=\": write %s", example(name))
-	}
 	sc := scanValue(s, eq+1, mode)
 	lexOK := true
 	if sc.open >= 0 {
@@ -123,8 +134,10 @@ func (p *parser) option(start, nameEnd, eq int) (next int, mode scanMode) {
 	for off < sc.end && isSpace(s[off]) {
 		off++
 	}
-	if off > eq+1 && off < sc.end {
-		p.errorf(eq+1, "remove the space after \"=\": write %s=%s", name, s[off:sc.end])
+	if spaced := eq > nameEnd || off > eq+1; spaced && off < sc.end {
+		p.errorf(eq, "remove the spaces around \"=\": write %s=%s", name, s[off:sc.end])
+	} else if spaced {
+		p.errorf(eq, "remove the spaces around \"=\"")
 	}
 	v := value{
 		Option: Option{

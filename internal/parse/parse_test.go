@@ -201,12 +201,24 @@ func TestLineErrors(t *testing.T) {
 		{"//ratelimit: \t ", []wantErr{{"", 0, "empty directive; write e.g. //ratelimit:key=req.Email window=60s max=3"}}},
 
 		// Layout.
-		{"//ratelimit: key=a window=1s max=1", []wantErr{{" key", 0, `remove the space after "//ratelimit:": in doc comments gofmt keeps a line as a directive only when a lower-case letter follows the colon, and rewrites the rest as prose`}}},
-		{"//ratelimit:key=a window =60s max=1", []wantErr{{" =60s", 0, `remove the space before "=": write window=60s`}}},
-		{"//ratelimit:key=a window=1s max= 3", []wantErr{{" 3", 0, `remove the space after "=": write max=3`}}},
+		{"//ratelimit: key=a window=1s max=1", []wantErr{{":", 0, `remove the space after "//ratelimit:": in doc comments gofmt keeps a line as a directive only when a lower-case letter follows the colon, and rewrites the rest as prose`}}},
+		{"//ratelimit:key=a window =60s max=1", []wantErr{{"=60s", 0, `remove the spaces around "=": write window=60s`}}},
+		{"//ratelimit:key=a window=1s max= 3", []wantErr{{"= 3", 0, `remove the spaces around "=": write max=3`}}},
+		{"//ratelimit:key=a window\t=\t1s max=1", []wantErr{{"=\t", 0, `remove the spaces around "=": write window=1s`}}},
+		{"//ratelimit:key=a window = max=1", []wantErr{
+			{"= ", 0, `remove the spaces around "="`},
+			{"window", 0, `option "window" has an empty value; write e.g. window=60s`},
+		}},
 		{"//ratelimit:key=a window=1s max=1 // three a second", []wantErr{{"//", 1, `a directive cannot be followed by a comment on the same line; move "// three a second" to a line of its own`}}},
 		{"//ratelimit:key=a window=1s max=1 /* x */", []wantErr{{"/*", 0, `a directive cannot be followed by a comment on the same line; move "/* x */" to a line of its own`}}},
 		{"//ratelimit:key=a//x window=1s max=1", []wantErr{{"//x", 0, `a directive cannot be followed by a comment on the same line; move "//x window=1s max=1" to a line of its own`}}},
+
+		{"//ratelimit:window=1s,max=3", []wantErr{{",", 0, `separate options with spaces, not ","`}}},
+		{"//ratelimit:key=f(a, b), g(c);max=3 window=1s", []wantErr{{";", 0, `separate options with spaces, not ";"`}}},
+		{"//ratelimit:key=a, max=3, window=1s", []wantErr{
+			{",", 0, `separate options with spaces, not ","`},
+			{",", 1, `separate options with spaces, not ","`},
+		}},
 
 		// Unknown, unsupported and duplicate options.
 		{"//ratelimit:key=a windw=60s max=3", []wantErr{{"windw", 0, `unknown option "windw"; did you mean "window"?`}}},
@@ -244,9 +256,10 @@ func TestLineErrors(t *testing.T) {
 
 		// key=
 		{"//ratelimit:key=a,,b window=1s max=1", []wantErr{{",", 1, `empty key part; remove the extra ","`}}},
-		{"//ratelimit:key=a, window=1s max=1", []wantErr{{",", 0, `empty key part; remove the extra ","`}}},
+		{"//ratelimit:window=1s max=1 key=a,", []wantErr{{",", 0, `empty key part; remove the extra ","`}}},
+		{"//ratelimit:window=1s max=1 key=a,\t", []wantErr{{",", 0, `empty key part; remove the extra ","`}}},
 		{"//ratelimit:key=,a window=1s max=1", []wantErr{{",", 0, `empty key part; remove the extra ","`}}},
-		{"//ratelimit:key=, window=1s max=1", []wantErr{{",", 0, `empty key part; remove the extra ","`}}},
+		{"//ratelimit:window=1s max=1 key=,", []wantErr{{",", 0, `empty key part; remove the extra ","`}}},
 		{"//ratelimit:key=a +, b window=1s max=1", []wantErr{{"a +", 0, `key part "a +" is not a Go expression: expected operand, found 'EOF'`}}},
 		{"//ratelimit:key=a, f(x=y) window=1s max=1", []wantErr{{"f(", 0, `key part "f(x=y)" is not a Go expression: expected '==', found '='`}}},
 		{"//ratelimit:key=a;b window=1s max=1", []wantErr{{"a;b", 0, `key part "a;b" is not a Go expression: expected 'EOF', found ';'`}}},
@@ -326,6 +339,20 @@ func TestLineErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLineTooLong checks that an absurdly long directive is refused rather
+// than parsed in quadratic time.
+func TestLineTooLong(t *testing.T) {
+	long := Prefix + "window=1s max=1 key=" + strings.Repeat("a+", 2100) + "a"
+	d, errs := Line(long, base)
+	require.NotNil(t, d)
+	require.Len(t, errs, 1)
+	assert.Equal(t, "svc.go:12:2: directive is 4233 bytes long; the limit is 4096", errs[0].Error())
+
+	ok := Prefix + "window=1s max=1 key=" + strings.Repeat("a+", 2030) + "a"
+	_, errs = Line(ok, base)
+	assert.Nil(t, errs)
 }
 
 // TestLineBestEffort checks that what is valid survives errors elsewhere,

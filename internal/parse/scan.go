@@ -8,7 +8,9 @@ package parse
 //     expression holds "name =" at top level, since assignment is a
 //     statement; or
 //   - a known option name standing alone after an operand, as in
-//     "key=req.Email window max=3": two operands side by side are never Go.
+//     "key=req.Email window max=3": two operands side by side are never Go;
+//   - or, with or without whitespace, "," or ";" followed by "name=", as in
+//     "window=1s,max=3", which is reported as a misused separator.
 //
 // "Top level" means outside (), [], {} and outside "...", `...` and '...'
 // literals; brackets and literals are only tracked in expression values
@@ -42,7 +44,7 @@ func scanValue(s string, start int, mode scanMode) valueScan {
 	for i < len(s) {
 		c := s[i]
 		switch {
-		case isCommentStart(s, i):
+		case isCommentStart(s, i) || isMisusedSeparator(s, i) && len(stack) == 0:
 			return valueScan{end: trimRightSpace(s, start, i), next: i, open: -1}
 		case mode == expr && (c == '"' || c == '\'' || c == '`'):
 			j := skipLiteral(s, i)
@@ -75,6 +77,20 @@ func scanValue(s string, start int, mode scanMode) valueScan {
 		return valueScan{end: len(s), next: len(s), open: stack[n-1]}
 	}
 	return valueScan{end: trimRightSpace(s, start, len(s)), next: len(s), open: -1}
+}
+
+// isMisusedSeparator reports whether a "," or ";" at offset i of s is
+// followed by an option, as in "window=1s,max=3": options are separated by
+// whitespace, and neither "key=a,max=3" nor "key=a;max=3" is Go.
+func isMisusedSeparator(s string, i int) bool {
+	if s[i] != ',' && s[i] != ';' {
+		return false
+	}
+	j := i + 1
+	for j < len(s) && isHSpace(s[j]) {
+		j++
+	}
+	return isOptionStart(s, j)
 }
 
 // optionName reports whether an option "name=" (or "name =") starts at

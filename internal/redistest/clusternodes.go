@@ -11,7 +11,6 @@ import (
 // node of the cluster (itself when myself is set).
 type nodeEntry struct {
 	id        string
-	port      int
 	flags     []string
 	masterID  string // for replicas; "" for masters
 	connected bool   // link state of the observing node to this one
@@ -76,10 +75,6 @@ func parseClusterNodes(reply string) ([]nodeEntry, error) {
 			id:        f[0],
 			flags:     strings.Split(f[2], ","),
 			connected: f[7] == "connected",
-		}
-		addr, _, _ := strings.Cut(f[1], "@")
-		if i := strings.LastIndexByte(addr, ':'); i >= 0 {
-			e.port, _ = strconv.Atoi(addr[i+1:]) // 0 for a node without address
 		}
 		if f[3] != "-" {
 			e.masterID = f[3]

@@ -18,18 +18,15 @@ func TestParseClusterNodes(t *testing.T) {
 
 	a, b, c, d := entries[0], entries[1], entries[2], entries[3]
 	require.True(t, a.myself() && a.master() && a.migrating && !a.importing)
-	require.Equal(t, 11001, a.port)
 	require.True(t, a.owns(0) && a.owns(5460) && !a.owns(5461), "a migrating slot stays with its owner")
 
 	require.True(t, b.importing && b.owns(12000) && !b.owns(11999) && !b.owns(100))
-	require.Equal(t, 11002, b.port)
 
 	require.True(t, c.replica() && c.failing() && !c.connected)
 	require.Equal(t, "aaa", c.masterID)
 	require.Equal(t, "ccc replica-of aaa", c.role())
 
 	require.True(t, d.failing())
-	require.Equal(t, 0, d.port)
 
 	_, err = parseClusterNodes("aaa 127.0.0.1:1@2 master - 0 0 1 connected x-y\n")
 	require.ErrorContains(t, err, "bad slot")

@@ -23,8 +23,12 @@ func (c *Cluster) Failover(t testing.TB, master *Server) *Server {
 	t.Helper()
 	c.mustContain(t, "Failover", master)
 	if master.Running() {
-		if self, err := c.self(master); err != nil || !self.master() {
-			t.Fatalf("redistest: Failover: %s is not a master (%v)\n%s", master, err, c.describe())
+		self, err := c.self(master)
+		if err != nil {
+			t.Fatalf("redistest: Failover: %v", err)
+		}
+		if !self.master() {
+			t.Fatalf("redistest: Failover: %s is a replica, not a master\n%s", master, c.describe())
 		}
 	}
 	replica := c.ReplicaOf(t, master)

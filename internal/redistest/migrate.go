@@ -40,8 +40,12 @@ func (c *Cluster) BeginSlotMigration(t testing.TB, slot int, to *Server) *SlotMi
 	t.Helper()
 	checkSlot(t, "BeginSlotMigration", slot)
 	c.mustContain(t, "BeginSlotMigration", to)
-	if self, err := c.self(to); err != nil || !self.master() {
-		t.Fatalf("redistest: BeginSlotMigration: target %s is not a running master (%v)\n%s", to, err, c.describe())
+	self, err := c.self(to)
+	if err != nil {
+		t.Fatalf("redistest: BeginSlotMigration: target: %v", err)
+	}
+	if !self.master() {
+		t.Fatalf("redistest: BeginSlotMigration: target %s is a replica, not a master\n%s", to, c.describe())
 	}
 	from := c.MasterForSlot(t, slot)
 	if from == to {

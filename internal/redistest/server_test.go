@@ -79,6 +79,10 @@ func TestServerPauseMakesClientsTimeOut(t *testing.T) {
 
 	s.Resume(t)
 	require.NoError(t, c.Ping(ctx).Err())
+
+	s.Pause(t)
+	s.Stop(t)
+	require.False(t, s.Running(), "a paused server can be stopped")
 }
 
 func TestServerStoppedByCleanup(t *testing.T) {
@@ -111,4 +115,23 @@ type fatalRecorder struct {
 func (f *fatalRecorder) Fatalf(format string, args ...any) {
 	f.msg = fmt.Sprintf(format, args...)
 	panic(f)
+}
+
+// A port taken between choosing it and redis-server binding it must be
+// reported as errPortInUse, which makes StartServer retry elsewhere, whether
+// the port holds some listener or another redis-server.
+func TestLaunchReportsPortInUse(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	s := newServer(t, false, nil)
+	err = s.launch(l.Addr().(*net.TCPAddr).Port)
+	require.ErrorIs(t, err, errPortInUse)
+	require.False(t, s.Running())
+
+	other := StartServer(t)
+	err = s.launch(other.Port())
+	require.ErrorIs(t, err, errPortInUse)
+	require.False(t, s.Running())
+	require.NoError(t, other.Client(t).Ping(context.Background()).Err(), "the other server is left alone")
 }

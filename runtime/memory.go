@@ -26,7 +26,15 @@ type memShard struct {
 	// sweepAt is the map size at which the next sweep of expired keys runs;
 	// doubling it after each sweep keeps sweeping amortised O(1) per call.
 	sweepAt int
+	// nextSweep (µs) also triggers a sweep, so that a shard that stops
+	// growing still lets go of its expired keys.
+	nextSweep int64
 }
+
+const (
+	memMinSweep      = 64
+	memSweepInterval = int64(10 * time.Second / time.Microsecond)
+)
 
 type memKey struct {
 	name, key string
@@ -48,7 +56,7 @@ func NewMemoryLimiter(opts ...Option) *MemoryLimiter {
 	}
 	for i := range m.shards {
 		m.shards[i].logs = make(map[memKey]*memLog)
-		m.shards[i].sweepAt = 1024
+		m.shards[i].sweepAt = memMinSweep
 	}
 	return m
 }
@@ -77,7 +85,7 @@ func (m *MemoryLimiter) AllowN(ctx context.Context, l Limit, key string, n int) 
 	now := m.now()
 	ml := s.logs[k]
 	if ml == nil {
-		if len(s.logs) >= s.sweepAt {
+		if len(s.logs) >= s.sweepAt || now >= s.nextSweep {
 			s.sweep(now)
 		}
 		ml = &memLog{}
@@ -100,7 +108,8 @@ func (s *memShard) sweep(now int64) {
 			delete(s.logs, k)
 		}
 	}
-	s.sweepAt = max(1024, 2*len(s.logs))
+	s.sweepAt = max(memMinSweep, 2*len(s.logs))
+	s.nextSweep = now + memSweepInterval
 }
 
 // Len reports how many keys the limiter currently holds, expired ones not

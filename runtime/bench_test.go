@@ -1,0 +1,79 @@
+package runtime
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
+)
+
+// Benchmarks use a limit large enough that most calls are admitted, so they
+// measure the full path including the write.
+
+func BenchmarkMemoryAllow(b *testing.B) {
+	lim := NewMemoryLimiter()
+	l := Limit{Name: "bench", Window: time.Second, Max: 1 << 30}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := lim.Allow(ctx, l, "user@example.com"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkMemoryAllowParallelKeys(b *testing.B) {
+	lim := NewMemoryLimiter()
+	l := Limit{Name: "bench", Window: time.Second, Max: 100}
+	keys := make([]string, 4096)
+	for i := range keys {
+		keys[i] = "user" + strconv.Itoa(i) + "@example.com"
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if _, err := lim.Allow(ctx, l, keys[i%len(keys)]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+}
+
+func BenchmarkRedisAllow(b *testing.B) {
+	srv := redistest.StartServer(b)
+	lim := NewRedisLimiter(srv.Client(b), WithFailurePolicy(FailClosed), WithTimeout(5*time.Second))
+	l := Limit{Name: "bench", Window: time.Second, Max: 100}
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		// Spread calls over keys so the log stays at its steady size.
+		if _, err := lim.Allow(ctx, l, strconv.Itoa(i%1024)); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+func BenchmarkRedisAllowParallel(b *testing.B) {
+	srv := redistest.StartServer(b)
+	lim := NewRedisLimiter(srv.Client(b), WithFailurePolicy(FailClosed), WithTimeout(5*time.Second))
+	l := Limit{Name: "bench", Window: time.Second, Max: 100}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if _, err := lim.Allow(ctx, l, strconv.Itoa(i%1024)); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+}

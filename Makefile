@@ -1,0 +1,29 @@
+# The one command CI and contributors run: `make test`.
+# It needs Go and a redis-server binary: the tests start their own
+# redis-server processes (single nodes and a 6-node cluster) on loopback.
+
+.PHONY: test vet redis-server demo
+
+test: redis-server vet
+	go test -race ./...
+
+vet:
+	go vet ./...
+
+demo:
+	go run ./examples/verifycode
+
+# Install redis-server (which brings redis-cli) when it is missing: with
+# apt-get when running as root, otherwise print the exact command.
+redis-server:
+	@if ! command -v redis-server >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "redis-server not found: installing it with apt-get"; \
+			apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q redis-server; \
+		else \
+			echo "redis-server not found. The tests start real Redis servers; install it with:" >&2; \
+			echo "    sudo apt-get install -y redis-server     # Debian/Ubuntu" >&2; \
+			echo "    brew install redis                       # macOS" >&2; \
+			exit 1; \
+		fi; \
+	fi

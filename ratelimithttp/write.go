@@ -37,7 +37,8 @@ import (
 //
 // When a limiter is called directly and any error it returns means "no
 // decision", call WriteUnavailable for that error instead, as Middleware
-// does. r is the request being answered; a HEAD request gets no body.
+// does. r is the request being answered; a HEAD request gets no body, and
+// r may be nil.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) bool {
 	if err == nil {
 		return false

@@ -60,8 +60,7 @@ type parser struct {
 // value is one name=value option as found in the text.
 type value struct {
 	Option
-	nameOff int // offset of the name
-	off     int // offset of the value's first non-space byte
+	off int // offset of the value's first non-space byte
 	// lexOK is false when the value had an unclosed bracket or literal,
 	// already reported.
 	lexOK bool
@@ -146,9 +145,8 @@ func (p *parser) option(start, nameEnd, eq int) (next int, mode scanMode) {
 			NamePos:  p.loc.at(start),
 			ValuePos: p.loc.raw(off),
 		},
-		nameOff: start,
-		off:     off,
-		lexOK:   lexOK,
+		off:   off,
+		lexOK: lexOK,
 	}
 	p.d.Options = append(p.d.Options, v.Option)
 

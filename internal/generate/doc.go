@@ -1,0 +1,18 @@
+// Package generate implements ratelimitgen: it finds //ratelimit:
+// directives on the methods of Go packages, checks them against the
+// methods' real types, and returns the source of the wrapper types that
+// enforce them. It returns bytes; writing them is the caller's business
+// (see Write and Stale).
+//
+// A run loads the packages once, under the build tag ratelimitgen that
+// excludes earlier output, then for each package:
+//
+//   - scans every comment for directives (internal/parse) and for
+//     near-misses, which are warnings;
+//   - type-checks each key expression in the scope of its method's
+//     parameters, nested in the scope of the file that declares it;
+//   - collects every problem with its position, so that one run reports
+//     all of them and writes nothing;
+//   - emits one file with jennifer, where a single naming registry
+//     chooses every identifier the generator introduces.
+package generate

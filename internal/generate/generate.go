@@ -1,0 +1,178 @@
+package generate
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/tools/go/packages"
+)
+
+// DefaultOutput is the name of the generated file in each package's
+// directory.
+const DefaultOutput = "ratelimit_gen.go"
+
+// Config configures a run.
+type Config struct {
+	// Dir is the directory in which package patterns are resolved; the
+	// current directory if empty.
+	Dir string
+	// Env is the environment of the go command; the process's if nil.
+	Env []string
+	// Output is the name of the generated file, in each package's
+	// directory; DefaultOutput if empty.
+	Output string
+}
+
+// File is the output of one package.
+type File struct {
+	// Path is the file's absolute path.
+	Path string
+	// Content is the generated source. It is nil when the package has no
+	// directives left but holds a file generated earlier, which is then
+	// stale and must be removed.
+	Content []byte
+}
+
+// Result is the output of a run.
+type Result struct {
+	// Files holds one file per package that has directives, and one with
+	// nil Content per package whose earlier output must be removed, sorted
+	// by path.
+	Files []File
+	// Warnings are comments that look like misspelt directives, sorted by
+	// position. They do not stop generation.
+	Warnings []Diagnostic
+}
+
+// Generate loads the packages matching patterns ("." if none) and returns
+// their generated files. When the source has problems it returns an
+// ErrorList with all of them and no files; the Result still carries the
+// warnings. Other errors (the go command failing, say) are returned as is.
+func Generate(ctx context.Context, cfg Config, patterns ...string) (*Result, error) {
+	output := cmp.Or(cfg.Output, DefaultOutput)
+	if err := checkOutputName(output); err != nil {
+		return nil, err
+	}
+	pkgs, err := load(ctx, cfg, patterns)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(pkgs, func(a, b *packages.Package) int { return cmp.Compare(a.PkgPath, b.PkgPath) })
+
+	ds := &diagnostics{}
+	var models []*pkgModel
+	generated := map[string]bool{} // "Name" and "pkgname.Name" of every generated declaration
+	for _, pkg := range pkgs {
+		for _, e := range pkg.Errors {
+			// Compiler output ("# path\n...") comes from building export
+			// data; the type checker reports the same problems with
+			// positions, below, where they matter.
+			if e.Kind != packages.TypeError && !strings.HasPrefix(e.Msg, "# ") {
+				ds.errorf(parsePosition(e.Pos), "%s", e.Msg)
+			}
+		}
+		if pkg.Types == nil || pkg.TypesInfo == nil {
+			continue
+		}
+		m := buildModel(pkg, ds)
+		models = append(models, m)
+		for _, name := range m.generatedNames() {
+			generated[name] = true
+			generated[pkg.Name+"."+name] = true
+		}
+	}
+	// Type errors matter only in packages that use directives: others are
+	// loaded because a pattern matched them. Code that calls the wrappers
+	// of this run is expected not to compile until they are generated.
+	for _, m := range models {
+		if m.directives == 0 {
+			continue
+		}
+		for _, e := range m.pkg.TypeErrors {
+			if name, ok := strings.CutPrefix(e.Msg, "undefined: "); ok && generated[name] {
+				continue
+			}
+			ds.errorf(e.Fset.Position(e.Pos), "%s", e.Msg)
+		}
+	}
+
+	res := &Result{}
+	errs, warnings := ds.split()
+	res.Warnings = warnings
+	if len(errs) > 0 {
+		return res, errs
+	}
+	for _, m := range models {
+		f, err := outputFile(m, output)
+		if err != nil {
+			if el, ok := err.(ErrorList); ok {
+				errs = append(errs, el...)
+				continue
+			}
+			return res, err
+		}
+		if f != nil {
+			res.Files = append(res.Files, *f)
+		}
+	}
+	if len(errs) > 0 {
+		return res, sortDiagnostics(errs)
+	}
+	slices.SortFunc(res.Files, func(a, b File) int { return cmp.Compare(a.Path, b.Path) })
+	return res, nil
+}
+
+// checkOutputName rejects output names that would not make a plain Go
+// source file beside the package's sources.
+func checkOutputName(name string) error {
+	switch {
+	case strings.ContainsRune(name, '/') || strings.ContainsRune(name, filepath.Separator):
+		return fmt.Errorf("-output %q must be a file name, not a path: the file is written in each package's directory", name)
+	case !strings.HasSuffix(name, ".go"):
+		return fmt.Errorf("-output %q must end in .go", name)
+	case strings.HasSuffix(name, "_test.go"):
+		return fmt.Errorf("-output %q must not end in _test.go: the wrappers would exist only in tests", name)
+	}
+	return nil
+}
+
+// outputFile returns the file of m: its generated code, a removal if m has
+// no wrappers but an earlier run left a file, or nil.
+func outputFile(m *pkgModel, output string) (*File, error) {
+	dir := m.pkg.Dir
+	if dir == "" && len(m.pkg.GoFiles) > 0 {
+		dir = filepath.Dir(m.pkg.GoFiles[0])
+	}
+	if dir == "" {
+		return nil, nil
+	}
+	path := filepath.Join(dir, output)
+	existing, err := os.ReadFile(path)
+	switch {
+	case err == nil:
+		if !bytes.HasPrefix(existing, []byte(Header+"\n")) {
+			return nil, ErrorList{{Pos: positionOf(path), Msg: fmt.Sprintf("%s exists and was not generated by ratelimitgen (it does not start with %q); refusing to overwrite it: rename it or choose another -output", output, Header)}}
+		}
+	case os.IsNotExist(err):
+		existing = nil
+	default:
+		return nil, err
+	}
+	if len(m.wrappers) == 0 {
+		if existing != nil {
+			return &File{Path: path}, nil
+		}
+		return nil, nil
+	}
+	src, err := emit(m)
+	if err != nil {
+		return nil, err
+	}
+	return &File{Path: path, Content: src}, nil
+}

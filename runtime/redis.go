@@ -27,6 +27,10 @@ type RedisLimiter struct {
 	cfg      config
 	fallback Limiter
 	breaker  breaker
+	// honoursDeadline is true when the client itself abandons a reply at
+	// the context's deadline; otherwise run waits on a goroutine so that
+	// the timeout holds whatever the client's read timeout is.
+	honoursDeadline bool
 }
 
 // NewRedisLimiter returns a Limiter backed by c, which may be a
@@ -44,6 +48,12 @@ func NewRedisLimiter(c redis.UniversalClient, opts ...Option) *RedisLimiter {
 		r.fallback = NewMemoryLimiter(memOpts...)
 	}
 	r.breaker.interval = cfg.retryInterval
+	switch c := c.(type) {
+	case *redis.Client:
+		r.honoursDeadline = c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		r.honoursDeadline = c.Options().ContextTimeoutEnabled
+	}
 	return r
 }
 
@@ -88,8 +98,22 @@ func (r *RedisLimiter) AllowN(ctx context.Context, l Limit, key string, n int) (
 		r.breaker.record(start, false, probe)
 		return Decision{}, ctx.Err()
 	}
-	r.breaker.record(time.Now(), tripsBreaker(err), probe)
+	trip := tripsBreaker(err)
+	r.breaker.record(time.Now(), trip, probe)
+	if trip {
+		r.reloadTopology()
+	}
 	return r.degrade(ctx, l, key, n, err)
+}
+
+// reloadTopology makes a cluster client re-read the slot map after a
+// failure. go-redis reloads it on MOVED or ASK, or once a minute, but not
+// when a crashed master refuses connections; without this the limiter
+// would stay degraded for up to a minute after a replica took over.
+func (r *RedisLimiter) reloadTopology() {
+	if c, ok := r.client.(interface{ ReloadState(context.Context) }); ok {
+		c.ReloadState(context.Background())
+	}
 }
 
 // run asks Redis for one decision within the configured timeout.
@@ -103,8 +127,7 @@ func (r *RedisLimiter) run(ctx context.Context, l Limit, key string, n int) (Dec
 	}
 	buf := make([]byte, 0, 64+len(r.cfg.prefix)+len(l.Name)+len(key))
 	skey := string(appendStorageKey(buf, r.cfg.prefix, storageAlgo, l.Name, key))
-	res, err := slidingLogScript.Run(ctx, r.client, []string{skey},
-		l.Window.Microseconds(), l.Max, n, now).Int64Slice()
+	res, err := r.eval(ctx, skey, l.Window.Microseconds(), int64(l.Max), int64(n), now)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
 			err = fmt.Errorf("no answer within %v: %w", r.cfg.timeout, err)
@@ -112,6 +135,32 @@ func (r *RedisLimiter) run(ctx context.Context, l Limit, key string, n int) (Dec
 		return Decision{}, err
 	}
 	return decisionFromReply(res)
+}
+
+// eval runs the script, returning by ctx's deadline even when the client
+// would wait longer for a reply (its ReadTimeout, 3s by default, applies
+// unless ContextTimeoutEnabled is set). An abandoned call may still be
+// recorded when Redis answers late; that over-counts, never over-admits.
+func (r *RedisLimiter) eval(ctx context.Context, skey string, args ...any) ([]int64, error) {
+	keys := []string{skey}
+	if r.honoursDeadline {
+		return slidingLogScript.Run(ctx, r.client, keys, args...).Int64Slice()
+	}
+	type reply struct {
+		res []int64
+		err error
+	}
+	ch := make(chan reply, 1)
+	go func() {
+		res, err := slidingLogScript.Run(ctx, r.client, keys, args...).Int64Slice()
+		ch <- reply{res, err}
+	}()
+	select {
+	case rep := <-ch:
+		return rep.res, rep.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // decisionFromReply turns a script's {allowed, remaining, retry_us, reset_us}

@@ -67,7 +67,7 @@ var ErrInvalidRequest = errors.New("invalid request")
 // ErrWrongCode means the code does not match the last one sent to the
 // address, or it expired, or none was sent. The three cases are not told
 // apart, so that an attacker learns nothing about an address.
-var ErrWrongCode = errors.New("wrong or expired code")
+var ErrWrongCode = errors.New("the code is wrong or has expired")
 
 // NormalizeEmail is the form of an address that rate limits and stored
 // codes are keyed on. Without it "Alice@Example.com" and "alice@example.com"

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/dave/jennifer/jen"
+	"golang.org/x/tools/imports"
 )
 
 // RuntimePath is the import path of the package generated code calls.
@@ -56,7 +57,13 @@ func emit(m *pkgModel) ([]byte, error) {
 	if err := e.f.Render(&buf); err != nil {
 		return nil, fmt.Errorf("rendering the generated code of %s (a bug in ratelimitgen): %w", m.pkg.PkgPath, err)
 	}
-	return buf.Bytes(), nil
+	// jennifer lists the imports in one block; group the standard library
+	// apart, as goimports does. FormatOnly adds and removes nothing.
+	src, err := imports.Process("", buf.Bytes(), &imports.Options{Comments: true, TabIndent: true, TabWidth: 8, FormatOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("formatting the generated code of %s (a bug in ratelimitgen): %w", m.pkg.PkgPath, err)
+	}
+	return src, nil
 }
 
 // allocateFileNames fills the file scope: it reserves every name the user's
@@ -363,8 +370,12 @@ func (e *emitter) method(w *wrapper, wm *wrapperMethod, id wrapperIdents) {
 
 	l := wm.limit
 	lv := e.limitVars[l]
-	e.comment(fmt.Sprintf("%s calls the wrapped %s's %s if the limit %q, %d calls %s %s, admits the call. Otherwise it returns a *runtime.LimitError, or the limiter's error if the limiter could not decide.",
-		wm.name, w.owner.Name(), wm.name, l.name, l.max, windowWords(l.window), keyWords(l.key)))
+	calls := "calls"
+	if l.max == 1 {
+		calls = "call"
+	}
+	e.comment(fmt.Sprintf("%s calls the wrapped %s's %s if the limit %q, %d %s %s %s, admits the call. Otherwise it returns a *runtime.LimitError, or the limiter's error if the limiter could not decide.",
+		wm.name, w.owner.Name(), wm.name, l.name, l.max, calls, windowWords(l.window), keyWords(l.key)))
 
 	var body []jen.Code
 	key := e.keyCode(l.key, params, scope, &body)

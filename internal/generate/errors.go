@@ -29,10 +29,16 @@ func (d Diagnostic) Format(dir string) string {
 	if s == "-" {
 		s = "ratelimitgen"
 	}
-	if d.Warning {
-		return s + ": warning: " + d.Msg
+	msg := d.Msg
+	if dir != "" {
+		// Positions quoted in messages ("already set at file.go:3:4")
+		// are shortened the same way.
+		msg = strings.ReplaceAll(msg, filepath.Clean(dir)+string(filepath.Separator), "")
 	}
-	return s + ": " + d.Msg
+	if d.Warning {
+		return s + ": warning: " + msg
+	}
+	return s + ": " + msg
 }
 
 // RelativePath returns name relative to dir if it lies within dir, and

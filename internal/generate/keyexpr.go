@@ -8,6 +8,7 @@ import (
 	"go/scanner"
 	"go/token"
 	"go/types"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -85,11 +86,17 @@ type keyScope struct {
 // comment, where no other scope lies. Its variables are fresh copies of
 // the parameters: the real ones are visible only after the signature.
 func newKeyScope(fset *token.FileSet, pkg *types.Package, fileScope *types.Scope, c *ast.Comment, sig *types.Signature, tparams *types.TypeParamList) (*keyScope, error) {
+	// The directive of a generic interface's method lies in the scope of
+	// the type's parameters.
+	parent := fileScope.Innermost(c.Slash)
+	if parent == nil {
+		return nil, errors.New("the directive lies outside its file's scope")
+	}
 	ks := &keyScope{
 		fset:   fset,
 		pkg:    pkg,
 		at:     c.Slash,
-		scope:  types.NewScope(fileScope, c.Slash, c.End(), "ratelimit key"),
+		scope:  types.NewScope(parent, c.Slash, c.End(), "ratelimit key"),
 		params: map[*types.Var]int{},
 	}
 	if fileScope.Innermost(c.Slash) != ks.scope {
@@ -202,6 +209,9 @@ func (ks *keyScope) explain(msg, text string) string {
 	if s, ok := closest(name, ks.paramNames); ok {
 		return fmt.Sprintf("key part %s: undefined: %s; did you mean %s?", text, name, s)
 	}
+	if strings.Contains(text, name+".") {
+		return fmt.Sprintf("key part %s: undefined: %s: if %s is a package, import it in %s (and use it outside the directive too, as Go requires): a key sees the imports of the file that declares the method", text, name, name, filepath.Base(ks.fset.Position(ks.at).Filename))
+	}
 	params := "the method has no named parameters"
 	if len(ks.paramNames) > 0 {
 		params = "the method's parameters are " + strings.Join(ks.paramNames, ", ")
@@ -212,6 +222,9 @@ func (ks *keyScope) explain(msg, text string) string {
 // classify returns how a value of type t becomes a string, if it is one of
 // the basic key types.
 func classify(t types.Type) (keyKind, bool) {
+	if tp, ok := types.Unalias(t).(*types.TypeParam); ok {
+		return classifyTypeParam(tp)
+	}
 	switch u := types.Unalias(t).Underlying().(type) {
 	case *types.Basic:
 		info := u.Info()
@@ -239,6 +252,84 @@ func classify(t types.Type) (keyKind, bool) {
 		}
 	}
 	return 0, false
+}
+
+// classifyTypeParam classifies a type parameter whose type set holds only
+// types of one key kind: every ~string, every integer, every bool or every
+// byte slice. Its values are converted (string(x), int64(x)...), which is
+// valid for each type of the set.
+func classifyTypeParam(tp *types.TypeParam) (keyKind, bool) {
+	terms, ok := typeSetTerms(tp.Constraint())
+	if !ok || len(terms) == 0 {
+		return 0, false
+	}
+	var kinds []keyKind
+	for _, t := range terms {
+		k, ok := classify(t)
+		if !ok {
+			return 0, false
+		}
+		switch k {
+		case keyString:
+			k = keyNamedString
+		case keyInt:
+			k = keySigned
+		}
+		kinds = append(kinds, k)
+	}
+	first := kinds[0]
+	for _, k := range kinds[1:] {
+		switch {
+		case k == first:
+		case (k == keySigned || k == keyUnsigned) && (first == keySigned || first == keyUnsigned):
+			first = keySigned // a mix is formatted as int64
+		default:
+			return 0, false
+		}
+	}
+	return first, true
+}
+
+// typeSetTerms returns the types of the terms of the constraint's type
+// set, or false if it has none (any type may be in it) or is too involved
+// to tell.
+func typeSetTerms(constraint types.Type) ([]types.Type, bool) {
+	iface, ok := constraint.Underlying().(*types.Interface)
+	if !ok {
+		return nil, false
+	}
+	var terms []types.Type
+	found := false
+	for i := 0; i < iface.NumEmbeddeds(); i++ {
+		switch e := types.Unalias(iface.EmbeddedType(i)).(type) {
+		case *types.Union:
+			if found {
+				return nil, false // an intersection of unions
+			}
+			found = true
+			for j := 0; j < e.Len(); j++ {
+				terms = append(terms, e.Term(j).Type())
+			}
+		default:
+			if _, isIface := e.Underlying().(*types.Interface); isIface {
+				sub, ok := typeSetTerms(e)
+				if ok {
+					if found {
+						return nil, false
+					}
+					found = true
+					terms = sub
+				}
+				continue
+			}
+			if found {
+				return nil, false
+			}
+			found = true
+			terms = append(terms, e)
+		}
+	}
+	return terms, found
 }
 
 // isStringer reports whether expr.String() is a call returning string, the

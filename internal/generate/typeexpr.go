@@ -62,7 +62,8 @@ func (e *emitter) typ(t types.Type) *jen.Statement {
 			}
 			fields[i] = s
 		}
-		return jen.Struct(fields...)
+		// On one line, as such types are written in signatures.
+		return jen.Custom(jen.Options{Open: "struct{", Close: "}", Separator: ";"}, fields...)
 	case *types.Interface:
 		var items []jen.Code
 		for i := 0; i < t.NumEmbeddeds(); i++ {
@@ -75,7 +76,7 @@ func (e *emitter) typ(t types.Type) *jen.Statement {
 		if t.IsImplicit() && len(items) == 1 {
 			return items[0].(*jen.Statement)
 		}
-		return jen.Interface(items...)
+		return jen.Custom(jen.Options{Open: "interface{", Close: "}", Separator: ";"}, items...)
 	case *types.Union:
 		terms := make([]jen.Code, t.Len())
 		for i := range terms {

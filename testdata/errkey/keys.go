@@ -1,0 +1,55 @@
+// Package errkey has keys that parse but do not type-check, or have types
+// that cannot be keys.
+package errkey
+
+import "context"
+
+// Order has fields of several kinds.
+type Order struct {
+	ID    string
+	Total float64
+	Items map[string]int
+}
+
+func split(s string) (string, string) { return s, s }
+
+// Keys has one mistake per method.
+type Keys interface {
+	//ratelimit:key=emial window=1m max=3
+	Typo(ctx context.Context, email string) error
+
+	//ratelimit:key=order.Id window=1m max=3
+	Field(ctx context.Context, order Order) error
+
+	//ratelimit:key=order window=1m max=3
+	Struct(ctx context.Context, order Order) error
+
+	//ratelimit:key=order.Total window=1m max=3
+	Float(ctx context.Context, order Order) error
+
+	//ratelimit:key=order.ID,order.Items window=1m max=3
+	Map(ctx context.Context, order Order) error
+
+	//ratelimit:key=strings.ToLower(id) window=1m max=3
+	NotImported(ctx context.Context, id string) error
+
+	//ratelimit:key=split(id) window=1m max=3
+	TwoValues(ctx context.Context, id string) error
+
+	//ratelimit:key=string window=1m max=3
+	Type(ctx context.Context, id string) error
+
+	//ratelimit:key=id,nosuch window=1m max=3
+	SecondPart(ctx context.Context, id string) error
+
+	//ratelimit:key=ctx window=1m max=3
+	Context(ctx context.Context, id string) error
+}
+
+// Svc is a concrete type.
+type Svc struct{ tenant string }
+
+// Recv keys on the receiver, which the wrapper does not have.
+//
+//ratelimit:key=s.tenant window=1m max=3
+func (s *Svc) Recv(id string) error { return nil }

@@ -21,6 +21,14 @@ type Limit struct {
 	// Max is the number of admissions allowed within any Window. It must be
 	// at least 1.
 	Max int
+	// Algorithm selects how admissions are counted; the zero value means
+	// SlidingLog. See the Algorithm constants for each one's precision and
+	// memory.
+	Algorithm Algorithm
+	// Burst is the capacity of TokenBucket and GCRA: how many units may be
+	// admitted at once after an idle period. 0 means Max. Other
+	// algorithms ignore it.
+	Burst int
 }
 
 // Validate reports whether l can be used by a Limiter. Limiters call it on
@@ -34,7 +42,7 @@ func (l Limit) Validate() error {
 	case l.Max < 1:
 		return fmt.Errorf("ratelimit: limit %q has Max %d; it must be at least 1", l.Name, l.Max)
 	}
-	return nil
+	return validateAlgorithm(l)
 }
 
 // String formats l as "Name (Max per Window)", for logs and error messages.

@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"context"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -10,7 +12,7 @@ import (
 // the same decisions as a RedisLimiter on the same clock, so it serves as the
 // embedded default for tests and single-instance programs, and as the
 // fallback of a RedisLimiter during a Redis outage. It is safe for concurrent
-// use. Keys whose admissions have all left their window are evicted as the
+// use. Keys whose admissions have all stopped counting are evicted as the
 // limiter is used, so memory stays proportional to the keys active within
 // the longest window.
 type MemoryLimiter struct {
@@ -21,8 +23,8 @@ type MemoryLimiter struct {
 const memShards = 64
 
 type memShard struct {
-	mu   sync.Mutex
-	logs map[memKey]*memLog
+	mu     sync.Mutex
+	states map[memKey]*memEntry
 	// sweepAt is the map size at which the next sweep of expired keys runs;
 	// doubling it after each sweep keeps sweeping amortised O(1) per call.
 	sweepAt int
@@ -36,13 +38,15 @@ const (
 	memSweepInterval = int64(10 * time.Second / time.Microsecond)
 )
 
+// memKey mirrors the Redis storage key: algorithm, limit name, key.
 type memKey struct {
+	algo      Algorithm
 	name, key string
 }
 
-type memLog struct {
-	log      slidingLog
-	expireAt int64 // µs; after this the log holds nothing that counts
+type memEntry struct {
+	state    memState
+	expireAt int64 // µs; from then on the state holds nothing that counts
 }
 
 // NewMemoryLimiter returns an in-process Limiter. It honours WithClock;
@@ -55,7 +59,7 @@ func NewMemoryLimiter(opts ...Option) *MemoryLimiter {
 		m.now = func() int64 { return clock().UnixMicro() }
 	}
 	for i := range m.shards {
-		m.shards[i].logs = make(map[memKey]*memLog)
+		m.shards[i].states = make(map[memKey]*memEntry)
 		m.shards[i].sweepAt = memMinSweep
 	}
 	return m
@@ -66,7 +70,7 @@ func (m *MemoryLimiter) Allow(ctx context.Context, l Limit, key string) (Decisio
 	return m.AllowN(ctx, l, key, 1)
 }
 
-// AllowN admits a call costing n units if the window has room for all of
+// AllowN admits a call costing n units if the limit has room for all of
 // them, and records them; otherwise it records nothing and reports when
 // there will be room. See the package documentation for the exact semantics.
 func (m *MemoryLimiter) AllowN(ctx context.Context, l Limit, key string, n int) (Decision, error) {
@@ -76,39 +80,88 @@ func (m *MemoryLimiter) AllowN(ctx context.Context, l Limit, key string, n int) 
 	if err := ctx.Err(); err != nil {
 		return Decision{}, err
 	}
-	k := memKey{name: l.Name, key: key}
+	k := memKey{algo: l.algorithm(), name: l.Name, key: key}
 	s := &m.shards[shardOf(l.Name, key)]
-	window := l.Window.Microseconds()
+	p := paramsOf(l, n)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := m.now()
-	ml := s.logs[k]
-	if ml == nil {
-		if len(s.logs) >= s.sweepAt || now >= s.nextSweep {
-			s.sweep(now)
-		}
-		ml = &memLog{}
-		s.logs[k] = ml
+	e := s.entry(k, now)
+	v := e.state.check(now, p)
+	if v.ok {
+		e.state.commit(now, p, &v)
+		e.expireAt = now + v.reset
 	}
-	d := ml.log.decide(now, window, l.Max, n)
-	if d.Allowed {
-		ml.expireAt = ml.log.newest() + window
-	}
-	if ml.log.len() == 0 {
-		delete(s.logs, k)
-	}
-	return d, nil
+	return v.decision(v.ok), nil
 }
 
-// sweep deletes every log whose admissions have all expired.
-func (s *memShard) sweep(now int64) {
-	for k, ml := range s.logs {
-		if ml.expireAt <= now {
-			delete(s.logs, k)
+// AllowAll admits a call only if every request's limit has room, recording
+// it in all of them; otherwise it records nothing. The shards of all keys
+// are locked together, in a fixed order, so the decision is atomic.
+func (m *MemoryLimiter) AllowAll(ctx context.Context, reqs ...Request) (Decisions, error) {
+	if err := checkRequests(reqs); err != nil {
+		return Decisions{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Decisions{}, err
+	}
+	idx := make([]uint32, 0, len(reqs))
+	for _, r := range reqs {
+		idx = append(idx, shardOf(r.Limit.Name, r.Key))
+	}
+	order := slices.Clone(idx)
+	slices.Sort(order)
+	order = slices.Compact(order)
+	for _, i := range order {
+		m.shards[i].mu.Lock()
+	}
+	defer func() {
+		for _, i := range order {
+			m.shards[i].mu.Unlock()
+		}
+	}()
+
+	now := m.now()
+	entries := make([]*memEntry, len(reqs))
+	vs := make([]verdict, len(reqs))
+	all := true
+	for i, r := range reqs {
+		entries[i] = m.shards[idx[i]].entry(memKey{algo: r.Limit.algorithm(), name: r.Limit.Name, key: r.Key}, now)
+		vs[i] = entries[i].state.check(now, paramsOf(r.Limit, r.cost()))
+		all = all && vs[i].ok
+	}
+	if all {
+		for i, r := range reqs {
+			entries[i].state.commit(now, paramsOf(r.Limit, r.cost()), &vs[i])
+			entries[i].expireAt = now + vs[i].reset
 		}
 	}
-	s.sweepAt = max(memMinSweep, 2*len(s.logs))
+	return combine(vs, all), nil
+}
+
+// entry returns k's state, creating it (and sweeping first, when due).
+// The shard must be locked.
+func (s *memShard) entry(k memKey, now int64) *memEntry {
+	if e := s.states[k]; e != nil {
+		return e
+	}
+	if len(s.states) >= s.sweepAt || now >= s.nextSweep {
+		s.sweep(now)
+	}
+	e := &memEntry{state: algoSpecs[k.algo].newState()}
+	s.states[k] = e
+	return e
+}
+
+// sweep deletes every state that holds nothing that counts.
+func (s *memShard) sweep(now int64) {
+	for k, e := range s.states {
+		if e.expireAt <= now {
+			delete(s.states, k)
+		}
+	}
+	s.sweepAt = max(memMinSweep, 2*len(s.states))
 	s.nextSweep = now + memSweepInterval
 }
 
@@ -119,7 +172,7 @@ func (m *MemoryLimiter) Len() int {
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock()
-		n += len(s.logs)
+		n += len(s.states)
 		s.mu.Unlock()
 	}
 	return n
@@ -146,8 +199,8 @@ func checkRequest(l Limit, n int) error {
 	if n < 1 {
 		return costError(l, n, "the cost must be at least 1")
 	}
-	if n > l.Max {
-		return costError(l, n, "it is larger than the limit's Max, so it could never be admitted")
+	if c := l.capacity(); n > c {
+		return costError(l, n, "it is larger than the limit's capacity ("+strconv.Itoa(c)+"), so it could never be admitted")
 	}
 	return nil
 }

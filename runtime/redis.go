@@ -2,9 +2,9 @@ package runtime
 
 import (
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,21 +57,12 @@ func NewRedisLimiter(c redis.UniversalClient, opts ...Option) *RedisLimiter {
 	return r
 }
 
-//go:embed lua/sliding_log.lua
-var slidingLogSource string
-
-var slidingLogScript = redis.NewScript(slidingLogSource)
-
-// storageAlgo tags the sliding log's keys, so that algorithms added later
-// never read each other's data structures.
-const storageAlgo = "sl"
-
 // Allow is AllowN with a cost of 1.
 func (r *RedisLimiter) Allow(ctx context.Context, l Limit, key string) (Decision, error) {
 	return r.AllowN(ctx, l, key, 1)
 }
 
-// AllowN admits a call costing n units if the window has room for all of
+// AllowN admits a call costing n units if the limit has room for all of
 // them, and records them; otherwise it records nothing and reports when
 // there will be room. An error means no decision was made: the request was
 // invalid, ctx was done, or Redis failed under FailClosed.
@@ -79,31 +70,89 @@ func (r *RedisLimiter) AllowN(ctx context.Context, l Limit, key string, n int) (
 	if err := checkRequest(l, n); err != nil {
 		return Decision{}, err
 	}
-	if err := ctx.Err(); err != nil {
+	ds, err := r.decide(ctx, []Request{{Limit: l, Key: key, Cost: n}})
+	if err != nil {
 		return Decision{}, err
+	}
+	return ds.Each[0], nil
+}
+
+// AllowAll admits a call only if every request's limit has room, recording
+// it in all of them; otherwise it records nothing.
+//
+// Limits whose keys share a Redis Cluster slot (all limits on the same key
+// do, whatever their names) are decided in one script, atomically. Limits on
+// other slots are decided one slot after another, in a fixed order; when a
+// later slot denies, the admissions already recorded on earlier slots are
+// refunded. In between, those admissions count, so concurrent calls may be
+// denied that would otherwise have been admitted, but no limit ever admits
+// more than its Max. On a single server or a Sentinel-managed one, every
+// call is one script.
+func (r *RedisLimiter) AllowAll(ctx context.Context, reqs ...Request) (Decisions, error) {
+	if err := checkRequests(reqs); err != nil {
+		return Decisions{}, err
+	}
+	return r.decide(ctx, reqs)
+}
+
+// decide runs validated requests, following the failure policy when Redis
+// does not answer.
+func (r *RedisLimiter) decide(ctx context.Context, reqs []Request) (Decisions, error) {
+	if err := ctx.Err(); err != nil {
+		return Decisions{}, err
 	}
 	start := time.Now()
 	ask, probe := r.breaker.allow(start)
 	if !ask {
-		return r.degrade(ctx, l, key, n, ErrCircuitOpen)
+		return r.degrade(ctx, reqs, ErrCircuitOpen)
 	}
 
-	d, err := r.run(ctx, l, key, n)
+	ds, err := r.run(ctx, reqs)
 	if err == nil {
 		r.breaker.record(start, false, probe)
-		return d, nil
+		return ds, nil
 	}
 	if ctx.Err() != nil {
 		// The caller gave up; that says nothing about Redis.
 		r.breaker.record(start, false, probe)
-		return Decision{}, ctx.Err()
+		return Decisions{}, ctx.Err()
 	}
 	trip := tripsBreaker(err)
 	r.breaker.record(time.Now(), trip, probe)
 	if trip {
 		r.reloadTopology()
 	}
-	return r.degrade(ctx, l, key, n, err)
+	return r.degrade(ctx, reqs, err)
+}
+
+// degrade makes the decision Redis could not make, per the policy.
+func (r *RedisLimiter) degrade(ctx context.Context, reqs []Request, cause error) (Decisions, error) {
+	ev := DegradedEvent{Limit: reqs[0].Limit, Policy: r.cfg.policy, Err: cause}
+	var (
+		ds  Decisions
+		err error
+	)
+	switch r.cfg.policy {
+	case FailOpen:
+		ds = Decisions{Allowed: true, Each: make([]Decision, len(reqs)), Denied: -1}
+		for i, q := range reqs {
+			ds.Each[i] = Decision{Allowed: true, Remaining: q.Limit.capacity() - q.cost()}
+		}
+	case FailClosed:
+		err = &UnavailableError{Limit: reqs[0].Limit, Err: cause}
+	default:
+		ds, err = AllowAll(ctx, r.fallback, reqs...)
+		if err != nil {
+			err = &UnavailableError{Limit: reqs[0].Limit, Err: fmt.Errorf("%v; the local fallback failed too: %w", cause, err)}
+		}
+	}
+	if len(ds.Each) > 0 {
+		ev.Decision = ds.Each[0]
+	}
+	if r.cfg.onDegraded != nil {
+		r.cfg.onDegraded(ev)
+	}
+	return ds, err
 }
 
 // reloadTopology makes a cluster client re-read the slot map after a
@@ -116,35 +165,135 @@ func (r *RedisLimiter) reloadTopology() {
 	}
 }
 
-// run asks Redis for one decision within the configured timeout.
-func (r *RedisLimiter) run(ctx context.Context, l Limit, key string, n int) (Decision, error) {
+// run asks Redis for the decision within the configured timeout.
+func (r *RedisLimiter) run(ctx context.Context, reqs []Request) (Decisions, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.timeout)
 	defer cancel()
-
 	now := int64(-1)
 	if r.cfg.clock != nil {
 		now = r.cfg.clock().UnixMicro()
 	}
-	buf := make([]byte, 0, 64+len(r.cfg.prefix)+len(l.Name)+len(key))
-	skey := string(appendStorageKey(buf, r.cfg.prefix, storageAlgo, l.Name, key))
-	res, err := r.eval(ctx, skey, l.Window.Microseconds(), int64(l.Max), int64(n), now)
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
-			err = fmt.Errorf("no answer within %v: %w", r.cfg.timeout, err)
+	vs := make([]verdict, len(reqs))
+	receipts := make([]int64, len(reqs))
+	groups := r.groups(reqs)
+	for gi, g := range groups {
+		committed, err := r.evalGroup(ctx, "a", now, reqs, g, vs, receipts)
+		if err != nil {
+			r.refund(ctx, reqs, groups[:gi], receipts)
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+				err = fmt.Errorf("no answer within %v: %w", r.cfg.timeout, err)
+			}
+			return Decisions{}, err
 		}
-		return Decision{}, err
+		if !committed {
+			r.refund(ctx, reqs, groups[:gi], receipts)
+			// Report the other slots' room too, recording nothing; the call
+			// is denied whatever they say.
+			for _, later := range groups[gi+1:] {
+				_, _ = r.evalGroup(ctx, "c", now, reqs, later, vs, receipts)
+			}
+			return combine(vs, false), nil
+		}
 	}
-	return decisionFromReply(res)
+	return combine(vs, true), nil
+}
+
+// groups splits reqs (by index) into the sets one script may decide
+// together: everything on a single server; per hash tag, in tag order, on a
+// Redis Cluster or Ring, where a script may only touch one slot.
+func (r *RedisLimiter) groups(reqs []Request) [][]int {
+	all := make([]int, len(reqs))
+	for i := range all {
+		all[i] = i
+	}
+	switch r.client.(type) {
+	case *redis.ClusterClient, *redis.Ring:
+	default:
+		return [][]int{all}
+	}
+	byTag := map[string][]int{}
+	var tags []string
+	for i, q := range reqs {
+		tag := string(appendTag(nil, q.Key))
+		if _, ok := byTag[tag]; !ok {
+			tags = append(tags, tag)
+		}
+		byTag[tag] = append(byTag[tag], i)
+	}
+	if len(tags) == 1 {
+		return [][]int{all}
+	}
+	slices.Sort(tags)
+	out := make([][]int, 0, len(tags))
+	for _, t := range tags {
+		out = append(out, byTag[t])
+	}
+	return out
+}
+
+// evalGroup runs the script in mode ("a" decide, "c" check only) for the
+// requests at idx, filling their verdicts and receipts. It reports whether
+// the group's admissions were recorded.
+func (r *RedisLimiter) evalGroup(ctx context.Context, mode string, now int64, reqs []Request, idx []int, vs []verdict, receipts []int64) (bool, error) {
+	keys := make([]string, len(idx))
+	args := make([]any, 0, 2+6*len(idx))
+	args = append(args, mode, now)
+	for j, i := range idx {
+		q := reqs[i]
+		keys[j] = r.storageKey(q.Limit, q.Key)
+		p := paramsOf(q.Limit, q.cost())
+		args = append(args, string(q.Limit.algorithm()), p.window, p.max, p.burst, p.cost, receipts[i])
+	}
+	res, err := r.eval(ctx, keys, args...)
+	if err != nil {
+		return false, err
+	}
+	if len(res) != 1+5*len(idx) {
+		return false, fmt.Errorf("ratelimit: unexpected script reply %v; is the server Redis 5 or newer?", res)
+	}
+	for j, i := range idx {
+		f := res[1+5*j:]
+		vs[i] = verdict{ok: f[0] == 1, remaining: f[1], retry: f[2], reset: f[3]}
+		receipts[i] = f[4]
+	}
+	return res[0] == 1, nil
+}
+
+// refund undoes the admissions recorded for groups, best effort: if Redis
+// fails now, those admissions keep counting until they expire, which can
+// only deny calls, never admit extra ones.
+func (r *RedisLimiter) refund(ctx context.Context, reqs []Request, groups [][]int, receipts []int64) {
+	if len(groups) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.timeout)
+	defer cancel()
+	for _, idx := range groups {
+		keys := make([]string, len(idx))
+		args := make([]any, 0, 2+6*len(idx))
+		args = append(args, "r", int64(-1))
+		for j, i := range idx {
+			q := reqs[i]
+			keys[j] = r.storageKey(q.Limit, q.Key)
+			p := paramsOf(q.Limit, q.cost())
+			args = append(args, string(q.Limit.algorithm()), p.window, p.max, p.burst, p.cost, receipts[i])
+		}
+		_, _ = r.eval(ctx, keys, args...)
+	}
+}
+
+func (r *RedisLimiter) storageKey(l Limit, key string) string {
+	buf := make([]byte, 0, 64+len(r.cfg.prefix)+len(l.Name)+len(key))
+	return string(appendStorageKey(buf, r.cfg.prefix, algoSpecs[l.algorithm()].tag, l.Name, key))
 }
 
 // eval runs the script, returning by ctx's deadline even when the client
 // would wait longer for a reply (its ReadTimeout, 3s by default, applies
 // unless ContextTimeoutEnabled is set). An abandoned call may still be
 // recorded when Redis answers late; that over-counts, never over-admits.
-func (r *RedisLimiter) eval(ctx context.Context, skey string, args ...any) ([]int64, error) {
-	keys := []string{skey}
+func (r *RedisLimiter) eval(ctx context.Context, keys []string, args ...any) ([]int64, error) {
 	if r.honoursDeadline {
-		return slidingLogScript.Run(ctx, r.client, keys, args...).Int64Slice()
+		return limiterScript.Run(ctx, r.client, keys, args...).Int64Slice()
 	}
 	type reply struct {
 		res []int64
@@ -152,7 +301,7 @@ func (r *RedisLimiter) eval(ctx context.Context, skey string, args ...any) ([]in
 	}
 	ch := make(chan reply, 1)
 	go func() {
-		res, err := slidingLogScript.Run(ctx, r.client, keys, args...).Int64Slice()
+		res, err := limiterScript.Run(ctx, r.client, keys, args...).Int64Slice()
 		ch <- reply{res, err}
 	}()
 	select {
@@ -161,45 +310,6 @@ func (r *RedisLimiter) eval(ctx context.Context, skey string, args ...any) ([]in
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-}
-
-// decisionFromReply turns a script's {allowed, remaining, retry_us, reset_us}
-// reply into a Decision; every algorithm's script answers in this shape.
-func decisionFromReply(res []int64) (Decision, error) {
-	if len(res) != 4 {
-		return Decision{}, fmt.Errorf("ratelimit: unexpected script reply %v; is the server a Redis 5+ with Lua?", res)
-	}
-	return Decision{
-		Allowed:    res[0] == 1,
-		Remaining:  int(res[1]),
-		RetryAfter: micros(res[2]),
-		ResetAfter: micros(res[3]),
-	}, nil
-}
-
-// degrade makes the decision Redis could not make, per the policy.
-func (r *RedisLimiter) degrade(ctx context.Context, l Limit, key string, n int, cause error) (Decision, error) {
-	ev := DegradedEvent{Limit: l, Policy: r.cfg.policy, Err: cause}
-	var (
-		d   Decision
-		err error
-	)
-	switch r.cfg.policy {
-	case FailOpen:
-		d = Decision{Allowed: true, Remaining: l.Max - n}
-	case FailClosed:
-		err = &UnavailableError{Limit: l, Err: cause}
-	default:
-		d, err = AllowN(ctx, r.fallback, l, key, n)
-		if err != nil {
-			err = &UnavailableError{Limit: l, Err: fmt.Errorf("%v; the local fallback failed too: %w", cause, err)}
-		}
-	}
-	ev.Decision = d
-	if r.cfg.onDegraded != nil {
-		r.cfg.onDegraded(ev)
-	}
-	return d, err
 }
 
 // tripsBreaker reports whether err suggests Redis itself is unavailable, as

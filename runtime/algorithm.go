@@ -6,11 +6,50 @@ import "fmt"
 type Algorithm string
 
 const (
-	// SlidingLog is exact: a call is admitted only if fewer than Max
-	// admissions lie in the last Window. It stores one entry per admission,
-	// so its memory grows with Max; prefer SlidingWindow above a few hundred.
+	// SlidingLog is exact: a call of cost n is admitted only if at most
+	// Max-n admissions lie in the window (now-Window, now]. It stores one
+	// entry per admitted unit, so its memory grows with Max (about 2 KB in
+	// Redis at Max 100, 116 KB at Max 1000 once past Redis's compact
+	// encoding); prefer SlidingWindow above Max 128.
 	SlidingLog Algorithm = "sliding-log"
+
+	// SlidingWindow approximates SlidingLog in constant memory. The window
+	// is split into 10 buckets of ceil(Window/10) µs, aligned to the Unix
+	// epoch; a call is admitted if the admissions in the current bucket and
+	// the 10 before it, plus its cost, are at most Max. Because those 11
+	// buckets always cover the last Window, no window of length Window ever
+	// holds more than Max admissions. The price is precision in the other
+	// direction: admissions up to one bucket (Window/10) older than the
+	// window still count, so a key may be denied up to Window/10 early.
+	SlidingWindow Algorithm = "sliding-window"
+
+	// FixedWindow counts admissions in consecutive windows aligned to the
+	// Unix epoch ([k*Window, (k+1)*Window)) and admits a call if the current
+	// window's count plus its cost is at most Max. Cheapest, but two
+	// adjacent windows can admit up to 2*Max within one Window around their
+	// boundary.
+	FixedWindow Algorithm = "fixed-window"
+
+	// TokenBucket holds up to Burst tokens (default Max), refilled
+	// continuously at Max per Window, and admits a call of cost n if n
+	// tokens are available, taking them. Arithmetic is exact: tokens are
+	// counted in units of 1/Window-µs, so no rounding lets an extra call
+	// through. Suited to allowing short bursts while bounding the average.
+	TokenBucket Algorithm = "token-bucket"
+
+	// GCRA is the generic cell rate algorithm, the leaky bucket as a meter:
+	// calls are spaced by an emission interval of ceil(Window/Max) µs, with
+	// a tolerance of Burst (default Max) intervals. It decides like a token
+	// bucket with the interval rounded up to the microsecond, so it may be
+	// slightly stricter than Max per Window, never looser, and it stores a
+	// single number per key.
+	GCRA Algorithm = "gcra"
 )
+
+// Algorithms returns every Algorithm, in documentation order.
+func Algorithms() []Algorithm {
+	return []Algorithm{SlidingLog, SlidingWindow, FixedWindow, TokenBucket, GCRA}
+}
 
 // algoSpec is what the backends need to know about an algorithm.
 type algoSpec struct {
@@ -22,7 +61,11 @@ type algoSpec struct {
 }
 
 var algoSpecs = map[Algorithm]algoSpec{
-	SlidingLog: {tag: "sl", newState: func() memState { return &slidingLog{} }},
+	SlidingLog:    {tag: "sl", newState: func() memState { return &slidingLog{} }},
+	SlidingWindow: {tag: "sw", newState: func() memState { return &slidingWindow{} }},
+	FixedWindow:   {tag: "fw", newState: func() memState { return &fixedWindow{} }},
+	TokenBucket:   {tag: "tb", newState: func() memState { return &tokenBucket{} }},
+	GCRA:          {tag: "gc", newState: func() memState { return &gcra{} }},
 }
 
 // storageAlgo is the sliding log's key tag, kept for tests that look at
@@ -48,11 +91,15 @@ func (l Limit) burst() int {
 // capacity is the largest cost a single call can ever be admitted with.
 func (l Limit) capacity() int {
 	switch l.algorithm() {
-	case SlidingLog:
-		return l.Max
+	case TokenBucket, GCRA:
+		return l.burst()
 	}
-	return l.burst()
+	return l.Max
 }
+
+// maxExact bounds the numbers the algorithms compute with, so that Lua's
+// doubles hold them exactly and both backends decide alike.
+const maxExact = 1 << 52
 
 func validateAlgorithm(l Limit) error {
 	if _, ok := algoSpecs[l.algorithm()]; !ok {
@@ -60,6 +107,9 @@ func validateAlgorithm(l Limit) error {
 	}
 	if l.Burst < 0 {
 		return fmt.Errorf("ratelimit: limit %q has Burst %d; it must be 0 (meaning Max) or positive", l.Name, l.Burst)
+	}
+	if l.algorithm() == TokenBucket && l.Window.Microseconds() > maxExact/int64(l.burst()) {
+		return fmt.Errorf("ratelimit: token-bucket limit %q: Window %v times Burst %d is too large to count exactly; use a shorter window or a smaller burst", l.Name, l.Window, l.burst())
 	}
 	return nil
 }
@@ -84,7 +134,21 @@ type verdict struct {
 	remaining int64
 	retry     int64
 	reset     int64
+	// scratch and count carry what check learnt to commit, per algorithm.
+	scratch, count int64
 }
+
+// floorDiv and ceilDiv divide rounding towards -inf and +inf, as Lua's
+// math.floor(a / b) does for the whole numbers below 2^53 used here.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}
+
+func ceilDiv(a, b int64) int64 { return floorDiv(a+b-1, b) }
 
 func (v verdict) decision(allowed bool) Decision {
 	return Decision{Allowed: allowed, Remaining: int(v.remaining), RetryAfter: micros(v.retry), ResetAfter: micros(v.reset)}

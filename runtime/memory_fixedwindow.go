@@ -1,0 +1,33 @@
+package runtime
+
+// fixedWindow is the in-memory twin of lua/fixed_window.lua.
+type fixedWindow struct {
+	w, n int64
+	set  bool
+}
+
+func (f *fixedWindow) check(now int64, p params) verdict {
+	w := floorDiv(now, p.window)
+	var count int64
+	if f.set && f.w >= w {
+		// A window later than ours was written by a clock ahead of ours.
+		w, count = f.w, f.n
+	}
+	ends := (w+1)*p.window - now
+	v := verdict{remaining: max(0, p.max-count), scratch: w, count: count}
+	if count > 0 {
+		v.reset = ends
+	}
+	if count+p.cost > p.max {
+		v.retry = ends
+		return v
+	}
+	v.ok = true
+	return v
+}
+
+func (f *fixedWindow) commit(now int64, p params, v *verdict) {
+	f.w, f.n, f.set = v.scratch, v.count+p.cost, true
+	v.remaining = p.max - v.count - p.cost
+	v.reset = (f.w+1)*p.window - now
+}

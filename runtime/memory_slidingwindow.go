@@ -1,0 +1,70 @@
+package runtime
+
+import "slices"
+
+// swBuckets is the number of buckets per window; lua/sliding_window.lua
+// must use the same.
+const swBuckets = 10
+
+// slidingWindow is the in-memory twin of lua/sliding_window.lua: counts per
+// bucket index, sorted by index.
+type slidingWindow struct {
+	idx    []int64
+	counts []int64
+}
+
+func (s *slidingWindow) check(now int64, p params) verdict {
+	b := ceilDiv(p.window, swBuckets)
+	cur := floorDiv(now, b)
+	oldest := cur - swBuckets
+	// Drop buckets that no longer count, and empty ones (refunds).
+	k := 0
+	for i, j := range s.idx {
+		if j >= oldest && s.counts[i] > 0 {
+			s.idx[k], s.counts[k] = j, s.counts[i]
+			k++
+		}
+	}
+	s.idx, s.counts = s.idx[:k], s.counts[:k]
+
+	var count int64
+	for _, n := range s.counts {
+		count += n
+	}
+	into := cur
+	if k > 0 && s.idx[k-1] > into {
+		// Record in the newest bucket seen, so that a clock behind another
+		// one never files an admission where it would stop counting early.
+		into = s.idx[k-1]
+	}
+	v := verdict{remaining: max(0, p.max-count), scratch: into, count: count}
+	if k > 0 {
+		v.reset = (s.idx[k-1]+swBuckets+1)*b - now
+	}
+	if count+p.cost > p.max {
+		need := count + p.cost - p.max
+		for i, j := range s.idx {
+			need -= s.counts[i]
+			if need <= 0 {
+				// Bucket j stops counting when the current index passes j+10.
+				v.retry = (j+swBuckets+1)*b - now
+				break
+			}
+		}
+		return v
+	}
+	v.ok = true
+	return v
+}
+
+func (s *slidingWindow) commit(now int64, p params, v *verdict) {
+	into := v.scratch
+	if i, found := slices.BinarySearch(s.idx, into); found {
+		s.counts[i] += p.cost
+	} else {
+		s.idx = slices.Insert(s.idx, i, into)
+		s.counts = slices.Insert(s.counts, i, p.cost)
+	}
+	v.remaining = p.max - v.count - p.cost
+	v.reset = (into+swBuckets+1)*ceilDiv(p.window, swBuckets) - now
+}

@@ -1,9 +1,7 @@
 package generate
 
 import (
-	"fmt"
 	"go/ast"
-	"go/token"
 	"go/types"
 	"strings"
 	"time"
@@ -27,7 +25,6 @@ type limit struct {
 	max    int
 	// key is empty when the directive has no key=.
 	key []*keyPart
-	pos token.Position
 }
 
 // wrapper is one generated RateLimitedT type.
@@ -37,7 +34,6 @@ type wrapper struct {
 	iface   bool
 	byValue bool // a concrete type embedded as T rather than *T
 	methods []*wrapperMethod
-	pos     token.Position
 	// name and ctor are the names of the generated type and constructor.
 	name, ctor string
 }
@@ -169,7 +165,6 @@ func buildLimit(pkg *packages.Package, file *ast.File, a *annotated, ds *diagnos
 		window: d.parsed.Window,
 		max:    d.parsed.Max,
 		key:    key,
-		pos:    d.pos,
 	}
 }
 
@@ -188,7 +183,7 @@ func buildWrapper(pkg *packages.Package, owner *types.TypeName, limits map[*type
 		ds.errorf(pos, "%s is a type alias: declare the methods' type as a defined type to have it wrapped", owner.Name())
 		return nil
 	}
-	w := &wrapper{owner: owner, named: named, pos: pos}
+	w := &wrapper{owner: owner, named: named}
 	w.name, w.ctor = wrapperNames(owner.Name())
 
 	if iface, isIface := named.Underlying().(*types.Interface); isIface {
@@ -225,6 +220,21 @@ func buildWrapper(pkg *packages.Package, owner *types.TypeName, limits map[*type
 		}
 	}
 
+	// Methods promoted from another package may mention types that the
+	// generated file cannot name.
+	for _, wm := range w.methods {
+		var hidden types.Object
+		visitPackages(wm.sig, func(p *types.Package, obj types.Object) {
+			if hidden == nil && obj != nil && p != pkg.Types && !obj.Exported() {
+				hidden = obj
+			}
+		})
+		if hidden != nil {
+			ds.errorf(pos, "cannot wrap %s: its method %s uses %s.%s, which package %s does not export", owner.Name(), wm.name, hidden.Pkg().Name(), hidden.Name(), hidden.Pkg().Path())
+			return nil
+		}
+	}
+
 	for _, name := range []string{w.name, w.ctor} {
 		if obj := pkg.Types.Scope().Lookup(name); obj != nil {
 			ds.errorf(pos, "cannot generate %s for %s: the package already declares %s at %s; rename it", name, owner.Name(), name, pkg.Fset.Position(obj.Pos()))
@@ -258,8 +268,4 @@ func (m *pkgModel) generatedNames() []string {
 		out = append(out, w.name, w.ctor)
 	}
 	return out
-}
-
-func (l *limit) String() string {
-	return fmt.Sprintf("%s.%s", l.owner.Name(), l.fn.Name())
 }

@@ -164,9 +164,9 @@ func typeParamsUse(tps *types.TypeParamList) []jen.Code {
 	return items
 }
 
-// visitPackages calls visit for the package of every named or alias type
-// that spelling t mentions, and report for each that the generated file
-// cannot name (unexported in another package). It follows typ exactly.
+// visitPackages calls visit for every named or alias type (and unsafe)
+// that spelling t mentions, with its package: the generated file imports
+// them. It follows typ exactly.
 func visitPackages(t types.Type, visit func(pkg *types.Package, obj types.Object)) {
 	var walk func(t types.Type)
 	walkSig := func(sig *types.Signature) {

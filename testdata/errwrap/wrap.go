@@ -1,7 +1,11 @@
 // Package errwrap has types that cannot be wrapped, and a type error.
 package errwrap
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/ratelimitgen/ratelimitgen/testmod/errwrap/hidden"
+)
 
 // Thing's wrapper name is taken.
 type Thing interface {
@@ -23,6 +27,14 @@ type Num interface {
 // Test embeds testing.TB, which has an unexported method.
 type Test interface {
 	testing.TB
+
+	//ratelimit:window=1m max=3
+	Do() error
+}
+
+// Wraps embeds an interface whose method uses an unexported type.
+type Wraps interface {
+	hidden.Getter
 
 	//ratelimit:window=1m max=3
 	Do() error

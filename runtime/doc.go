@@ -11,16 +11,22 @@
 //
 // # Semantics
 //
-// The algorithm is an exact sliding log. A Limit with Max m and Window w
-// admits a call at time t only if fewer than m admitted calls lie in the
-// half-open window (t-w, t]. A denied call is not recorded, so a client that
-// keeps retrying does not extend its own wait. An admission recorded at time
-// s stops counting at exactly s+w, so a caller that waits the reported
-// RetryAfter is admitted (unless others took the freed slot first).
+// A Limit admits calls by key. Its Algorithm decides how (see the Algorithm
+// constants for each one's exact rule); the default, SlidingLog, is exact: a
+// Limit with Max m and Window w admits a call at time t only if fewer than m
+// admitted calls lie in the half-open window (t-w, t]. Under every
+// algorithm a denied call is not recorded, so a client that keeps retrying
+// does not extend its own wait, and Decision.RetryAfter is never rounded
+// down: a caller that waits exactly RetryAfter finds room, unless others
+// took it first.
 //
-// Time has microsecond resolution. Admissions of one key are recorded at
-// strictly increasing microseconds: a second admission in the same
-// microsecond is recorded one microsecond later. This can delay an
+// A call may cost several units (AllowN) and may have to pass several limits
+// at once (AllowAll): it is admitted only if every limit has room, and when
+// one denies, none of them consumes quota.
+//
+// Time has microsecond resolution. With SlidingLog, admissions of one key are
+// recorded at strictly increasing microseconds: a second admission in the
+// same microsecond is recorded one microsecond later. This can delay an
 // admission's expiry by a few microseconds, never advance it, so it never
 // lets more than Max calls through.
 package runtime

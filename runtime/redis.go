@@ -14,10 +14,10 @@ import (
 // RedisLimiter is a Limiter whose counts live in Redis, so that every
 // instance of a service shares them. It works with a single server, a Redis
 // Cluster and a Sentinel-managed failover client alike: each decision is one
-// Lua script on one key, run with EVALSHA and reloaded transparently when a
-// server answers NOSCRIPT (after SCRIPT FLUSH, a restart, a failover or on a
-// new cluster node). Time comes from the Redis server unless WithClock is
-// given. It is safe for concurrent use.
+// Lua script (one per cluster slot involved, see AllowAll), run with EVALSHA
+// and reloaded transparently when a server answers NOSCRIPT (after SCRIPT
+// FLUSH, a restart, a failover or on a new cluster node). Time comes from
+// the Redis server unless WithClock is given. It is safe for concurrent use.
 //
 // When Redis fails or does not answer within the timeout, the decision
 // follows the FailurePolicy; see WithFailurePolicy, WithTimeout and

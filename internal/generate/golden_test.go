@@ -102,6 +102,15 @@ func TestGolden(t *testing.T) {
 	if err := Write(res.Files); err != nil {
 		t.Fatal(err)
 	}
+	// A second run, which now finds the output of the first on disk (and
+	// must ignore it while loading), gives the same bytes.
+	again, err := Generate(ctx, cfg, patterns(okCases)...)
+	if err != nil {
+		t.Fatalf("second Generate: %v", err)
+	}
+	if stale, err := Stale(again.Files); err != nil || len(stale) > 0 {
+		t.Fatalf("second run differs from the first for %v (err %v)", stale, err)
+	}
 
 	// The failing cases, in one run too: the errors of all of them come
 	// back together, and each case's share must match its golden file.

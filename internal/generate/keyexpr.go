@@ -88,6 +88,9 @@ type keyScope struct {
 func newKeyScope(fset *token.FileSet, pkg *types.Package, fileScope *types.Scope, c *ast.Comment, sig *types.Signature, tparams *types.TypeParamList) (*keyScope, error) {
 	// The directive of a generic interface's method lies in the scope of
 	// the type's parameters.
+	if fileScope == nil {
+		return nil, errors.New("the file was not type-checked")
+	}
 	parent := fileScope.Innermost(c.Slash)
 	if parent == nil {
 		return nil, errors.New("the directive lies outside its file's scope")

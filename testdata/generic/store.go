@@ -13,8 +13,7 @@ type Number interface {
 
 // Store keeps values of type V under keys of type K.
 type Store[K comparable, V fmt.Stringer] interface {
-	// Get is limited per key, which is a type parameter: it must be
-	// formatted by the caller's choice of String.
+	// Get returns a type parameter: a denied call returns its zero value.
 	//
 	//ratelimit:key=id window=1m max=5
 	Get(ctx context.Context, id string) (V, error)

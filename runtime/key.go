@@ -34,6 +34,26 @@ func AppendKeyPart(b []byte, part string) []byte {
 	return append(b, part...)
 }
 
+// AppendKeyInt appends an integer part of a composite key to b, encoded as
+// AppendKeyPart would encode its decimal form, without an intermediate
+// string.
+func AppendKeyInt(b []byte, v int64) []byte {
+	var digits [20]byte
+	d := strconv.AppendInt(digits[:0], v, 10)
+	b = strconv.AppendInt(b, int64(len(d)), 10)
+	b = append(b, ':')
+	return append(b, d...)
+}
+
+// AppendKeyUint is AppendKeyInt for unsigned integers.
+func AppendKeyUint(b []byte, v uint64) []byte {
+	var digits [20]byte
+	d := strconv.AppendUint(digits[:0], v, 10)
+	b = strconv.AppendInt(b, int64(len(d)), 10)
+	b = append(b, ':')
+	return append(b, d...)
+}
+
 // maxLiteralLen is the longest name or key stored verbatim; longer ones are
 // replaced by their SHA-256 so that a stored key stays below 512 bytes
 // whatever the input.

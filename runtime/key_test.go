@@ -20,6 +20,7 @@ func TestKeyTuplesNeverCollide(t *testing.T) {
 		require.NotEqual(t, Key(p[0]...), Key(p[1]...), "%q vs %q", p[0], p[1])
 	}
 	require.Equal(t, Key("a", "b"), string(AppendKeyPart(AppendKeyPart(nil, "a"), "b")))
+	require.Equal(t, Key("-42", "18446744073709551615"), string(AppendKeyUint(AppendKeyInt(nil, -42), 1<<64-1)))
 }
 
 // FuzzKey checks that distinct tuples give distinct keys and distinct

@@ -26,6 +26,15 @@ type Directive struct {
 	Window time.Duration
 	// Max is the max= count, >= 1.
 	Max int
+	// Algorithm is the algo= value, one of Algorithms, or "" when absent
+	// (the runtime's default, sliding-log).
+	Algorithm string
+	// Burst is the burst= value, >= 1, or 0 when absent. It is only ever
+	// set with algo=token-bucket or algo=gcra.
+	Burst int
+	// Cost is the cost= expression, the units one call uses, or nil when
+	// absent (one unit per call).
+	Cost *Expr
 	// Name is the name= override, or "" for the default Type.Method.
 	Name string
 

@@ -4,6 +4,7 @@ import (
 	goparser "go/parser"
 	"go/token"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,19 @@ var fuzzSeeds = []string{
 	"/*ratelimit:key=a*/",
 	"//ratelimit",
 	"//ratelimiter := New()",
+	"key=req.Email window=1s max=50 algo=token-bucket burst=100",
+	"burst=1_000 algo=gcra window=1m max=10",
+	"window=1m max=10 algo=sliding-window",
+	"window=1m max=200 algo=fixed-window name=x",
+	"window=1s max=3 burst=5",
+	"window=1s max=3 algo=token_bucket burst=0",
+	"window=1s max=3 algo=\"gcra\" burst=-2",
+	"window=1s max=3 algo=leaky-bucket",
+	"key=req.Tenant cost=len(req.Items) window=1m max=100",
+	"window=1m max=100 cost=weight(req, \"a b\", []int{1, 2}) + 1",
+	"window=1s max=3 cost=len(a), 2",
+	"window=1s max=3 cost=len(a",
+	"cost window=1s max=3 algo",
 }
 
 // fuzzBase is where fuzzed comments start.
@@ -99,6 +113,15 @@ func checkLine(t *testing.T, text string) {
 			t.Fatalf("Line(%q): key part %q is kept but does not parse: %v", text, k.Text, err)
 		}
 	}
+	if d.Cost != nil {
+		off := checkPos(t, text, d.Cost.Pos, "cost "+d.Cost.Text)
+		if !strings.HasPrefix(text[off:], d.Cost.Text) || d.Cost.Text == "" {
+			t.Fatalf("Line(%q): cost %q is not at its position", text, d.Cost.Text)
+		}
+		if _, err := goparser.ParseExpr(d.Cost.Text); err != nil {
+			t.Fatalf("Line(%q): cost %q is kept but does not parse: %v", text, d.Cost.Text, err)
+		}
+	}
 	for _, o := range d.Options {
 		off := checkPos(t, text, o.NamePos, "option "+o.Name)
 		if !strings.HasPrefix(text[off:], o.Name) {
@@ -117,6 +140,15 @@ func checkLine(t *testing.T, text string) {
 		}
 		if _, ok := d.Lookup("name"); ok && (d.Name == "" || strings.ContainsAny(d.Name, " \t\n")) {
 			t.Fatalf("Line(%q): no errors but name %q", text, d.Name)
+		}
+		if _, ok := d.Lookup("algo"); ok != (d.Algorithm != "") || ok && !slices.Contains(Algorithms, d.Algorithm) {
+			t.Fatalf("Line(%q): no errors but algorithm %q", text, d.Algorithm)
+		}
+		if _, ok := d.Lookup("burst"); ok != (d.Burst != 0) || ok && (d.Burst < 1 || d.Burst > math.MaxInt32 || !HasBurst(d.Algorithm)) {
+			t.Fatalf("Line(%q): no errors but burst %d with algorithm %q", text, d.Burst, d.Algorithm)
+		}
+		if _, ok := d.Lookup("cost"); ok != (d.Cost != nil) {
+			t.Fatalf("Line(%q): no errors but cost %v", text, d.Cost)
 		}
 	}
 }

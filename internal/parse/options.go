@@ -19,12 +19,11 @@ var optionTable = []optionSpec{
 	{name: "key", mode: expr, example: "key=req.Email", check: (*parser).checkKey},
 	{name: "window", mode: flat, required: true, example: "window=60s", check: (*parser).checkWindow},
 	{name: "max", mode: flat, required: true, example: "max=10", check: (*parser).checkMax},
+	{name: "algo", mode: flat, example: "algo=token-bucket", check: (*parser).checkAlgo},
+	{name: "burst", mode: flat, example: "burst=20", check: (*parser).checkBurst},
+	{name: "cost", mode: expr, example: "cost=len(req.Items)", check: (*parser).checkCost},
 	{name: "name", mode: flat, example: "name=Notifier.SendCode", check: (*parser).checkName},
 }
-
-// futureOptions are planned but not implemented yet. They are recognised so
-// that using one says so, rather than "unknown option".
-var futureOptions = []string{"algo", "burst", "cost"}
 
 // Options lists the names of the supported options, in documentation order.
 var Options = optionNames()
@@ -47,19 +46,10 @@ func lookupOption(name string) (*optionSpec, bool) {
 	return nil, false
 }
 
-func isFutureOption(name string) bool {
-	for _, f := range futureOptions {
-		if f == name {
-			return true
-		}
-	}
-	return false
-}
-
-// isOptionName reports whether name is a supported or planned option.
+// isOptionName reports whether name is a supported option.
 func isOptionName(name string) bool {
 	_, ok := lookupOption(name)
-	return ok || isFutureOption(name)
+	return ok
 }
 
 // example returns the example of the supported option called name, or

@@ -109,6 +109,7 @@ func (p *parser) parse() {
 		prevMode = flat
 	}
 	p.checkMissing()
+	p.checkBurstAlgo()
 }
 
 // option handles the name=value option whose name spans s[start:nameEnd]
@@ -163,8 +164,6 @@ func (p *parser) option(start, nameEnd, eq int) (next int, mode scanMode) {
 			break
 		}
 		spec.check(p, v)
-	case isFutureOption(name):
-		p.errorf(start, "option %q is not supported yet", name)
 	default:
 		p.unknown(start, name)
 	}

@@ -40,6 +40,9 @@ func TestLineValid(t *testing.T) {
 		window time.Duration
 		max    int
 		name   string
+		algo   string
+		burst  int
+		cost   string
 	}{
 		{
 			text: "//ratelimit:key=req.Email window=60s max=3",
@@ -124,6 +127,44 @@ func TestLineValid(t *testing.T) {
 			text:   "//ratelimit:window=500ms max=1 name=a/b:c@d",
 			window: 500 * time.Millisecond, max: 1, name: "a/b:c@d",
 		},
+		{
+			text: "//ratelimit:key=req.Email window=1s max=50 algo=token-bucket burst=100",
+			key:  []wantExpr{{text: "req.Email"}}, window: time.Second, max: 50, algo: "token-bucket", burst: 100,
+		},
+		{
+			text:   "//ratelimit:burst=1_000 algo=gcra window=1m max=10",
+			window: time.Minute, max: 10, algo: "gcra", burst: 1000,
+		},
+		{
+			text:   "//ratelimit:window=1m max=10 algo=sliding-log",
+			window: time.Minute, max: 10, algo: "sliding-log",
+		},
+		{
+			text:   "//ratelimit:window=1m max=10 algo=sliding-window name=x",
+			window: time.Minute, max: 10, algo: "sliding-window", name: "x",
+		},
+		{
+			text:   "//ratelimit:window=1m max=10 algo=fixed-window",
+			window: time.Minute, max: 10, algo: "fixed-window",
+		},
+		{
+			text:   "//ratelimit:window=1m max=10 algo=token-bucket",
+			window: time.Minute, max: 10, algo: "token-bucket",
+		},
+		{
+			text: "//ratelimit:key=req.Tenant cost=len(req.Items) window=1m max=100",
+			key:  []wantExpr{{text: "req.Tenant"}}, window: time.Minute, max: 100, cost: "len(req.Items)",
+		},
+		{
+			// A cost expression may hold spaces, brackets and literals.
+			text:   `//ratelimit:window=1m max=100 cost=weight(req, "a b", []int{1, 2}) + 1`,
+			window: time.Minute, max: 100, cost: `weight(req, "a b", []int{1, 2}) + 1`,
+		},
+		{
+			// An option name as a cost operand, not alone after an operand.
+			text:   "//ratelimit:cost=max window=1m max=100",
+			window: time.Minute, max: 100, cost: "max",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.text, func(t *testing.T) {
@@ -135,6 +176,19 @@ func TestLineValid(t *testing.T) {
 			assert.Equal(t, tt.window, d.Window)
 			assert.Equal(t, tt.max, d.Max)
 			assert.Equal(t, tt.name, d.Name)
+			assert.Equal(t, tt.algo, d.Algorithm)
+			assert.Equal(t, tt.burst, d.Burst)
+			if tt.cost == "" {
+				assert.Nil(t, d.Cost)
+			} else if assert.NotNil(t, d.Cost) {
+				col := colOf(t, tt.text, "cost=", 0) + len("cost=")
+				assert.Equal(t, Expr{Text: tt.cost, Pos: token.Position{
+					Filename: base.Filename,
+					Line:     base.Line,
+					Column:   col,
+					Offset:   base.Offset + col - base.Column,
+				}}, *d.Cost)
+			}
 			require.Len(t, d.Key, len(tt.key))
 			for i, w := range tt.key {
 				at := w.at
@@ -226,16 +280,18 @@ func TestLineErrors(t *testing.T) {
 		{"//ratelimit:Key=a window=60s max=3", []wantErr{{"Key", 0, `unknown option "Key"; did you mean "key"?`}}},
 		{"//ratelimit:key=a window=60s limit=3", []wantErr{{"limit=", 0, `unknown option "limit"; did you mean "max"?`}}},
 		{"//ratelimit:key=a per=1s max=3", []wantErr{{"per", 0, `unknown option "per"; did you mean "window"?`}}},
-		{"//ratelimit:key=a window=1s max=3 foo=bar", []wantErr{{"foo", 0, `unknown option "foo"; the options are key, window, max, name`}}},
-		{"//ratelimit:key=a window=1s max=3 algo=gcra", []wantErr{{"algo", 0, `option "algo" is not supported yet`}}},
-		{"//ratelimit:key=a window=1s max=3 burst=5", []wantErr{{"burst", 0, `option "burst" is not supported yet`}}},
-		{"//ratelimit:key=a window=1s max=3 cost=len(req.Items)", []wantErr{{"cost", 0, `option "cost" is not supported yet`}}},
+		{"//ratelimit:key=a window=1s max=3 foo=bar", []wantErr{{"foo", 0, `unknown option "foo"; the options are key, window, max, algo, burst, cost, name`}}},
+		{"//ratelimit:key=a window=1s max=3 algorithm=gcra", []wantErr{{"algorithm", 0, `unknown option "algorithm"; did you mean "algo"?`}}},
+		{"//ratelimit:key=a window=1s max=3 weight=2", []wantErr{{"weight", 0, `unknown option "weight"; did you mean "cost"?`}}},
+		{"//ratelimit:key=a window=1s max=3 capacity=5 algo=gcra", []wantErr{{"capacity", 0, `unknown option "capacity"; did you mean "burst"?`}}},
+		{"//ratelimit:key=a window=1s max=3 brust=5 algo=gcra", []wantErr{{"brust", 0, `unknown option "brust"; did you mean "burst"?`}}},
 		{"//ratelimit:window=1s key=a max=3 window=2s", []wantErr{{"window", 1, `duplicate option "window"; it is already set at svc.go:12:14: remove one`}}},
 
 		// Options without a value.
 		{"//ratelimit:key=req.Email window max=3", []wantErr{{"window", 0, `option "window" has no value; write window=60s; if it is part of the key, separate key parts with commas`}}},
 		{"//ratelimit:window max=3", []wantErr{{"window", 0, `option "window" has no value; write window=60s`}}},
-		{"//ratelimit:window=1s max=3 burst", []wantErr{{"burst", 0, `option "burst" has no value; write burst=VALUE`}}},
+		{"//ratelimit:window=1s max=3 burst", []wantErr{{"burst", 0, `option "burst" has no value; write burst=20`}}},
+		{"//ratelimit:key=a cost window=1s max=3", []wantErr{{"cost", 0, `option "cost" has no value; write cost=len(req.Items); if it is part of the key, separate key parts with commas`}}},
 		{"//ratelimit:key:req.Email window=1s max=3", []wantErr{{"key", 0, `options are written name=value, with "=" rather than ":"; found "key:req.Email"`}}},
 		{"//ratelimit:window:1s max=3", []wantErr{{"window", 0, `options are written name=value, with "=" rather than ":"; found "window:1s"`}}},
 		{`//ratelimit:"x" window=1s max=3`, []wantErr{{`"x"`, 0, `expected an option name=value, found "\"x\""`}}},
@@ -296,6 +352,37 @@ func TestLineErrors(t *testing.T) {
 		{"//ratelimit:window=1s max=2147483648", []wantErr{{"2147483648", 0, `max "2147483648" is too large; it can be at most 2147483647`}}},
 		{"//ratelimit:window=1s max=99999999999999999999999", []wantErr{{"999", 0, `max "99999999999999999999999" is too large; it can be at most 2147483647`}}},
 
+		// algo=
+		{"//ratelimit:window=1s max=3 algo=token_bucket", []wantErr{{"token_", 0, `unknown algorithm "token_bucket"; did you mean "token-bucket"? The algorithms are sliding-log (the default), sliding-window, fixed-window, token-bucket, gcra`}}},
+		{"//ratelimit:window=1s max=3 algo=TokenBucket", []wantErr{{"Token", 0, `unknown algorithm "TokenBucket"; did you mean "token-bucket"? The algorithms are sliding-log (the default), sliding-window, fixed-window, token-bucket, gcra`}}},
+		{"//ratelimit:window=1s max=3 algo=slidng-window", []wantErr{{"slidng", 0, `unknown algorithm "slidng-window"; did you mean "sliding-window"? The algorithms are sliding-log (the default), sliding-window, fixed-window, token-bucket, gcra`}}},
+		{"//ratelimit:window=1s max=3 algo=leaky-bucket", []wantErr{{"leaky", 0, `unknown algorithm "leaky-bucket"; did you mean "gcra"? The algorithms are sliding-log (the default), sliding-window, fixed-window, token-bucket, gcra`}}},
+		{"//ratelimit:window=1s max=3 algo=fixed", []wantErr{{"fixed", 0, `unknown algorithm "fixed"; did you mean "fixed-window"? The algorithms are sliding-log (the default), sliding-window, fixed-window, token-bucket, gcra`}}},
+		{"//ratelimit:window=1s max=3 algo=GCRA", []wantErr{{"GCRA", 0, `unknown algorithm "GCRA"; did you mean "gcra"? The algorithms are sliding-log (the default), sliding-window, fixed-window, token-bucket, gcra`}}},
+		{"//ratelimit:window=1s max=3 algo=magic", []wantErr{{"magic", 0, `unknown algorithm "magic"; the algorithms are sliding-log (the default), sliding-window, fixed-window, token-bucket, gcra`}}},
+		{`//ratelimit:window=1s max=3 algo="gcra"`, []wantErr{{`"gcra"`, 0, `write the algorithm without quotes: algo=gcra`}}},
+		{"//ratelimit:window=1s max=3 algo=", []wantErr{{"algo", 0, `option "algo" has an empty value; write e.g. algo=token-bucket`}}},
+
+		// burst=
+		{"//ratelimit:window=1s max=3 burst=5", []wantErr{{"burst", 0, `burst= applies only to algo=token-bucket and algo=gcra, whose bucket it sizes; this directive uses sliding-log (the default, as there is no algo=): remove burst= or choose one of those algorithms`}}},
+		{"//ratelimit:window=1s max=3 burst=5 algo=fixed-window", []wantErr{{"burst", 0, `burst= applies only to algo=token-bucket and algo=gcra, whose bucket it sizes; this directive uses algo=fixed-window: remove burst= or choose one of those algorithms`}}},
+		{"//ratelimit:window=1s max=3 burst=5 algo=sliding-log", []wantErr{{"burst", 0, `burst= applies only to algo=token-bucket and algo=gcra, whose bucket it sizes; this directive uses algo=sliding-log: remove burst= or choose one of those algorithms`}}},
+		// A wrong algorithm is reported once, not again through burst=.
+		{"//ratelimit:window=1s max=3 burst=5 algo=tokenbucket", []wantErr{{"tokenbucket", 0, `unknown algorithm "tokenbucket"; did you mean "token-bucket"? The algorithms are sliding-log (the default), sliding-window, fixed-window, token-bucket, gcra`}}},
+		{"//ratelimit:window=1s max=3 algo=gcra burst=0", []wantErr{{"0", 0, "burst must be at least 1; got 0"}}},
+		{"//ratelimit:window=1s max=3 algo=gcra burst=-2", []wantErr{{"-2", 0, "burst must be at least 1; got -2"}}},
+		{"//ratelimit:window=1s max=3 algo=gcra burst=lots", []wantErr{{"lots", 0, `burst "lots" is not a whole number; write e.g. burst=20`}}},
+		{"//ratelimit:window=1s max=3 algo=gcra burst=05", []wantErr{{"05", 0, `burst "05" has a leading zero, which Go would read as octal; write burst=5`}}},
+		{"//ratelimit:window=1s max=3 algo=gcra burst=1_", []wantErr{{"1_", 0, `burst "1_" has a misplaced "_"; "_" may only separate digits, as in burst=1_000`}}},
+		{"//ratelimit:window=1s max=3 algo=gcra burst=4294967296", []wantErr{{"4294967296", 0, `burst "4294967296" is too large; it can be at most 2147483647`}}},
+		{"//ratelimit:window=1s max=3 algo=gcra burst=2 burst=3", []wantErr{{"burst", 1, `duplicate option "burst"; it is already set at svc.go:12:40: remove one`}}},
+
+		// cost=
+		{"//ratelimit:window=1s max=3 cost=len(a), 2", []wantErr{{",", 0, `cost= takes one integer expression, not a list; remove the "," (key= is the option whose parts are separated by commas)`}}},
+		{"//ratelimit:window=1s max=3 cost=len(a)+", []wantErr{{"len", 0, `cost "len(a)+" is not a Go expression: expected operand, found 'EOF'`}}},
+		{"//ratelimit:window=1s max=3 cost=len(a", []wantErr{{"(a", 0, `"(" in cost= is not closed; close it with ")"`}}},
+		{"//ratelimit:window=1s max=3 cost=", []wantErr{{"cost", 0, `option "cost" has an empty value; write e.g. cost=len(req.Items)`}}},
+
 		// name=
 		{`//ratelimit:window=1s max=1 name="Svc.Call"`, []wantErr{{`"Svc`, 0, `write the name without quotes: name=Svc.Call`}}},
 		{`//ratelimit:window=1s max=1 name="Svc" Call`, []wantErr{{`"Svc`, 0, `name "Svc" Call starts with a quote; write the name without quotes`}}},
@@ -305,13 +392,18 @@ func TestLineErrors(t *testing.T) {
 		{"//ratelimit:window=1s max=1 name=a\xffb", []wantErr{{"a\xff", 0, `name "a\xffb" is not valid UTF-8`}}},
 
 		// Every error is collected, in source order, then the missing ones.
-		{"//ratelimit:wait key=a,,b windw=1 max=0 algo=x name=\"n\"", []wantErr{
+		{"//ratelimit:wait key=a,,b windw=1 max=0 algo=x name=\"n\" burst=3", []wantErr{
 			{"wait", 0, `expected an option name=value, found "wait"`},
 			{",", 1, `empty key part; remove the extra ","`},
 			{"windw", 0, `unknown option "windw"; did you mean "window"?`},
 			{"0", 0, "max must be at least 1; got 0"},
-			{"algo", 0, `option "algo" is not supported yet`},
+			{"x", 1, `unknown algorithm "x"; the algorithms are sliding-log (the default), sliding-window, fixed-window, token-bucket, gcra`},
 			{`"n"`, 0, `write the name without quotes: name=n`},
+		}},
+		// The burst check comes after the missing options.
+		{"//ratelimit:burst=2 max=1", []wantErr{
+			{"", 0, "directive has no window; add e.g. window=60s"},
+			{"burst", 0, `burst= applies only to algo=token-bucket and algo=gcra, whose bucket it sizes; this directive uses sliding-log (the default, as there is no algo=): remove burst= or choose one of those algorithms`},
 		}},
 		{"//ratelimit:key=f(x window=1s", []wantErr{
 			{"(", 0, `"(" in key= is not closed; close it with ")"`},
@@ -387,7 +479,7 @@ func TestLinePositionWithoutBase(t *testing.T) {
 }
 
 func TestOptions(t *testing.T) {
-	assert.Equal(t, []string{"key", "window", "max", "name"}, Options)
+	assert.Equal(t, []string{"key", "window", "max", "algo", "burst", "cost", "name"}, Options)
 	// The examples quoted in messages must themselves be valid.
 	var examples []string
 	for _, o := range optionTable {
@@ -404,12 +496,14 @@ func TestSuggest(t *testing.T) {
 		"mx": "max", "maxx": "max", "Max": "max", "limit": "max",
 		"ky": "key", "keys": "key", "nmae": "name", "names": "name",
 		"interval": "window", "period": "window",
+		"algorithm": "algo", "algp": "algo", "burts": "burst", "capacity": "burst",
+		"cots": "cost", "weight": "cost",
 	} {
 		got, ok := suggest(name)
 		assert.True(t, ok, name)
 		assert.Equal(t, want, got, name)
 	}
-	for _, name := range []string{"a", "x", "foo", "algorithm", "k", "m", strings.Repeat("w", 100)} {
+	for _, name := range []string{"a", "x", "foo", "k", "m", "strategies", strings.Repeat("w", 100)} {
 		got, ok := suggest(name)
 		assert.False(t, ok, "%s suggested %s", name, got)
 	}

@@ -63,43 +63,51 @@ func isDecimal(s string) bool {
 	return digits > 0 && dots <= 1
 }
 
-// maxLimit is the largest max=: generated code holds it in an int, which
-// has 32 bits on some platforms.
-const maxLimit = math.MaxInt32
+// maxCount is the largest max= or burst=: generated code holds them in an
+// int, which has 32 bits on some platforms.
+const maxCount = math.MaxInt32
 
-// checkMax checks max=, a decimal integer from 1 to maxLimit. As in Go
-// literals, "_" may separate digits (max=1_000_000). Leading zeros are
-// refused: in Go, 010 is eight.
+// checkMax checks max=, a count (see parseCount).
 func (p *parser) checkMax(v value) {
+	if n, ok := p.parseCount(v, "max", "max=10"); ok {
+		p.d.Max = n
+	}
+}
+
+// parseCount parses the value of option name as a decimal integer from 1 to
+// maxCount, reporting why it is not one; example is a valid option shown in
+// messages. As in Go literals, "_" may separate digits (max=1_000_000).
+// Leading zeros are refused: in Go, 010 is eight.
+func (p *parser) parseCount(v value, name, example string) (int, bool) {
 	s := v.Value
 	if rest, neg := strings.CutPrefix(s, "-"); neg && rest != "" && strings.Trim(rest, "0123456789_") == "" {
-		p.errorf(v.off, "max must be at least 1; got %s", s)
-		return
+		p.errorf(v.off, "%s must be at least 1; got %s", name, s)
+		return 0, false
 	}
 	if s == "" || strings.Trim(s, "0123456789_") != "" {
-		p.errorf(v.off, "max %q is not a whole number; write e.g. max=10", s)
-		return
+		p.errorf(v.off, "%s %q is not a whole number; write e.g. %s", name, s, example)
+		return 0, false
 	}
 	if s[0] == '_' || s[len(s)-1] == '_' || strings.Contains(s, "__") {
-		p.errorf(v.off, "max %q has a misplaced \"_\"; \"_\" may only separate digits, as in max=1_000", s)
-		return
+		p.errorf(v.off, "%s %q has a misplaced \"_\"; \"_\" may only separate digits, as in %s=1_000", name, s, name)
+		return 0, false
 	}
 	digits := strings.ReplaceAll(s, "_", "")
 	trimmed := strings.TrimLeft(digits, "0")
 	switch {
 	case trimmed == "":
-		p.errorf(v.off, "max must be at least 1; got %s", s)
-		return
+		p.errorf(v.off, "%s must be at least 1; got %s", name, s)
+		return 0, false
 	case trimmed != digits:
-		p.errorf(v.off, "max %q has a leading zero, which Go would read as octal; write max=%s", s, trimmed)
-		return
+		p.errorf(v.off, "%s %q has a leading zero, which Go would read as octal; write %s=%s", name, s, name, trimmed)
+		return 0, false
 	}
 	n, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || n > maxLimit {
-		p.errorf(v.off, "max %q is too large; it can be at most %d", s, maxLimit)
-		return
+	if err != nil || n > maxCount {
+		p.errorf(v.off, "%s %q is too large; it can be at most %d", name, s, maxCount)
+		return 0, false
 	}
-	p.d.Max = int(n)
+	return int(n), true
 }
 
 // checkName checks name=, the limit's name in storage keys, errors and

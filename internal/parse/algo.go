@@ -1,0 +1,137 @@
+package parse
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Algorithms are the values of algo=, in documentation order; they are the
+// names of the runtime's Algorithm constants (a generator test keeps the
+// two lists equal). The first is the default.
+var Algorithms = []string{"sliding-log", "sliding-window", "fixed-window", "token-bucket", "gcra"}
+
+// DefaultAlgorithm is the algorithm of a directive without algo=.
+const DefaultAlgorithm = "sliding-log"
+
+// HasBurst reports whether algo sizes a bucket with burst=.
+func HasBurst(algo string) bool {
+	return algo == "token-bucket" || algo == "gcra"
+}
+
+// algoSynonyms maps names other rate limiters use to the algorithm that
+// means the same here. Keys are normalised as by normalizeAlgo.
+var algoSynonyms = map[string]string{
+	"leaky-bucket":       "gcra",
+	"leaky":              "gcra",
+	"leaky-bucket-meter": "gcra",
+	"generic-cell-rate":  "gcra",
+	"sliding-window-log": "sliding-log",
+	"log":                "sliding-log",
+	"zset":               "sliding-log",
+	"sliding-counter":    "sliding-window",
+	"sliding-buckets":    "sliding-window",
+	"fixed":              "fixed-window",
+	"counter":            "fixed-window",
+	"bucket":             "token-bucket",
+	"token":              "token-bucket",
+}
+
+// checkAlgo checks algo=, one of Algorithms exactly as written there.
+func (p *parser) checkAlgo(v value) {
+	s := v.Value
+	for _, a := range Algorithms {
+		if s == a {
+			p.d.Algorithm = s
+			return
+		}
+	}
+	if q := s[0]; q == '"' || q == '`' || q == '\'' {
+		if u, err := strconv.Unquote(s); err == nil && isAlgorithm(u) {
+			p.errorf(v.off, "write the algorithm without quotes: algo=%s", u)
+			return
+		}
+	}
+	list := algorithmList()
+	if a, ok := suggestAlgorithm(s); ok {
+		p.errorf(v.off, "unknown algorithm %q; did you mean %q? The algorithms are %s", s, a, list)
+		return
+	}
+	p.errorf(v.off, "unknown algorithm %q; the algorithms are %s", s, list)
+}
+
+func isAlgorithm(s string) bool {
+	for _, a := range Algorithms {
+		if s == a {
+			return true
+		}
+	}
+	return false
+}
+
+// algorithmList spells Algorithms for messages.
+func algorithmList() string {
+	return Algorithms[0] + " (the default), " + strings.Join(Algorithms[1:], ", ")
+}
+
+// suggestAlgorithm returns the algorithm that s most likely means: the same
+// name in another case or with other separators, a synonym, or the closest
+// name if it is near enough to be a typo.
+func suggestAlgorithm(s string) (string, bool) {
+	n := normalizeAlgo(s)
+	if a, ok := algoSynonyms[n]; ok {
+		return a, true
+	}
+	squashed := strings.ReplaceAll(n, "-", "")
+	best, bestDist := "", 4
+	for _, a := range Algorithms {
+		if squashed == strings.ReplaceAll(a, "-", "") {
+			return a, true
+		}
+		if d := editDistance(n, a); d < bestDist && d < len(n) {
+			best, bestDist = a, d
+		}
+	}
+	return best, best != ""
+}
+
+// normalizeAlgo lower-cases s and writes its separators as "-".
+func normalizeAlgo(s string) string {
+	if len(s) > 64 {
+		return s // far from any name; spare the edit distance
+	}
+	return strings.Map(func(r rune) rune {
+		switch r {
+		case '_', ' ', '.':
+			return '-'
+		}
+		return r
+	}, strings.ToLower(s))
+}
+
+// checkBurst checks burst=, a count like max=. Whether the algorithm has a
+// burst is checked once every option is known, by checkBurstAlgo.
+func (p *parser) checkBurst(v value) {
+	if n, ok := p.parseCount(v, "burst", "burst=20"); ok {
+		p.d.Burst = n
+	}
+}
+
+// checkBurstAlgo reports a burst= on an algorithm without a bucket. It is
+// silent while algo= is itself wrong, which is reported already.
+func (p *parser) checkBurstAlgo() {
+	burst, ok := p.d.Lookup("burst")
+	if !ok || HasBurst(p.d.Algorithm) {
+		return
+	}
+	uses := "sliding-log (the default, as there is no algo=)"
+	if a, set := p.d.Lookup("algo"); set {
+		if p.d.Algorithm == "" {
+			return
+		}
+		uses = "algo=" + a.Value
+	}
+	p.errs = append(p.errs, &Error{
+		Pos: burst.NamePos,
+		Msg: "burst= applies only to algo=token-bucket and algo=gcra, whose bucket it sizes; this directive uses " + uses + ": remove burst= or choose one of those algorithms",
+	})
+}

@@ -5,8 +5,9 @@ package notify
 
 import (
 	"context"
-	"github.com/ratelimitgen/ratelimitgen/runtime"
 	"time"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 // The limits of this package's rate-limited methods. Every wrapper of a

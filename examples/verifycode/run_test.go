@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
+)
+
+// demoStatuses is what the demo must show: three codes, a 429 for the same
+// mailbox, bob's code; five wrong guesses, a 429 for the right code, bob's
+// verification.
+var demoStatuses = []int{200, 200, 200, 429, 200, 400, 400, 400, 400, 400, 429, 200}
+
+var statusLine = regexp.MustCompile(`(?m)^  -> (\d{3}) `)
+
+func statusesIn(out string) []int {
+	var got []int
+	for _, m := range statusLine.FindAllStringSubmatch(out, -1) {
+		n, _ := strconv.Atoi(m[1])
+		got = append(got, n)
+	}
+	return got
+}
+
+func TestDemoInMemory(t *testing.T) {
+	var out strings.Builder
+	require.NoError(t, run(t.Context(), &out, config{addr: "127.0.0.1:0"}))
+	assert.Equal(t, demoStatuses, statusesIn(out.String()), "output:\n%s", out.String())
+	assert.Contains(t, out.String(), "limiter: in memory")
+	assert.Contains(t, out.String(), "     Retry-After: 60\n")
+	assert.Contains(t, out.String(), `     RateLimit-Policy: "CodeService.SendCode";q=3;w=60`+"\n")
+}
+
+// The demo against a real Redis: the counts must live there, and a second
+// run must start afresh although the first run's counts have not expired.
+func TestDemoOnRedis(t *testing.T) {
+	s := redistest.StartServer(t)
+	cfg := config{addr: "127.0.0.1:0", redisURL: "redis://" + s.Addr() + "/0", keyPrefix: "verifycode:"}
+	for run1 := range 2 {
+		var out strings.Builder
+		require.NoError(t, run(t.Context(), &out, cfg), "run %d, output:\n%s", run1+1, out.String())
+		assert.Equal(t, demoStatuses, statusesIn(out.String()), "run %d, output:\n%s", run1+1, out.String())
+		assert.Contains(t, out.String(), "limiter: Redis")
+	}
+	keys, err := s.Client(t).Keys(t.Context(), "verifycode:demo:*").Result()
+	require.NoError(t, err)
+	// Two runs, each with alice's and bob's keys for two limits.
+	assert.Len(t, keys, 8, "keys: %q", keys)
+}
+
+func TestBadRedisURL(t *testing.T) {
+	err := run(t.Context(), io.Discard, config{addr: "127.0.0.1:0", redisURL: "http://user:s3cret@127.0.0.1:6379"})
+	require.ErrorContains(t, err, "REDIS_URL is not a Redis URL")
+	assert.NotContains(t, err.Error(), "s3cret")
+
+	s := redistest.StartServer(t)
+	s.Stop(t)
+	err = run(t.Context(), io.Discard, config{addr: "127.0.0.1:0", redisURL: "redis://:s3cret@" + s.Addr() + "/0"})
+	require.ErrorContains(t, err, "cannot reach Redis at "+s.Addr())
+	assert.NotContains(t, err.Error(), "s3cret")
+}
+
+// With -serve the program prints its address and the mailed codes, serves
+// until its context ends, and then returns nil.
+func TestServe(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := run(ctx, pw, config{addr: "127.0.0.1:0", serve: true})
+		_ = pw.CloseWithError(io.EOF)
+		done <- err
+	}()
+	// Read the output on its own goroutine: the handler prints each mail
+	// before it answers, so reading only between requests would deadlock.
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	nextLine := func(prefix string) string {
+		t.Helper()
+		for line := range lines {
+			if rest, ok := strings.CutPrefix(line, prefix); ok {
+				return rest
+			}
+		}
+		t.Fatalf("run printed no line starting with %q", prefix)
+		return ""
+	}
+
+	base, _, _ := strings.Cut(nextLine("serving on "), ";")
+	post := func(path, body string) int {
+		resp, err := http.Post(base+path, "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusOK, post("/codes", `{"email":"alice@example.com"}`))
+	code := nextLine("mail to alice@example.com: your verification code is ")
+	require.Equal(t, http.StatusOK, post("/codes/verify", `{"email":"alice@example.com","code":"`+code+`"}`))
+
+	cancel()
+	require.NoError(t, <-done)
+}

@@ -15,12 +15,18 @@ import (
 // context to the limiter, and quotaLimiter records the decision there.
 
 // quotaLimiter is a runtime.Limiter that records each decision in the
-// *quota of the call's context, if there is one.
+// *quota of the call's context, if there is one. It implements
+// runtime.NLimiter too, so that directives with cost= keep working.
 type quotaLimiter struct{ runtime.Limiter }
 
 // Allow implements runtime.Limiter.
 func (l quotaLimiter) Allow(ctx context.Context, lim runtime.Limit, key string) (runtime.Decision, error) {
-	d, err := l.Limiter.Allow(ctx, lim, key)
+	return l.AllowN(ctx, lim, key, 1)
+}
+
+// AllowN implements runtime.NLimiter.
+func (l quotaLimiter) AllowN(ctx context.Context, lim runtime.Limit, key string, n int) (runtime.Decision, error) {
+	d, err := runtime.AllowN(ctx, l.Limiter, lim, key, n)
 	if q, ok := ctx.Value(quotaKey{}).(*quota); ok && err == nil {
 		*q = quota{set: true, limit: lim, decision: d}
 	}

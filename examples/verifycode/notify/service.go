@@ -13,6 +13,7 @@ import (
 // Mailer delivers a code to an address. Production code implements it with
 // an SMTP or e-mail API client; the example uses an in-memory outbox.
 type Mailer interface {
+	// MailCode sends code to the address to, which is normalised.
 	MailCode(ctx context.Context, to, code string) error
 }
 

@@ -290,4 +290,3 @@ func TestAlgorithmsCluster(t *testing.T) {
 		}
 	})
 }
-

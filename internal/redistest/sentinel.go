@@ -85,8 +85,8 @@ func StartSentinel(t testing.TB, opts ...ServerOption) *Sentinel {
 	s.servers = []*Server{master, replica}
 
 	// A sentinel learns of replicas from the master's INFO, which it reads at
-	// once and then every 10 s: starting the sentinels only once the master
-	// lists its replica spares the test up to 10 s.
+	// once and then once per INFO period: starting the sentinels only once
+	// the master lists its replica spares the test a period.
 	if err := poll(sentinelTimeout, func() error { return checkReplicating(master, replica) }); err != nil {
 		t.Fatalf("redistest: StartSentinel: replica did not sync within %v: %v\n%s", sentinelTimeout, err, s.describe())
 	}
@@ -198,8 +198,8 @@ func (s *Sentinel) Replica(t testing.TB) *Server {
 // and returns it once every sentinel reports it as the master and it
 // answers role:master.
 //
-// Before asking, Failover waits until the replica has received everything
-// the master had written, so a test that makes no writes meanwhile loses
+// Both servers must be running. Before asking, Failover waits until the
+// replica has received everything the master had written, so a test that makes no writes meanwhile loses
 // none. Sentinel itself gives no such promise: it does not pause the old
 // master's clients, whose writes after the promotion are lost when the old
 // master is turned into a replica (see Replica for when that happens).
@@ -542,7 +542,7 @@ func (n *sentinelNode) config(masterPort int) string {
 		"protected-mode no",
 		"daemonize no",
 		`logfile ""`, // log to stdout, which we capture
-		"dir " + n.dir,
+		"dir " + strconv.Quote(n.dir),
 		fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d %d", sentinelMasterName, masterPort, sentinelQuorum),
 		fmt.Sprintf("sentinel down-after-milliseconds %s %d", sentinelMasterName, sentinelDownAfter.Milliseconds()),
 		fmt.Sprintf("sentinel failover-timeout %s %d", sentinelMasterName, sentinelFailoverTimeout.Milliseconds()),

@@ -866,3 +866,38 @@ func runConcurrentBound(t *testing.T, algo Algorithm, lims []Limiter, now func()
 	require.Positive(t, admitted)
 	require.LessOrEqual(t, admitted, bound, "%s admitted more than its bound over the run", algo)
 }
+
+// TestAlgorithmsHugeWindows: a Limit that Validate accepts must get sane
+// decisions whatever its size. A window of centuries is silly but valid,
+// and the waits it implies can exceed what a time.Duration holds (292
+// years) or what Lua's doubles hold exactly (2^53 µs, 285 years, counted
+// from the epoch). Such a limit must either be rejected with an error or
+// be decided alike by both backends, with waits that are never negative.
+func TestAlgorithmsHugeWindows(t *testing.T) {
+	const year = 365 * 24 * time.Hour
+	var limits []Limit
+	for _, algo := range Algorithms() {
+		limits = append(limits,
+			Limit{Name: "max-" + string(algo), Window: time.Duration(1<<63 - 1), Max: 3, Algorithm: algo},
+			Limit{Name: "280y-" + string(algo), Window: 280 * year, Max: 2, Algorithm: algo})
+	}
+	limits = append(limits,
+		Limit{Name: "gcra-burst", Window: 100*year + time.Microsecond, Max: 1, Burst: 100, Algorithm: GCRA},
+		Limit{Name: "tb-burst", Window: 10 * year, Max: 1, Burst: 14, Algorithm: TokenBucket})
+
+	srv := redistest.StartServer(t)
+	h := newDiffHarness(t, srv.Client(t))
+	step := 0
+	for _, l := range limits {
+		for i := 0; i < 4; i++ {
+			d := h.single(step, l, "k", 1)
+			step++
+			if l.Validate() != nil {
+				break // rejected on both backends alike: fine
+			}
+			require.GreaterOrEqual(t, d.RetryAfter, time.Duration(0), "%s call %d: %+v", l.Name, i, d)
+			require.GreaterOrEqual(t, d.ResetAfter, time.Duration(0), "%s call %d: %+v", l.Name, i, d)
+			require.Equal(t, !d.Allowed, d.RetryAfter > 0, "%s call %d: a denial must say how long to wait: %+v", l.Name, i, d)
+		}
+	}
+}

@@ -250,7 +250,12 @@ func TestAlgorithmsCluster(t *testing.T) {
 	t.Run("differential AllowAll across slots", func(t *testing.T) {
 		// Distinct keys have distinct hash tags, so every AllowAll with two
 		// keys takes the cluster path: check and commit slot by slot,
-		// refunding earlier slots when a later one denies.
+		// refunding earlier slots when a later one denies. The clock only
+		// moves forward here: a commit that is refunded still leaves its
+		// time on its slot (a token bucket's refill time, a fixed window's
+		// index, a GCRA's arrival time floor), exactly as a commit from a
+		// clock running ahead does, so a clock that then goes back finds
+		// the two backends in different states.
 		keys := []string{"a@example.com", "b@example.com", "198.51.100.7", "203.0.113.9"}
 		tags := map[string]bool{}
 		for _, k := range keys {

@@ -111,7 +111,30 @@ func validateAlgorithm(l Limit) error {
 	if l.algorithm() == TokenBucket && l.Window.Microseconds() > maxExact/int64(l.burst()) {
 		return fmt.Errorf("ratelimit: token-bucket limit %q: Window %v times Burst %d is too large to count exactly; use a shorter window or a smaller burst", l.Name, l.Window, l.burst())
 	}
+	if wait := longestWait(l); wait > maxExact {
+		return fmt.Errorf("ratelimit: limit %q: a wait of up to %d µs (about %d years) is too long to count exactly; use a shorter Window", l.Name, wait, wait/(365*24*3600*1_000_000))
+	}
 	return nil
+}
+
+// longestWait is the longest RetryAfter or ResetAfter l can produce, in µs,
+// saturating instead of overflowing.
+func longestWait(l Limit) int64 {
+	w := l.Window.Microseconds()
+	switch l.algorithm() {
+	case SlidingWindow:
+		b := ceilDiv(w, swBuckets)
+		return (swBuckets + 1) * b
+	case GCRA:
+		interval := ceilDiv(w, int64(l.Max))
+		if interval > maxExact/int64(l.burst()) {
+			return maxExact + 1
+		}
+		return int64(l.burst()) * interval
+	case TokenBucket:
+		return ceilDiv(w*int64(l.burst()), int64(l.Max))
+	}
+	return w
 }
 
 // params is one limit of one call in the units both backends compute in:

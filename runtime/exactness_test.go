@@ -27,8 +27,8 @@ const (
 	hotInstances  = 4
 	hotGoroutines = 8
 	hotMax        = 20
-	hotWindow     = 500 * time.Millisecond
-	hotDuration   = 3 * time.Second
+	hotWindow     = time.Second
+	hotDuration   = 3200 * time.Millisecond
 )
 
 func TestExactnessRedis(t *testing.T) {

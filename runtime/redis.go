@@ -187,10 +187,13 @@ func (r *RedisLimiter) run(ctx context.Context, reqs []Request) (Decisions, erro
 		}
 		if !committed {
 			r.refund(ctx, reqs, groups[:gi], receipts)
-			// Report the other slots' room too, recording nothing; the call
-			// is denied whatever they say.
-			for _, later := range groups[gi+1:] {
-				_, _ = r.evalGroup(ctx, "c", now, reqs, later, vs, receipts)
+			// Report every other slot's room as it now is, recording
+			// nothing: the refunded slots' verdicts still describe their
+			// undone commit, and the later slots were never asked.
+			for j, other := range groups {
+				if j != gi {
+					_, _ = r.evalGroup(ctx, "c", now, reqs, other, vs, receipts)
+				}
 			}
 			return combine(vs, false), nil
 		}

@@ -1,5 +1,6 @@
 // Package redistest starts real redis-server processes for tests: single
-// servers and a six-node Redis Cluster (three masters, one replica each).
+// servers, a six-node Redis Cluster (three masters, one replica each), and a
+// Sentinel setup (a master, a replica and three sentinels).
 //
 // It exists because a rate limiter's correctness lives in what Redis actually
 // does: Lua script atomicity, ZSET semantics, key expiry, MOVED and ASK

@@ -9,10 +9,16 @@
 //
 //   - scans every comment for directives (internal/parse) and for
 //     near-misses, which are warnings;
-//   - type-checks each key expression in the scope of its method's
-//     parameters, nested in the scope of the file that declares it;
+//   - type-checks each key and cost expression in the scope of its
+//     method's parameters, nested in the scope of the file that declares
+//     it, and checks what the options decide together (a constant cost
+//     within the limit's capacity, distinct names for the limits of one
+//     method, limits the runtime accepts);
 //   - collects every problem with its position, so that one run reports
 //     all of them and writes nothing;
 //   - emits one file with jennifer, where a single naming registry
-//     chooses every identifier the generator introduces.
+//     chooses every identifier the generator introduces. A method with one
+//     limit calls Limiter.Allow (runtime.AllowN with a cost); a method with
+//     several calls runtime.AllowAll once, so that a call is counted by
+//     every limit or by none.
 package generate

@@ -10,6 +10,8 @@ import (
 
 	"github.com/dave/jennifer/jen"
 	"golang.org/x/tools/imports"
+
+	"github.com/ratelimitgen/ratelimitgen/internal/parse"
 )
 
 // RuntimePath is the import path of the package generated code calls.
@@ -28,6 +30,10 @@ type emitter struct {
 	// names, and every name the user's signatures and keys declare or use.
 	file      *names
 	limitVars map[*limit]string
+	// costFunc and requestCostFunc name the generated functions that
+	// convert a cost= value for runtime.AllowN and for a runtime.Request,
+	// or are "" when no limit needs them.
+	costFunc, requestCostFunc string
 }
 
 // emit renders the generated file of m, gofmt-formatted.
@@ -43,7 +49,7 @@ func emit(m *pkgModel) ([]byte, error) {
 	e.allocateFileNames()
 
 	e.f.Comment("The limits of this package's rate-limited methods. Every wrapper of a")
-	e.f.Comment("method uses its one limit, so they share the method's counts.")
+	e.f.Comment("method uses the method's limits, so they share its counts.")
 	defs := make([]jen.Code, len(e.m.limits))
 	for i, l := range e.m.limits {
 		defs[i] = jen.Id(e.limitVars[l]).Op("=").Add(e.limitValue(l))
@@ -53,6 +59,7 @@ func emit(m *pkgModel) ([]byte, error) {
 	for _, w := range m.wrappers {
 		e.wrapper(w)
 	}
+	e.costFuncs()
 	var buf bytes.Buffer
 	if err := e.f.Render(&buf); err != nil {
 		return nil, fmt.Errorf("rendering the generated code of %s (a bug in ratelimitgen): %w", m.pkg.PkgPath, err)
@@ -106,21 +113,31 @@ func (e *emitter) allocateFileNames() {
 		}
 	}
 	for _, l := range e.m.limits {
-		for _, kp := range l.key {
-			for _, id := range kp.idents {
+		for _, ce := range l.exprs() {
+			for _, id := range ce.idents {
 				e.file.reserve(id)
 			}
 		}
 	}
 
-	for _, l := range e.m.limits {
-		base := "limit" + upperFirst(l.owner.Name()) + upperFirst(l.fn.Name())
+	// Package-level names: the limits, then the cost conversions.
+	packageLevel := func(base string) string {
 		name := base
 		for i := 1; e.file.has(name) || otherImports.has(name); i++ {
 			name = base + strconv.Itoa(i)
 		}
 		e.file.reserve(name)
-		e.limitVars[l] = name
+		return name
+	}
+	for _, l := range e.m.limits {
+		e.limitVars[l] = packageLevel(limitVarBase(l))
+	}
+	needCost, needRequestCost := e.costFuncsNeeded()
+	if needCost {
+		e.costFunc = packageLevel("rateLimitCost")
+	}
+	if needRequestCost {
+		e.requestCostFunc = packageLevel("rateLimitRequestCost")
 	}
 
 	// Imports, in a fixed order so that the output is deterministic: those
@@ -139,16 +156,16 @@ func (e *emitter) allocateFileNames() {
 			realName[path] = name
 		}
 	}
-	usesContext, usesStrconv := false, false
+	usesContext, strconvUsed := false, false
 	for _, l := range e.m.limits {
-		for _, kp := range l.key {
-			for _, r := range kp.refs {
+		for _, ce := range l.exprs() {
+			for _, r := range ce.refs {
 				if r.pkg != nil {
 					want(r.pkg.Path(), r.pkg.Name(), r.importName)
 				}
 			}
-			usesStrconv = usesStrconv || kp.kind == keyInt || kp.kind == keySigned || kp.kind == keyUnsigned || kp.kind == keyBool
 		}
+		strconvUsed = strconvUsed || usesStrconv(l.key)
 	}
 	visit := func(p *types.Package, _ types.Object) { want(p.Path(), p.Name(), p.Name()) }
 	for _, w := range e.m.wrappers {
@@ -158,7 +175,7 @@ func (e *emitter) allocateFileNames() {
 		}
 		for _, wm := range w.methods {
 			visitPackages(wm.sig, visit)
-			if wm.limit != nil && !hasContextParam(wm.sig) {
+			if len(wm.limits) > 0 && !hasContextParam(wm.sig) {
 				usesContext = true
 			}
 		}
@@ -168,8 +185,11 @@ func (e *emitter) allocateFileNames() {
 	if usesContext {
 		want("context", "context", "context")
 	}
-	if usesStrconv {
+	if strconvUsed {
 		want("strconv", "strconv", "strconv")
+	}
+	if needCost {
+		want("math", "math", "math")
 	}
 	for _, p := range paths {
 		name := e.file.freshImport(preferred[p])
@@ -188,11 +208,45 @@ func (e *emitter) limitValue(l *limit) *jen.Statement {
 	if n != 1 {
 		window = jen.Lit(int(n)).Op("*").Add(window)
 	}
-	return jen.Qual(RuntimePath, "Limit").Values(
+	fields := []jen.Code{
 		jen.Id("Name").Op(":").Lit(l.name),
 		jen.Id("Window").Op(":").Add(window),
 		jen.Id("Max").Op(":").Lit(l.max),
-	)
+	}
+	if a := l.algorithm(); a != parse.DefaultAlgorithm {
+		fields = append(fields, jen.Id("Algorithm").Op(":").Qual(RuntimePath, algoConsts[a]))
+	}
+	if l.burst > 0 {
+		fields = append(fields, jen.Id("Burst").Op(":").Lit(l.burst))
+	}
+	return jen.Qual(RuntimePath, "Limit").Values(fields...)
+}
+
+// limitVarBase is the preferred name of l's variable: limitTypeMethod for
+// a method's first limit, followed for the others by their name= in
+// camel case (limitNotifierSendCodeDaily for Notifier.SendCode.daily).
+func limitVarBase(l *limit) string {
+	base := "limit" + upperFirst(l.owner.Name()) + upperFirst(l.fn.Name())
+	if l.index == 0 {
+		return base
+	}
+	method := l.owner.Name() + "." + l.fn.Name()
+	name := strings.TrimPrefix(strings.TrimPrefix(l.name, method), ".")
+	if name == "" {
+		name = l.name
+	}
+	var b strings.Builder
+	for _, word := range strings.FieldsFunc(name, func(r rune) bool { return !isASCIIAlnum(r) }) {
+		b.WriteString(upperFirst(word))
+	}
+	if b.Len() == 0 {
+		return base + strconv.Itoa(l.index+1)
+	}
+	return base + b.String()
+}
+
+func isASCIIAlnum(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
 }
 
 // wrapperIdents are the names chosen for one wrapper.
@@ -292,7 +346,7 @@ func (e *emitter) freshField(fields *names, w *wrapper, base string) string {
 
 func hasUnlimited(w *wrapper) bool {
 	for _, wm := range w.methods {
-		if wm.limit == nil {
+		if len(wm.limits) == 0 {
 			return true
 		}
 	}
@@ -362,34 +416,23 @@ func (e *emitter) method(w *wrapper, wm *wrapperMethod, id wrapperIdents) {
 	}
 
 	e.f.Line()
-	if wm.limit == nil {
+	if len(wm.limits) == 0 {
 		e.comment(fmt.Sprintf("%s calls the wrapped %s's %s; it has no limit.", wm.name, w.owner.Name(), wm.name))
 		e.f.Func().Params(jen.Id(id.recv).Add(recvType)).Id(wm.name).Add(e.signature(sig, params)).Block(forward)
 		return
 	}
 
-	l := wm.limit
-	lv := e.limitVars[l]
-	calls := "calls"
-	if l.max == 1 {
-		calls = "call"
-	}
-	e.comment(fmt.Sprintf("%s calls the wrapped %s's %s if the limit %q, %d %s %s %s, admits the call. Otherwise it returns a *runtime.LimitError, or the limiter's error if the limiter could not decide.",
-		wm.name, w.owner.Name(), wm.name, l.name, l.max, calls, windowWords(l.window), keyWords(l.key)))
-
-	var body []jen.Code
-	key := e.keyCode(l.key, params, scope, &body)
 	var ctx jen.Code = jen.Qual("context", "Background").Call()
 	if hasContextParam(sig) {
 		ctx = jen.Id(params[0])
 	}
-	d, errName := scope.fresh("d"), scope.fresh("err")
-	body = append(body,
-		jen.List(jen.Id(d), jen.Id(errName)).Op(":=").Id(id.recv).Dot(id.limiter).Dot("Allow").Call(ctx, jen.Id(lv), key),
-		jen.If(jen.Id(errName).Op("!=").Nil()).Block(e.returnZero(sig, scope, jen.Id(errName))...),
-		jen.If(jen.Op("!").Id(d).Dot("Allowed")).Block(e.returnZero(sig, scope, jen.Qual(RuntimePath, "NewLimitError").Call(jen.Id(lv), jen.Id(d)))...),
-		forward,
-	)
+	mc := methodCall{w: w, wm: wm, id: id, scope: scope, params: params, ctx: ctx, forward: forward}
+	var body []jen.Code
+	if len(wm.limits) == 1 {
+		body = e.singleLimit(mc)
+	} else {
+		body = e.multiLimit(mc)
+	}
 	e.f.Func().Params(jen.Id(id.recv).Add(recvType)).Id(wm.name).Add(e.signature(sig, params)).Block(body...)
 }
 
@@ -436,120 +479,6 @@ func zeroValue(e *emitter, t types.Type) *jen.Statement {
 		return e.typ(t).Values()
 	}
 	return jen.Nil()
-}
-
-// keyWords describes a key for doc comments.
-func keyWords(key []*keyPart) string {
-	switch len(key) {
-	case 0:
-		return "in total"
-	case 1:
-		return "for each value of " + key[0].text
-	}
-	texts := make([]string, len(key))
-	for i, kp := range key {
-		texts[i] = kp.text
-	}
-	return "for each value of (" + strings.Join(texts, ", ") + ")"
-}
-
-// keyCode returns the expression of the key string. A composite key is
-// built in a stack buffer by statements appended to body, with one
-// allocation for the final string.
-func (e *emitter) keyCode(key []*keyPart, params []string, scope *names, body *[]jen.Code) jen.Code {
-	switch len(key) {
-	case 0:
-		return jen.Lit("")
-	case 1:
-		return e.partString(key[0], params)
-	}
-	buf, b := scope.fresh("buf"), scope.fresh("b")
-	num := ""
-	*body = append(*body, jen.Var().Id(buf).Index(jen.Lit(64)).Byte())
-	for i, kp := range key {
-		var part jen.Code
-		switch kp.kind {
-		case keyInt, keySigned, keyUnsigned:
-			// Formatting into a stack array and converting for the call
-			// keeps the integer's string off the heap: AppendKeyPart does
-			// not retain it.
-			if num == "" {
-				num = scope.fresh("num")
-				*body = append(*body, jen.Var().Id(num).Index(jen.Lit(20)).Byte())
-			}
-			if kp.kind == keyUnsigned {
-				part = jen.String().Call(jen.Qual("strconv", "AppendUint").Call(jen.Id(num).Index(jen.Empty(), jen.Lit(0)), e.convert(kp, params, types.Typ[types.Uint64]), jen.Lit(10)))
-			} else {
-				part = jen.String().Call(jen.Qual("strconv", "AppendInt").Call(jen.Id(num).Index(jen.Empty(), jen.Lit(0)), e.convert(kp, params, types.Typ[types.Int64]), jen.Lit(10)))
-			}
-		default:
-			part = e.partString(kp, params)
-		}
-		if i == 0 {
-			*body = append(*body, jen.Id(b).Op(":=").Qual(RuntimePath, "AppendKeyPart").Call(jen.Id(buf).Index(jen.Empty(), jen.Lit(0)), part))
-		} else {
-			*body = append(*body, jen.Id(b).Op("=").Qual(RuntimePath, "AppendKeyPart").Call(jen.Id(b), part))
-		}
-	}
-	return jen.String().Call(jen.Id(b))
-}
-
-// partString spells one key part as a string.
-func (e *emitter) partString(kp *keyPart, params []string) *jen.Statement {
-	x := e.keyExpr(kp, params)
-	switch kp.kind {
-	case keyString:
-		return x
-	case keyNamedString, keyBytes:
-		return jen.String().Call(x)
-	case keyInt:
-		return jen.Qual("strconv", "Itoa").Call(x)
-	case keySigned:
-		return jen.Qual("strconv", "FormatInt").Call(e.convert(kp, params, types.Typ[types.Int64]), jen.Lit(10))
-	case keyUnsigned:
-		return jen.Qual("strconv", "FormatUint").Call(e.convert(kp, params, types.Typ[types.Uint64]), jen.Lit(10))
-	case keyBool:
-		return jen.Qual("strconv", "FormatBool").Call(e.convert(kp, params, types.Typ[types.Bool]))
-	case keyStringer:
-		if kp.parens {
-			x = jen.Parens(x)
-		}
-		return x.Dot("String").Call()
-	}
-	panic(fmt.Sprintf("unknown key kind %d", kp.kind))
-}
-
-// convert spells the key part converted to t, without a conversion when it
-// already has type t.
-func (e *emitter) convert(kp *keyPart, params []string, t *types.Basic) *jen.Statement {
-	x := e.keyExpr(kp, params)
-	if b, ok := kp.typ.(*types.Basic); types.Identical(kp.typ, t) || ok && b.Info()&types.IsUntyped != 0 {
-		return x // an untyped constant converts implicitly
-	}
-	return jen.Id(t.Name()).Call(x)
-}
-
-// keyExpr spells a key expression as written, with its parameters under
-// their names in the wrapper and its package-qualified identifiers under
-// the generated file's import names.
-func (e *emitter) keyExpr(kp *keyPart, params []string) *jen.Statement {
-	s := jen.Null()
-	at := 0
-	for _, r := range kp.refs {
-		if r.start > at {
-			s.Op(kp.text[at:r.start])
-		}
-		if r.param >= 0 {
-			s.Id(params[r.param])
-		} else {
-			s.Qual(r.pkg.Path(), r.name)
-		}
-		at = r.end
-	}
-	if at < len(kp.text) {
-		s.Op(kp.text[at:])
-	}
-	return s
 }
 
 // comment emits text as a doc comment wrapped at 76 columns.

@@ -11,8 +11,9 @@ import (
 )
 
 // Diagnostic is a problem found at a position of the user's source: an
-// error that stops generation, or a warning about a comment that looks
-// like a misspelt directive.
+// error that stops generation, or a warning (a comment that looks like a
+// misspelt directive, a sliding log too large for Redis's compact
+// encoding) that does not.
 type Diagnostic struct {
 	Pos     token.Position
 	Msg     string

@@ -45,8 +45,9 @@ type Result struct {
 	// nil Content per package whose earlier output must be removed, sorted
 	// by path.
 	Files []File
-	// Warnings are comments that look like misspelt directives, sorted by
-	// position. They do not stop generation.
+	// Warnings are comments that look like misspelt directives and
+	// directives that work but are likely costly, sorted by position. They
+	// do not stop generation.
 	Warnings []Diagnostic
 }
 

@@ -1,7 +1,10 @@
 package generate
 
 import (
+	"fmt"
 	"go/ast"
+	"go/constant"
+	"go/token"
 	"go/types"
 	"strings"
 	"time"
@@ -23,8 +26,18 @@ type limit struct {
 	name   string
 	window time.Duration
 	max    int
+	// algo is the algo= value, or "" for the runtime's default.
+	algo string
+	// burst is the burst= value, or 0 for the runtime's default (max).
+	burst int
 	// key is empty when the directive has no key=.
 	key []*keyPart
+	// cost is nil when the directive has no cost= (one unit per call).
+	cost *costExpr
+	// index is the directive's rank among its method's, from 0.
+	index int
+	// multi is set when the method has several limits.
+	multi bool
 }
 
 // wrapper is one generated RateLimitedT type.
@@ -38,13 +51,15 @@ type wrapper struct {
 	name, ctor string
 }
 
-// wrapperMethod is one method of a wrapper: rate-limited when limit is set,
-// otherwise forwarded unchanged (interfaces only).
+// wrapperMethod is one method of a wrapper: rate-limited when it has
+// limits, otherwise forwarded unchanged (interfaces only).
 type wrapperMethod struct {
 	name string
 	// sig is the method's signature as seen through the wrapped type.
-	sig   *types.Signature
-	limit *limit
+	sig *types.Signature
+	// limits are the method's limits, in source order; every one must
+	// admit a call.
+	limits []*limit
 }
 
 // pkgModel is what one package asks the generator for.
@@ -60,17 +75,17 @@ type pkgModel struct {
 // wrappers to generate. Problems go to ds.
 func buildModel(pkg *packages.Package, ds *diagnostics) *pkgModel {
 	m := &pkgModel{pkg: pkg}
-	limits := map[*types.Func]*limit{}
+	limits := map[*types.Func][]*limit{}
 	var owners []*types.TypeName
 	hasOwner := map[*types.TypeName]bool{}
 	for _, file := range pkg.Syntax {
 		for _, a := range scanFile(pkg.Fset, pkg.TypesInfo, file, ds) {
-			l := buildLimit(pkg, file, a, ds)
-			if l == nil {
+			ls := buildLimits(pkg, file, a, ds)
+			if ls == nil {
 				continue
 			}
-			limits[a.fn] = l
-			m.limits = append(m.limits, l)
+			limits[a.fn] = ls
+			m.limits = append(m.limits, ls...)
 			if !hasOwner[a.owner] {
 				hasOwner[a.owner] = true
 				owners = append(owners, a.owner)
@@ -100,20 +115,17 @@ func countDirectives(file *ast.File) int {
 	return n
 }
 
-// buildLimit checks the directives of one method. It returns nil if they
-// have any problem.
-func buildLimit(pkg *packages.Package, file *ast.File, a *annotated, ds *diagnostics) *limit {
+// buildLimits checks the directives of one method and returns its limits,
+// in source order. It returns nil if they have any problem.
+func buildLimits(pkg *packages.Package, file *ast.File, a *annotated, ds *diagnostics) []*limit {
 	ok := true
-	for i, d := range a.directives {
+	for _, d := range a.directives {
 		for _, e := range d.errs {
 			ds.errorf(e.Pos, "%s", e.Msg)
 			ok = false
 		}
-		if i > 0 {
-			ds.errorf(d.pos, "several //ratelimit: lines on one method are not supported yet: keep one on %s.%s", a.owner.Name(), a.fn.Name())
-			ok = false
-		}
 	}
+	ok = checkLimitNames(a, ds) && ok
 
 	sig := a.fn.Type().(*types.Signature)
 	if !returnsError(sig) {
@@ -125,47 +137,195 @@ func buildLimit(pkg *packages.Package, file *ast.File, a *annotated, ds *diagnos
 		ok = false
 	}
 
-	d := a.directives[0]
-	if d.parsed == nil {
-		return nil
+	tparams := sig.RecvTypeParams()
+	if a.iface {
+		if named, isNamed := a.owner.Type().(*types.Named); isNamed {
+			tparams = named.TypeParams()
+		}
 	}
-	var key []*keyPart
-	if len(d.parsed.Key) > 0 {
-		tparams := sig.RecvTypeParams()
-		if a.iface {
-			if named, isNamed := a.owner.Type().(*types.Named); isNamed {
-				tparams = named.TypeParams()
-			}
+	var out []*limit
+	for i, d := range a.directives {
+		if d.parsed == nil {
+			ok = false
+			continue
 		}
-		ks, err := newKeyScope(pkg.Fset, pkg.Types, pkg.TypesInfo.Scopes[file], d.comment, sig, tparams)
-		if err != nil {
-			ds.errorf(d.pos, "cannot check the key: %v", err)
-			return nil
+		l := &limit{
+			fn:     a.fn,
+			owner:  a.owner,
+			name:   limitName(a, d, i),
+			window: d.parsed.Window,
+			max:    d.parsed.Max,
+			algo:   d.parsed.Algorithm,
+			burst:  d.parsed.Burst,
+			index:  i,
+			multi:  len(a.directives) > 1,
 		}
-		for _, e := range d.parsed.Key {
-			kp := ks.check(e, ds)
-			if kp == nil {
+		if len(d.parsed.Key) > 0 || d.parsed.Cost != nil {
+			es, err := newExprScope(pkg.Fset, pkg.Types, pkg.TypesInfo.Scopes[file], d.comment, sig, tparams)
+			if err != nil {
+				ds.errorf(d.pos, "cannot check the directive's expressions: %v", err)
 				ok = false
 				continue
 			}
-			key = append(key, kp)
+			for _, e := range d.parsed.Key {
+				kp := es.checkKey(e, ds)
+				if kp == nil {
+					ok = false
+					continue
+				}
+				l.key = append(l.key, kp)
+			}
+			if d.parsed.Cost != nil {
+				if l.cost = es.checkCost(*d.parsed.Cost, ds); l.cost == nil {
+					ok = false
+				}
+			}
 		}
+		if len(d.errs) == 0 && !checkLimitValues(l, d, ds) {
+			ok = false
+		}
+		out = append(out, l)
 	}
 	if !ok {
 		return nil
 	}
-	name := d.parsed.Name
-	if name == "" {
-		name = a.owner.Name() + "." + a.fn.Name()
+	return out
+}
+
+// limitName returns the name of the limit of a's i-th directive d: its
+// name=, or Type.Method for the first.
+func limitName(a *annotated, d *directive, i int) string {
+	if d.parsed != nil && d.parsed.Name != "" {
+		return d.parsed.Name
 	}
-	return &limit{
-		fn:     a.fn,
-		owner:  a.owner,
-		name:   name,
-		window: d.parsed.Window,
-		max:    d.parsed.Max,
-		key:    key,
+	if i == 0 {
+		return a.owner.Name() + "." + a.fn.Name()
 	}
+	return ""
+}
+
+// checkLimitNames checks that the limits of a method with several
+// directives have distinct names, spelt out for all but the first: the
+// runtime counts a limit by its name and key, and a denial names the limit,
+// so two unnamed limits would be indistinguishable.
+func checkLimitNames(a *annotated, ds *diagnostics) bool {
+	if len(a.directives) < 2 {
+		return true
+	}
+	ok := true
+	method := a.owner.Name() + "." + a.fn.Name()
+	first := map[string]token.Position{}
+	for i, d := range a.directives {
+		if d.parsed == nil {
+			continue
+		}
+		opt, named := d.parsed.Lookup("name")
+		if named && d.parsed.Name == "" {
+			continue // an invalid name=, reported by the parser
+		}
+		if !named && i > 0 {
+			ds.errorf(d.pos, "%s has several //ratelimit: lines: give each after the first its own name=, which keeps its count apart and names it in denials; add name=..., e.g. name=%s.%s", method, method, windowNickname(d.parsed.Window))
+			ok = false
+			continue
+		}
+		name := limitName(a, d, i)
+		pos := d.pos
+		if named {
+			pos = opt.ValuePos
+		}
+		if at, dup := first[name]; dup {
+			ds.errorf(pos, "%s already has a limit named %q (the //ratelimit: line at %s); give each limit of a method its own name=", method, name, at)
+			ok = false
+			continue
+		}
+		first[name] = d.pos
+	}
+	return ok
+}
+
+// windowNickname suggests a name suffix for a limit with window w, for
+// messages: "hourly" for 1h, "per-10m" for 10m.
+func windowNickname(w time.Duration) string {
+	switch w {
+	case time.Second:
+		return "per-second"
+	case time.Minute:
+		return "per-minute"
+	case time.Hour:
+		return "hourly"
+	case 24 * time.Hour:
+		return "daily"
+	case 7 * 24 * time.Hour:
+		return "weekly"
+	}
+	for _, u := range []struct {
+		d    time.Duration
+		unit string
+	}{{time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}} {
+		if w%u.d == 0 {
+			return fmt.Sprintf("per-%d%s", w/u.d, u.unit)
+		}
+	}
+	return "per-" + w.String()
+}
+
+// checkLimitValues checks what only the options together decide: that a
+// constant cost can ever be admitted and that the runtime accepts the
+// limit. It also warns about a sliding log too large for Redis's compact
+// encoding. It returns false on errors.
+func checkLimitValues(l *limit, d *directive, ds *diagnostics) bool {
+	ok := true
+	capacity := l.capacity()
+	if l.cost != nil && l.cost.value != nil {
+		subject := "cost " + l.cost.text
+		if v := l.cost.value.ExactString(); v != l.cost.text {
+			subject += " (" + v + ")"
+		}
+		pos := d.parsed.Cost.Pos
+		switch c, exact := l.cost.constantCost(); {
+		case exact && c < 1 || l.cost.value.Kind() == constant.Int && constant.Sign(l.cost.value) < 0:
+			ds.errorf(pos, "%s is less than 1; a cost must be at least 1", subject)
+			ok = false
+		case !exact || c > int64(capacity):
+			ds.errorf(pos, "%s is more than the limit's capacity of %d (%s): such a call could never be admitted", subject, capacity, capacityWords(l))
+			ok = false
+		}
+	}
+	window, _ := d.parsed.Lookup("window")
+	if tokenBucketTooLarge(l.algorithm(), l.window, capacity) {
+		algo, _ := d.parsed.Lookup("algo")
+		ds.errorf(algo.NamePos, "algo=token-bucket with window=%s and a burst of %d is too large to count exactly: the window in µs times the burst must be at most 2^52; use a shorter window or a smaller burst", window.Value, capacity)
+		ok = false
+	} else if wait := longestWait(l.algorithm(), l.window, l.max, capacity); wait > maxExactUnits {
+		ds.errorf(window.ValuePos, "window=%s is too long: %s could make a caller wait %s, and the runtime counts waits exactly only up to 2^52 µs (about 142 years); use a shorter window", window.Value, l.algorithm(), waitWords(wait))
+		ok = false
+	}
+	if ok && l.algorithm() == "sliding-log" && l.max > slidingLogWarnAbove {
+		opt, _ := d.parsed.Lookup("max")
+		ds.warnf(opt.ValuePos, "sliding-log stores one entry per admission: at max=%d a key takes about %s in Redis; consider algo=sliding-window (constant memory, never over max)", l.max, slidingLogMemory(l.max))
+	}
+	return ok
+}
+
+// waitWords spells a wait in µs in years, for messages about absurd
+// windows.
+func waitWords(us int64) string {
+	const year = 365 * 24 * 3600 * 1_000_000
+	if us == maxExactUnits+1 { // longestWait saturated
+		return fmt.Sprintf("over %d years", maxExactUnits/year)
+	}
+	return fmt.Sprintf("about %d years", us/year)
+}
+
+// capacityWords explains where a limit's capacity comes from.
+func capacityWords(l *limit) string {
+	switch {
+	case parse.HasBurst(l.algorithm()) && l.burst > 0:
+		return "its burst"
+	case parse.HasBurst(l.algorithm()):
+		return "its burst, which is max when burst= is absent"
+	}
+	return "its max"
 }
 
 // returnsError reports whether sig's last result is error itself.
@@ -176,7 +336,7 @@ func returnsError(sig *types.Signature) bool {
 
 // buildWrapper derives the wrapper of owner, which has at least one valid
 // limit.
-func buildWrapper(pkg *packages.Package, owner *types.TypeName, limits map[*types.Func]*limit, ds *diagnostics) *wrapper {
+func buildWrapper(pkg *packages.Package, owner *types.TypeName, limits map[*types.Func][]*limit, ds *diagnostics) *wrapper {
 	named, ok := owner.Type().(*types.Named)
 	pos := pkg.Fset.Position(owner.Pos())
 	if !ok {
@@ -198,7 +358,7 @@ func buildWrapper(pkg *packages.Package, owner *types.TypeName, limits map[*type
 				ds.errorf(pos, "cannot wrap %s: it has the unexported method %s of package %s, which code outside that package cannot implement", owner.Name(), fn.Name(), fn.Pkg().Path())
 				return nil
 			}
-			w.methods = append(w.methods, &wrapperMethod{name: fn.Name(), sig: fn.Type().(*types.Signature), limit: limits[fn.Origin()]})
+			w.methods = append(w.methods, &wrapperMethod{name: fn.Name(), sig: fn.Type().(*types.Signature), limits: limits[fn.Origin()]})
 		}
 	} else {
 		w.byValue = true
@@ -214,8 +374,8 @@ func buildWrapper(pkg *packages.Package, owner *types.TypeName, limits map[*type
 		ms := types.NewMethodSet(recv)
 		for i := 0; i < ms.Len(); i++ {
 			fn := ms.At(i).Obj().(*types.Func)
-			if l := limits[fn.Origin()]; l != nil {
-				w.methods = append(w.methods, &wrapperMethod{name: fn.Name(), sig: fn.Type().(*types.Signature), limit: l})
+			if ls := limits[fn.Origin()]; ls != nil {
+				w.methods = append(w.methods, &wrapperMethod{name: fn.Name(), sig: fn.Type().(*types.Signature), limits: ls})
 			}
 		}
 	}

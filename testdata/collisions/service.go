@@ -11,6 +11,10 @@ import (
 // limitServiceDo is the name the generator would give a limit variable.
 var limitServiceDo = strconv.Itoa(1)
 
+// limitServiceMultiHourly is the name the generator would give the
+// second limit of Multi.
+var limitServiceMultiHourly = 2
+
 // r is the receiver name the generator prefers.
 func r() {}
 
@@ -30,6 +34,13 @@ type Service interface {
 
 	//ratelimit:key=string,in1 window=1m max=1
 	Str(string string, in1 int, _ float64) error
+
+	// Multi has parameters named like the locals of a method with several
+	// limits and costs, and like the generated cost conversions.
+	//
+	//ratelimit:key=key cost=rateLimitCost window=1m max=3
+	//ratelimit:key=key cost=rateLimitRequestCost window=1h max=30 name=hourly
+	Multi(reqs, ds, err, key string, rateLimitCost uint, rateLimitRequestCost int) error
 
 	// next and limiter are methods: the wrapper's fields take other names.
 	next() error

@@ -26,3 +26,28 @@ type Notifier interface {
 	//ratelimit:key=acct.Tenant,acct.ID window=60s max=3
 	Charge(ctx context.Context, acct Account, cents int) (int, error)
 }
+
+// Alerts has several limits on one method, and costs.
+type Alerts interface {
+	// Page must pass 3 per minute and 5 per hour for the same address.
+	//
+	//ratelimit:key=to window=1m max=3
+	//ratelimit:key=to window=1h max=5 name=Alerts.Page.hourly
+	Page(ctx context.Context, to string) error
+
+	// Digest costs one token per line, from a bucket of 4.
+	//
+	//ratelimit:key=to cost=len(lines) window=1m max=10 algo=token-bucket burst=4
+	Digest(ctx context.Context, to string, lines []string) error
+
+	// Upload costs its size, a uint64, in bytes.
+	//
+	//ratelimit:key=to cost=size window=1m max=1000 algo=sliding-window
+	Upload(ctx context.Context, to string, size uint64) error
+
+	// Bulk costs n against a per-address limit and a total one.
+	//
+	//ratelimit:key=to cost=n window=1m max=10 algo=fixed-window
+	//ratelimit:cost=n window=1m max=100 algo=gcra name=Alerts.Bulk.total
+	Bulk(ctx context.Context, to string, n uint64) error
+}

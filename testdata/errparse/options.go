@@ -29,6 +29,6 @@ type Bad interface {
 	//ratelimit:key=id+ window=1m max=3
 	BadKey(ctx context.Context, id string) error
 
-	//ratelimit:key=id window=1m max=3 cost=2
-	Future(ctx context.Context, id string) error
+	//ratelimit:key=id window=1m max=3 cots=2
+	Misspelt(ctx context.Context, id string) error
 }

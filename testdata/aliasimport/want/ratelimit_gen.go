@@ -12,7 +12,7 @@ import (
 )
 
 // The limits of this package's rate-limited methods. Every wrapper of a
-// method uses its one limit, so they share the method's counts.
+// method uses the method's limits, so they share its counts.
 var (
 	limitUsersInvite = runtime.Limit{Name: "Users.Invite", Window: time.Minute, Max: 5}
 	limitUsersTag    = runtime.Limit{Name: "Users.Tag", Window: time.Minute, Max: 5}

@@ -11,7 +11,7 @@ import (
 )
 
 // The limits of this package's rate-limited methods. Every wrapper of a
-// method uses its one limit, so they share the method's counts.
+// method uses the method's limits, so they share its counts.
 var (
 	limitNotifierSendCode = runtime.Limit{Name: "Notifier.SendCode", Window: time.Minute, Max: 3}
 )

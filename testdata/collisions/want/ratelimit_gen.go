@@ -5,6 +5,7 @@ package collisions
 
 import (
 	context1 "context"
+	"math"
 	strconv1 "strconv"
 	time1 "time"
 
@@ -12,13 +13,15 @@ import (
 )
 
 // The limits of this package's rate-limited methods. Every wrapper of a
-// method uses its one limit, so they share the method's counts.
+// method uses the method's limits, so they share its counts.
 var (
-	limitServiceDo1   = runtime1.Limit{Name: "Service.Do", Window: time1.Minute, Max: 1}
-	limitServiceAgain = runtime1.Limit{Name: "Service.Again", Window: time1.Minute, Max: 1}
-	limitServiceWhen  = runtime1.Limit{Name: "Service.When", Window: time1.Minute, Max: 1}
-	limitServiceStr   = runtime1.Limit{Name: "Service.Str", Window: time1.Minute, Max: 1}
-	limitBoxPut       = runtime1.Limit{Name: "Box.Put", Window: time1.Second, Max: 1}
+	limitServiceDo1          = runtime1.Limit{Name: "Service.Do", Window: time1.Minute, Max: 1}
+	limitServiceAgain        = runtime1.Limit{Name: "Service.Again", Window: time1.Minute, Max: 1}
+	limitServiceWhen         = runtime1.Limit{Name: "Service.When", Window: time1.Minute, Max: 1}
+	limitServiceStr          = runtime1.Limit{Name: "Service.Str", Window: time1.Minute, Max: 1}
+	limitServiceMulti        = runtime1.Limit{Name: "Service.Multi", Window: time1.Minute, Max: 3}
+	limitServiceMultiHourly1 = runtime1.Limit{Name: "hourly", Window: time1.Hour, Max: 30}
+	limitBoxPut              = runtime1.Limit{Name: "Box.Put", Window: time1.Second, Max: 1}
 )
 
 // RateLimitedService is a Service that asks a runtime.Limiter before each call
@@ -42,13 +45,12 @@ func NewRateLimitedService(next1 Service, limiter1 runtime1.Limiter) *RateLimite
 func (r1 *RateLimitedService) Again(ctx string, err int64, d string, b string, buf string, num int, zero uint) (int, error) {
 	var buf1 [64]byte
 	b1 := runtime1.AppendKeyPart(buf1[:0], ctx)
-	var num1 [20]byte
-	b1 = runtime1.AppendKeyPart(b1, string(strconv1.AppendInt(num1[:0], err, 10)))
+	b1 = runtime1.AppendKeyInt(b1, err)
 	b1 = runtime1.AppendKeyPart(b1, d)
 	b1 = runtime1.AppendKeyPart(b1, b)
 	b1 = runtime1.AppendKeyPart(b1, buf)
-	b1 = runtime1.AppendKeyPart(b1, string(strconv1.AppendInt(num1[:0], int64(num), 10)))
-	b1 = runtime1.AppendKeyPart(b1, string(strconv1.AppendUint(num1[:0], uint64(zero), 10)))
+	b1 = runtime1.AppendKeyInt(b1, int64(num))
+	b1 = runtime1.AppendKeyUint(b1, uint64(zero))
 	d1, err1 := r1.limiter1.Allow(context1.Background(), limitServiceAgain, string(b1))
 	if err1 != nil {
 		return 0, err1
@@ -66,11 +68,10 @@ func (r1 *RateLimitedService) Again(ctx string, err int64, d string, b string, b
 func (r1 *RateLimitedService) Do(runtime string, strconv int, limiter bool, key []byte, next uint8) error {
 	var buf1 [64]byte
 	b1 := runtime1.AppendKeyPart(buf1[:0], runtime)
-	var num1 [20]byte
-	b1 = runtime1.AppendKeyPart(b1, string(strconv1.AppendInt(num1[:0], int64(strconv), 10)))
+	b1 = runtime1.AppendKeyInt(b1, int64(strconv))
 	b1 = runtime1.AppendKeyPart(b1, strconv1.FormatBool(limiter))
 	b1 = runtime1.AppendKeyPart(b1, string(key))
-	b1 = runtime1.AppendKeyPart(b1, string(strconv1.AppendUint(num1[:0], uint64(next), 10)))
+	b1 = runtime1.AppendKeyUint(b1, uint64(next))
 	d1, err1 := r1.limiter1.Allow(context1.Background(), limitServiceDo1, string(b1))
 	if err1 != nil {
 		return err1
@@ -81,6 +82,28 @@ func (r1 *RateLimitedService) Do(runtime string, strconv int, limiter bool, key 
 	return r1.next1.Do(runtime, strconv, limiter, key, next)
 }
 
+// Multi calls the wrapped Service's Multi if every one of its limits admits
+// the call: "Service.Multi", 3 units per minute for each value of key, a call
+// costing rateLimitCost units; "hourly", 30 units per hour for each value of
+// key, a call costing rateLimitRequestCost units. When one of them denies the
+// call, none of them counts it, and Multi returns a *runtime.LimitError naming
+// the limit with the longest wait. It returns the limiter's error if the
+// limiter could not decide.
+func (r1 *RateLimitedService) Multi(reqs string, ds string, err string, key string, rateLimitCost uint, rateLimitRequestCost int) error {
+	reqs1 := [...]runtime1.Request{
+		{Limit: limitServiceMulti, Key: key, Cost: rateLimitRequestCost1(rateLimitCost)},
+		{Limit: limitServiceMultiHourly1, Key: key, Cost: rateLimitRequestCost1(rateLimitRequestCost)},
+	}
+	ds1, err1 := runtime1.AllowAll(context1.Background(), r1.limiter1, reqs1[:]...)
+	if err1 != nil {
+		return err1
+	}
+	if !ds1.Allowed {
+		return ds1.LimitError(reqs1[:])
+	}
+	return r1.next1.Multi(reqs, ds, err, key, rateLimitCost, rateLimitRequestCost)
+}
+
 // Str calls the wrapped Service's Str if the limit "Service.Str", 1 call per
 // minute for each value of (string, in1), admits the call. Otherwise it
 // returns a *runtime.LimitError, or the limiter's error if the limiter could
@@ -88,8 +111,7 @@ func (r1 *RateLimitedService) Do(runtime string, strconv int, limiter bool, key 
 func (r1 *RateLimitedService) Str(string1 string, in1 int, in3 float64) error {
 	var buf1 [64]byte
 	b1 := runtime1.AppendKeyPart(buf1[:0], string1)
-	var num1 [20]byte
-	b1 = runtime1.AppendKeyPart(b1, string(strconv1.AppendInt(num1[:0], int64(in1), 10)))
+	b1 = runtime1.AppendKeyInt(b1, int64(in1))
 	d1, err1 := r1.limiter1.Allow(context1.Background(), limitServiceStr, string(b1))
 	if err1 != nil {
 		return err1
@@ -152,4 +174,32 @@ func (r1 *RateLimitedBox[runtime]) Put(v runtime) (runtime, error) {
 		return zero1, runtime1.NewLimitError(limitBoxPut, d1)
 	}
 	return r1.next.Put(v)
+}
+
+// rateLimitCost1 converts a cost= value to the int that the runtime takes. A
+// value beyond int's range (a uint64 above math.MaxInt, an int64 beyond a
+// 32-bit int) is clamped rather than wrapped around, so that it stays out of
+// every limit's range and the runtime reports it as an error instead of
+// admitting a small cost.
+func rateLimitCost1[T ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](n T) int {
+	if n < 0 {
+		if int64(n) < math.MinInt {
+			return math.MinInt
+		}
+		return int(n)
+	}
+	if uint64(n) > math.MaxInt {
+		return math.MaxInt
+	}
+	return int(n)
+}
+
+// rateLimitRequestCost1 is rateLimitCost1 for the Cost of a runtime.Request,
+// which reads 0 as 1: a cost of 0 becomes -1, which the runtime refuses with
+// an error, as runtime.AllowN refuses a cost of 0.
+func rateLimitRequestCost1[T ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](n T) int {
+	if c := rateLimitCost1(n); c != 0 {
+		return c
+	}
+	return -1
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // The limits of this package's rate-limited methods. Every wrapper of a
-// method uses its one limit, so they share the method's counts.
+// method uses the method's limits, so they share its counts.
 var (
 	limitAccountsUpdate  = runtime.Limit{Name: "Accounts.Update", Window: time.Minute, Max: 5}
 	limitAccountsMove    = runtime.Limit{Name: "Accounts.Move", Window: time.Minute, Max: 5}
@@ -139,13 +139,12 @@ func (r *RateLimitedAccounts) Tenant(ctx context.Context, user User) error {
 func (r *RateLimitedAccounts) Update(ctx context.Context, user User, plan Plan, zone Zone) error {
 	var buf [64]byte
 	b := runtime.AppendKeyPart(buf[:0], string(user.Tenant))
-	var num [20]byte
-	b = runtime.AppendKeyPart(b, string(strconv.AppendInt(num[:0], user.ID, 10)))
+	b = runtime.AppendKeyInt(b, user.ID)
 	b = runtime.AppendKeyPart(b, strconv.FormatBool(user.Admin))
 	b = runtime.AppendKeyPart(b, string(user.Raw))
 	b = runtime.AppendKeyPart(b, user.Region.String())
-	b = runtime.AppendKeyPart(b, string(strconv.AppendUint(num[:0], uint64(user.Age), 10)))
-	b = runtime.AppendKeyPart(b, string(strconv.AppendInt(num[:0], int64(plan), 10)))
+	b = runtime.AppendKeyUint(b, uint64(user.Age))
+	b = runtime.AppendKeyInt(b, int64(plan))
 	b = runtime.AppendKeyPart(b, zone.String())
 	b = runtime.AppendKeyPart(b, strings.ToLower(user.Name)+"/"+string(user.Tenant))
 	d, err := r.limiter.Allow(ctx, limitAccountsUpdate, string(b))

@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"time"
 
@@ -12,11 +13,17 @@ import (
 )
 
 // The limits of this package's rate-limited methods. Every wrapper of a
-// method uses its one limit, so they share the method's counts.
+// method uses the method's limits, so they share its counts.
 var (
 	limitNotifierSendCode = runtime.Limit{Name: "Notifier.SendCode", Window: time.Minute, Max: 3}
 	limitNotifierLookup   = runtime.Limit{Name: "Notifier.Lookup", Window: time.Minute, Max: 3}
 	limitNotifierCharge   = runtime.Limit{Name: "Notifier.Charge", Window: time.Minute, Max: 3}
+	limitAlertsPage       = runtime.Limit{Name: "Alerts.Page", Window: time.Minute, Max: 3}
+	limitAlertsPageHourly = runtime.Limit{Name: "Alerts.Page.hourly", Window: time.Hour, Max: 5}
+	limitAlertsDigest     = runtime.Limit{Name: "Alerts.Digest", Window: time.Minute, Max: 10, Algorithm: runtime.TokenBucket, Burst: 4}
+	limitAlertsUpload     = runtime.Limit{Name: "Alerts.Upload", Window: time.Minute, Max: 1000, Algorithm: runtime.SlidingWindow}
+	limitAlertsBulk       = runtime.Limit{Name: "Alerts.Bulk", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
+	limitAlertsBulkTotal  = runtime.Limit{Name: "Alerts.Bulk.total", Window: time.Minute, Max: 100, Algorithm: runtime.GCRA}
 )
 
 // RateLimitedNotifier is a Notifier that asks a runtime.Limiter before each
@@ -40,8 +47,7 @@ func NewRateLimitedNotifier(next Notifier, limiter runtime.Limiter) *RateLimited
 func (r *RateLimitedNotifier) Charge(ctx context.Context, acct Account, cents int) (int, error) {
 	var buf [64]byte
 	b := runtime.AppendKeyPart(buf[:0], acct.Tenant)
-	var num [20]byte
-	b = runtime.AppendKeyPart(b, string(strconv.AppendInt(num[:0], acct.ID, 10)))
+	b = runtime.AppendKeyInt(b, acct.ID)
 	d, err := r.limiter.Allow(ctx, limitNotifierCharge, string(b))
 	if err != nil {
 		return 0, err
@@ -80,4 +86,119 @@ func (r *RateLimitedNotifier) SendCode(ctx context.Context, req SendCodeRequest)
 		return runtime.NewLimitError(limitNotifierSendCode, d)
 	}
 	return r.next.SendCode(ctx, req)
+}
+
+// RateLimitedAlerts is a Alerts that asks a runtime.Limiter before each call
+// of a rate-limited method and forwards to the Alerts it wraps only the calls
+// the limiter admits.
+type RateLimitedAlerts struct {
+	next    Alerts
+	limiter runtime.Limiter
+}
+
+// NewRateLimitedAlerts returns a RateLimitedAlerts that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedAlerts(next Alerts, limiter runtime.Limiter) *RateLimitedAlerts {
+	return &RateLimitedAlerts{next: next, limiter: limiter}
+}
+
+// Bulk calls the wrapped Alerts's Bulk if every one of its limits admits the
+// call: "Alerts.Bulk", 10 units per minute for each value of to
+// (fixed-window), a call costing n units; "Alerts.Bulk.total", 100 units per
+// minute in total (gcra), a call costing n units. When one of them denies the
+// call, none of them counts it, and Bulk returns a *runtime.LimitError naming
+// the limit with the longest wait. It returns the limiter's error if the
+// limiter could not decide.
+func (r *RateLimitedAlerts) Bulk(ctx context.Context, to string, n uint64) error {
+	reqs := [...]runtime.Request{
+		{Limit: limitAlertsBulk, Key: to, Cost: rateLimitRequestCost(n)},
+		{Limit: limitAlertsBulkTotal, Key: "", Cost: rateLimitRequestCost(n)},
+	}
+	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
+	if err != nil {
+		return err
+	}
+	if !ds.Allowed {
+		return ds.LimitError(reqs[:])
+	}
+	return r.next.Bulk(ctx, to, n)
+}
+
+// Digest calls the wrapped Alerts's Digest if the limit "Alerts.Digest", 10
+// units per minute for each value of to (token-bucket, burst 4), a call
+// costing len(lines) units, admits the call. Otherwise it returns a
+// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+func (r *RateLimitedAlerts) Digest(ctx context.Context, to string, lines []string) error {
+	d, err := runtime.AllowN(ctx, r.limiter, limitAlertsDigest, to, len(lines))
+	if err != nil {
+		return err
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitAlertsDigest, d)
+	}
+	return r.next.Digest(ctx, to, lines)
+}
+
+// Page calls the wrapped Alerts's Page if every one of its limits admits the
+// call: "Alerts.Page", 3 calls per minute for each value of to;
+// "Alerts.Page.hourly", 5 calls per hour for each value of to. When one of
+// them denies the call, none of them counts it, and Page returns a
+// *runtime.LimitError naming the limit with the longest wait. It returns the
+// limiter's error if the limiter could not decide.
+func (r *RateLimitedAlerts) Page(ctx context.Context, to string) error {
+	reqs := [...]runtime.Request{
+		{Limit: limitAlertsPage, Key: to},
+		{Limit: limitAlertsPageHourly, Key: to},
+	}
+	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
+	if err != nil {
+		return err
+	}
+	if !ds.Allowed {
+		return ds.LimitError(reqs[:])
+	}
+	return r.next.Page(ctx, to)
+}
+
+// Upload calls the wrapped Alerts's Upload if the limit "Alerts.Upload", 1000
+// units per minute for each value of to (sliding-window), a call costing size
+// units, admits the call. Otherwise it returns a *runtime.LimitError, or the
+// limiter's error if the limiter could not decide.
+func (r *RateLimitedAlerts) Upload(ctx context.Context, to string, size uint64) error {
+	d, err := runtime.AllowN(ctx, r.limiter, limitAlertsUpload, to, rateLimitCost(size))
+	if err != nil {
+		return err
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitAlertsUpload, d)
+	}
+	return r.next.Upload(ctx, to, size)
+}
+
+// rateLimitCost converts a cost= value to the int that the runtime takes. A
+// value beyond int's range (a uint64 above math.MaxInt, an int64 beyond a
+// 32-bit int) is clamped rather than wrapped around, so that it stays out of
+// every limit's range and the runtime reports it as an error instead of
+// admitting a small cost.
+func rateLimitCost[T ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](n T) int {
+	if n < 0 {
+		if int64(n) < math.MinInt {
+			return math.MinInt
+		}
+		return int(n)
+	}
+	if uint64(n) > math.MaxInt {
+		return math.MaxInt
+	}
+	return int(n)
+}
+
+// rateLimitRequestCost is rateLimitCost for the Cost of a runtime.Request,
+// which reads 0 as 1: a cost of 0 becomes -1, which the runtime refuses with
+// an error, as runtime.AllowN refuses a cost of 0.
+func rateLimitRequestCost[T ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](n T) int {
+	if c := rateLimitCost(n); c != 0 {
+		return c
+	}
+	return -1
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // The limits of this package's rate-limited methods. Every wrapper of a
-// method uses its one limit, so they share the method's counts.
+// method uses the method's limits, so they share its counts.
 var (
 	limitStoreGet   = runtime.Limit{Name: "Store.Get", Window: time.Minute, Max: 5}
 	limitStorePut   = runtime.Limit{Name: "Store.Put", Window: time.Minute, Max: 5}

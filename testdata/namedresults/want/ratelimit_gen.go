@@ -13,7 +13,7 @@ import (
 )
 
 // The limits of this package's rate-limited methods. Every wrapper of a
-// method uses its one limit, so they share the method's counts.
+// method uses the method's limits, so they share its counts.
 var (
 	limitDirectoryLookup  = runtime.Limit{Name: "Directory.Lookup", Window: time.Minute, Max: 30}
 	limitDirectoryEntries = runtime.Limit{Name: "Directory.Entries", Window: time.Minute, Max: 30}

@@ -11,7 +11,7 @@ import (
 )
 
 // The limits of this package's rate-limited methods. Every wrapper of a
-// method uses its one limit, so they share the method's counts.
+// method uses the method's limits, so they share its counts.
 var (
 	limitLoginPassword = runtime.Limit{Name: "login.password", Window: 15 * time.Minute, Max: 5}
 	limitLoginCode     = runtime.Limit{Name: "login.password", Window: 15 * time.Minute, Max: 5}

@@ -11,7 +11,7 @@ import (
 )
 
 // The limits of this package's rate-limited methods. Every wrapper of a
-// method uses its one limit, so they share the method's counts.
+// method uses the method's limits, so they share its counts.
 var (
 	limitGlobalPing   = runtime.Limit{Name: "Global.Ping", Window: time.Second, Max: 100}
 	limitGlobalSlow   = runtime.Limit{Name: "Global.Slow", Window: 1500 * time.Millisecond, Max: 1}

@@ -15,7 +15,7 @@ import (
 )
 
 // The limits of this package's rate-limited methods. Every wrapper of a
-// method uses its one limit, so they share the method's counts.
+// method uses the method's limits, so they share its counts.
 var (
 	limitAPICall   = runtime.Limit{Name: "API.Call", Window: time.Minute, Max: 5}
 	limitAPIUpload = runtime.Limit{Name: "API.Upload", Window: time.Minute, Max: 5}
@@ -57,8 +57,7 @@ func (r1 *RateLimitedAPI) Call(ctx context.Context, req *model.Request) (*model.
 func (r1 *RateLimitedAPI) Upload(ctx context.Context, owner model.User, r io.Reader, at time.Time, rng *rand.Rand) (map[string]model.User, error) {
 	var buf [64]byte
 	b := runtime.AppendKeyPart(buf[:0], model.Normalize(owner.Email))
-	var num [20]byte
-	b = runtime.AppendKeyPart(b, string(strconv.AppendInt(num[:0], int64(at.Weekday()), 10)))
+	b = runtime.AppendKeyInt(b, int64(at.Weekday()))
 	d, err := r1.limiter.Allow(ctx, limitAPIUpload, string(b))
 	if err != nil {
 		return nil, err

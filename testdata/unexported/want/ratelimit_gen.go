@@ -11,7 +11,7 @@ import (
 )
 
 // The limits of this package's rate-limited methods. Every wrapper of a
-// method uses its one limit, so they share the method's counts.
+// method uses the method's limits, so they share its counts.
 var (
 	limitStoreGet = runtime.Limit{Name: "store.get", Window: time.Second, Max: 1}
 )

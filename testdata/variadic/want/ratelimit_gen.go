@@ -12,7 +12,7 @@ import (
 )
 
 // The limits of this package's rate-limited methods. Every wrapper of a
-// method uses its one limit, so they share the method's counts.
+// method uses the method's limits, so they share its counts.
 var (
 	limitBusPublish    = runtime.Limit{Name: "Bus.Publish", Window: time.Second, Max: 100}
 	limitBusPublishAll = runtime.Limit{Name: "Bus.PublishAll", Window: time.Second, Max: 10}

@@ -1,0 +1,297 @@
+package generate
+
+import (
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/constant"
+	"go/parser"
+	"go/scanner"
+	"go/token"
+	"go/types"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/ratelimitgen/ratelimitgen/internal/parse"
+)
+
+// checkedExpr is a type-checked expression of a directive (a key part or a
+// cost), ready to be spelt in the generated code.
+type checkedExpr struct {
+	// text is the expression as written.
+	text string
+	// typ is the expression's type; untyped constants keep their untyped
+	// type.
+	typ types.Type
+	// value is the expression's value when it is a constant, else nil.
+	value constant.Value
+	// refs are the identifiers that the generated code spells differently
+	// from text: parameters (renamed when their name is unusable) and
+	// package-qualified names (whose import name is the generated file's),
+	// in order.
+	refs []exprRef
+	// idents holds the identifiers of the expression, except package
+	// names, which generated names must not shadow.
+	idents []string
+	// parens is set when the expression must be parenthesised to call a
+	// method on it.
+	parens bool
+	// plain is set when the expression is a name or a chain of field
+	// selections, which costs nothing to evaluate twice.
+	plain bool
+}
+
+// exprRef is one identifier (or pkg.Name selector) of an expression, at
+// text[start:end].
+type exprRef struct {
+	start, end int
+	// param is the index of the parameter the identifier denotes, or -1.
+	param int
+	// pkg and name denote a package-level object of another package when
+	// param is -1.
+	pkg  *types.Package
+	name string
+	// importName is how the source file names pkg, the preferred import
+	// name in the generated file.
+	importName string
+}
+
+// exprScope is what a directive's expressions may refer to: the method's
+// parameters (and type parameters), nested in the scope of the file that
+// declares the method.
+type exprScope struct {
+	fset  *token.FileSet
+	pkg   *types.Package
+	at    token.Pos // the directive's position, inside scope
+	scope *types.Scope
+	// params maps the parameter variables of scope to their index.
+	params map[*types.Var]int
+	// paramNames and recvName are for messages.
+	paramNames []string
+	recvName   string
+}
+
+// newExprScope builds the scope in which the expressions of the directive
+// c, on method sig, are checked. go/types evaluates an expression in the
+// innermost scope containing a position, so the new scope covers the
+// directive comment, where no other scope lies. Its variables are fresh
+// copies of the parameters: the real ones are visible only after the
+// signature.
+func newExprScope(fset *token.FileSet, pkg *types.Package, fileScope *types.Scope, c *ast.Comment, sig *types.Signature, tparams *types.TypeParamList) (*exprScope, error) {
+	// The directive of a generic interface's method lies in the scope of
+	// the type's parameters.
+	if fileScope == nil {
+		return nil, errors.New("the file was not type-checked")
+	}
+	parent := fileScope.Innermost(c.Slash)
+	if parent == nil {
+		return nil, errors.New("the directive lies outside its file's scope")
+	}
+	es := &exprScope{
+		fset:   fset,
+		pkg:    pkg,
+		at:     c.Slash,
+		scope:  types.NewScope(parent, c.Slash, c.End(), "ratelimit directive"),
+		params: map[*types.Var]int{},
+	}
+	if fileScope.Innermost(c.Slash) != es.scope {
+		return nil, errors.New("the directive lies inside another scope")
+	}
+	for i := 0; i < tparams.Len(); i++ {
+		tp := tparams.At(i)
+		if name := tp.Obj().Name(); name != "_" {
+			es.scope.Insert(types.NewTypeName(token.NoPos, pkg, name, tp))
+		}
+	}
+	for i := 0; i < sig.Params().Len(); i++ {
+		p := sig.Params().At(i)
+		if p.Name() == "" || p.Name() == "_" {
+			continue
+		}
+		v := types.NewParam(token.NoPos, pkg, p.Name(), p.Type())
+		es.scope.Insert(v)
+		es.params[v] = i
+		es.paramNames = append(es.paramNames, p.Name())
+	}
+	if r := sig.Recv(); r != nil && r.Name() != "" && r.Name() != "_" {
+		es.recvName = r.Name()
+	}
+	return es, nil
+}
+
+// exprRole says what an expression is for, in messages: "key part" or
+// "cost", and an example of a good one.
+type exprRole struct {
+	what    string
+	example string
+}
+
+var (
+	keyRole  = exprRole{what: "key part", example: "key=req.ID"}
+	costRole = exprRole{what: "cost", example: "cost=len(req.Items)"}
+)
+
+// check parses and type-checks one expression, which must be a single
+// value. It reports problems to ds and returns nil if there are any; the
+// returned ast.Expr is for callers that look further at its type.
+func (es *exprScope) check(e parse.Expr, role exprRole, ds *diagnostics) (*checkedExpr, ast.Expr) {
+	expr, err := parser.ParseExprFrom(es.fset, e.Pos.Filename+"#expr", e.Text, parser.SkipObjectResolution)
+	if err != nil {
+		var list scanner.ErrorList
+		if errors.As(err, &list) && len(list) > 0 {
+			ds.errorf(shift(e.Pos, list[0].Pos.Offset), "%s %q is not a Go expression: %s", role.what, e.Text, list[0].Msg)
+		} else {
+			ds.errorf(e.Pos, "%s %q is not a Go expression: %v", role.what, e.Text, err)
+		}
+		return nil, nil
+	}
+	base := es.fset.File(expr.Pos()).Base()
+	offset := func(p token.Pos) int { return int(p) - base }
+
+	info := &types.Info{
+		Types:      map[ast.Expr]types.TypeAndValue{},
+		Uses:       map[*ast.Ident]types.Object{},
+		Defs:       map[*ast.Ident]types.Object{},
+		Selections: map[*ast.SelectorExpr]*types.Selection{},
+	}
+	if err := types.CheckExpr(es.fset, es.pkg, es.at, expr, info); err != nil {
+		pos, msg := e.Pos, err.Error()
+		var terr types.Error
+		if errors.As(err, &terr) {
+			msg = terr.Msg
+			if f := es.fset.File(terr.Pos); f != nil && f.Base() == base {
+				pos = shift(e.Pos, offset(terr.Pos))
+			}
+		}
+		ds.errorf(pos, "%s", es.explain(msg, e.Text, role))
+		return nil, nil
+	}
+
+	tv := info.Types[expr]
+	switch {
+	case tv.IsType():
+		ds.errorf(e.Pos, "%s %s is a type, not a value: name a parameter or an expression, e.g. %s", role.what, e.Text, role.example)
+		return nil, nil
+	case tv.IsVoid():
+		ds.errorf(e.Pos, "%s %s has no value", role.what, e.Text)
+		return nil, nil
+	case tv.IsBuiltin():
+		ds.errorf(e.Pos, "%s %s is a builtin function, not a value", role.what, e.Text)
+		return nil, nil
+	}
+	if tup, ok := tv.Type.(*types.Tuple); ok {
+		ds.errorf(e.Pos, "%s %s has %d values; a %s must be a single value", role.what, e.Text, tup.Len(), role.what)
+		return nil, nil
+	}
+	ce := &checkedExpr{text: e.Text, typ: tv.Type, value: tv.Value, parens: !isPrimary(expr), plain: isPlain(expr, info)}
+	ce.refs, ce.idents = es.refs(expr, info, offset)
+	return ce, expr
+}
+
+// shift returns the position n bytes after p on the same line.
+func shift(p token.Position, n int) token.Position {
+	p.Offset += n
+	p.Column += n
+	return p
+}
+
+// explain turns a go/types message about an expression into an actionable
+// one.
+func (es *exprScope) explain(msg, text string, role exprRole) string {
+	name, undefined := strings.CutPrefix(msg, "undefined: ")
+	if !undefined || strings.ContainsAny(name, ". ") {
+		return fmt.Sprintf("%s %s: %s", role.what, text, msg)
+	}
+	if name == es.recvName {
+		return fmt.Sprintf("%s %s: undefined: %s: the receiver is not available in a directive; use the method's parameters (%s)", role.what, text, name, strings.Join(es.paramNames, ", "))
+	}
+	if s, ok := closest(name, es.paramNames); ok {
+		return fmt.Sprintf("%s %s: undefined: %s; did you mean %s?", role.what, text, name, s)
+	}
+	if strings.Contains(text, name+".") {
+		return fmt.Sprintf("%s %s: undefined: %s: if %s is a package, import it in %s (and use it outside the directive too, as Go requires): a directive sees the imports of the file that declares the method", role.what, text, name, name, filepath.Base(es.fset.Position(es.at).Filename))
+	}
+	params := "the method has no named parameters"
+	if len(es.paramNames) > 0 {
+		params = "the method's parameters are " + strings.Join(es.paramNames, ", ")
+	}
+	return fmt.Sprintf("%s %s: undefined: %s (a directive may use the method's parameters, the package's identifiers and the file's imports; %s)", role.what, text, name, params)
+}
+
+// isPlain reports whether expr is a variable or constant, or a chain of
+// field selections from one.
+func isPlain(expr ast.Expr, info *types.Info) bool {
+	switch x := expr.(type) {
+	case *ast.Ident:
+		switch info.Uses[x].(type) {
+		case *types.Var, *types.Const:
+			return true
+		}
+	case *ast.SelectorExpr:
+		if sel, ok := info.Selections[x]; ok {
+			return sel.Kind() == types.FieldVal && isPlain(x.X, info)
+		}
+		return isPlain(x.Sel, info) // a qualified identifier
+	case *ast.ParenExpr:
+		return isPlain(x.X, info)
+	}
+	return false
+}
+
+// isPrimary reports whether a method can be called on expr without
+// parentheses.
+func isPrimary(expr ast.Expr) bool {
+	switch expr.(type) {
+	case *ast.Ident, *ast.SelectorExpr, *ast.CallExpr, *ast.IndexExpr, *ast.IndexListExpr,
+		*ast.SliceExpr, *ast.TypeAssertExpr, *ast.ParenExpr, *ast.BasicLit, *ast.CompositeLit:
+		return true
+	}
+	return false
+}
+
+// refs returns the identifiers of expr that the generated code spells
+// differently (see checkedExpr.refs) and the names of all its identifiers.
+func (es *exprScope) refs(expr ast.Expr, info *types.Info, offset func(token.Pos) int) ([]exprRef, []string) {
+	var refs []exprRef
+	var idents []string
+	ast.Inspect(expr, func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.SelectorExpr:
+			if id, ok := n.X.(*ast.Ident); ok {
+				if pn, ok := info.Uses[id].(*types.PkgName); ok {
+					// The generated file names the package itself.
+					refs = append(refs, exprRef{
+						start: offset(n.Pos()), end: offset(n.End()), param: -1,
+						pkg: pn.Imported(), name: n.Sel.Name, importName: pn.Name(),
+					})
+					return false
+				}
+			}
+			// The selected field or method keeps its name; info.Uses
+			// maps it to a field or method, never to a parameter.
+			return true
+		case *ast.Ident:
+			idents = append(idents, n.Name)
+			switch obj := info.Uses[n].(type) {
+			case *types.Var:
+				if i, ok := es.params[obj]; ok {
+					refs = append(refs, exprRef{start: offset(n.Pos()), end: offset(n.End()), param: i})
+				}
+			case nil:
+			default:
+				// An object of another package named without a qualifier:
+				// the file dot-imports it.
+				if p := obj.Pkg(); p != nil && p != es.pkg && obj.Parent() == p.Scope() {
+					refs = append(refs, exprRef{
+						start: offset(n.Pos()), end: offset(n.End()), param: -1,
+						pkg: p, name: n.Name, importName: p.Name(),
+					})
+				}
+			}
+		}
+		return true
+	})
+	slices.SortFunc(refs, func(a, b exprRef) int { return a.start - b.start })
+	return refs, idents
+}

@@ -128,8 +128,9 @@ func (e *emitter) multiLimit(mc methodCall) []jen.Code {
 	all := jen.Id(reqs).Index(jen.Empty(), jen.Empty())
 	sig := mc.wm.sig
 	return append(body,
-		// An array rather than a slice literal, so that the requests may
-		// stay on the stack when the limiter does not retain them.
+		// One array, sliced for both calls. It escapes through the
+		// runtime's interface call: one allocation per call (160 B for
+		// two limits), measured by the e2e benchmarks.
 		jen.Id(reqs).Op(":=").Index(jen.Op("...")).Qual(RuntimePath, "Request").Values(elems...),
 		jen.List(jen.Id(ds), jen.Id(errName)).Op(":=").Qual(RuntimePath, "AllowAll").Call(mc.ctx, jen.Id(mc.id.recv).Dot(mc.id.limiter), all.Clone().Op("...")),
 		jen.If(jen.Id(errName).Op("!=").Nil()).Block(e.returnZero(sig, mc.scope, jen.Id(errName))...),

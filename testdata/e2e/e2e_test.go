@@ -3,6 +3,9 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,6 +39,8 @@ func (r *recorder) Charge(ctx context.Context, acct Account, cents int) (int, er
 
 func TestMemoryLimiter(t *testing.T) {
 	exercise(t, runtime.NewMemoryLimiter())
+	clock := newClock()
+	exerciseAlerts(t, runtime.NewMemoryLimiter(runtime.WithClock(clock.Now)), clock)
 }
 
 func TestRedisLimiter(t *testing.T) {
@@ -45,6 +50,9 @@ func TestRedisLimiter(t *testing.T) {
 	// the in-memory fallback; a generous timeout for a busy machine.
 	lim := runtime.NewRedisLimiter(client, runtime.WithFailurePolicy(runtime.FailClosed), runtime.WithTimeout(10*time.Second))
 	exercise(t, lim)
+	clock := newClock()
+	exerciseAlerts(t, runtime.NewRedisLimiter(client, runtime.WithFailurePolicy(runtime.FailClosed), runtime.WithTimeout(10*time.Second),
+		runtime.WithClock(clock.Now), runtime.WithPrefix("alerts:")), clock)
 
 	n, err := client.DBSize(context.Background()).Result()
 	if err != nil || n == 0 {
@@ -144,11 +152,20 @@ func TestLimiterErrorReturnedAsIs(t *testing.T) {
 }
 
 // allowAll admits everything at no cost, so that the benchmarks measure
-// the wrapper itself.
+// the wrapper itself. It implements runtime.NLimiter and
+// runtime.MultiLimiter, as both backends do.
 type allowAll struct{}
 
 func (allowAll) Allow(context.Context, runtime.Limit, string) (runtime.Decision, error) {
 	return runtime.Decision{Allowed: true}, nil
+}
+
+func (allowAll) AllowN(context.Context, runtime.Limit, string, int) (runtime.Decision, error) {
+	return runtime.Decision{Allowed: true}, nil
+}
+
+func (allowAll) AllowAll(context.Context, ...runtime.Request) (runtime.Decisions, error) {
+	return runtime.Decisions{Allowed: true, Denied: -1}, nil
 }
 
 // nop is a Notifier that does nothing.
@@ -200,5 +217,183 @@ func BenchmarkCompositeKey(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_, sinkErr = n.Charge(ctx, acct, 1)
+	}
+}
+
+// clock is a manual clock for the limiters, so that windows pass without
+// waiting.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// alertsRecorder is the wrapped Alerts: it counts the calls that reach it.
+type alertsRecorder struct{ page, digest, upload, bulk int }
+
+func (a *alertsRecorder) Page(context.Context, string) error { a.page++; return nil }
+func (a *alertsRecorder) Digest(context.Context, string, []string) error {
+	a.digest++
+	return nil
+}
+func (a *alertsRecorder) Upload(context.Context, string, uint64) error { a.upload++; return nil }
+func (a *alertsRecorder) Bulk(context.Context, string, uint64) error   { a.bulk++; return nil }
+
+// exerciseAlerts checks several limits on one method (all-or-nothing) and
+// costs (a cost no limit can admit is an error, not a denial).
+func exerciseAlerts(t *testing.T, lim runtime.Limiter, clock *clock) {
+	t.Helper()
+	ctx := context.Background()
+	next := &alertsRecorder{}
+	a := NewRateLimitedAlerts(next, lim)
+	var _ Alerts = a
+
+	// Page: 3 per minute and 5 per hour. The 4th call is denied by the
+	// per-minute limit.
+	for i := range 3 {
+		if err := a.Page(ctx, "ops@example.com"); err != nil {
+			t.Fatalf("Page call %d: %v", i+1, err)
+		}
+	}
+	checkDeniedBy(t, a.Page(ctx, "ops@example.com"), "Alerts.Page", 3, time.Minute)
+	if next.page != 3 {
+		t.Fatalf("the wrapped Page ran %d times; want 3", next.page)
+	}
+	// A minute later the per-minute limit has room again. The hourly one
+	// admits exactly 2 more calls: the denied 4th call took nothing from
+	// it, or only 1 would pass.
+	clock.Advance(time.Minute + time.Second)
+	for i := range 2 {
+		if err := a.Page(ctx, "ops@example.com"); err != nil {
+			t.Fatalf("Page call %d after a minute: %v (the denied call must not count against the hourly limit)", i+4, err)
+		}
+	}
+	checkDeniedBy(t, a.Page(ctx, "ops@example.com"), "Alerts.Page.hourly", 5, time.Hour)
+	if next.page != 5 {
+		t.Fatalf("the wrapped Page ran %d times; want 5", next.page)
+	}
+	// Another address has its own counts.
+	if err := a.Page(ctx, "dev@example.com"); err != nil {
+		t.Fatalf("Page for another address: %v", err)
+	}
+
+	// Digest: a bucket of 4 tokens, one per line.
+	for _, lines := range [][]string{make([]string, 5), nil} {
+		err := a.Digest(ctx, "ops@example.com", lines)
+		checkCostError(t, err, "Digest", len(lines))
+	}
+	if err := a.Digest(ctx, "ops@example.com", make([]string, 4)); err != nil {
+		t.Fatalf("Digest of 4 lines, the bucket's capacity: %v", err)
+	}
+	checkDeniedBy(t, a.Digest(ctx, "ops@example.com", make([]string, 1)), "Alerts.Digest", 10, time.Minute)
+	if next.digest != 1 {
+		t.Fatalf("the wrapped Digest ran %d times; want 1", next.digest)
+	}
+
+	// Upload: a uint64 cost beyond int's range is clamped, never wrapped
+	// around to a small admissible cost.
+	for _, size := range []uint64{math.MaxUint64, 1<<63 + 1, 1<<32 + 1, 1001, 0} {
+		checkCostError(t, a.Upload(ctx, "ops@example.com", size), "Upload", size)
+	}
+	if err := a.Upload(ctx, "ops@example.com", 1000); err != nil {
+		t.Fatalf("Upload of the limit's capacity: %v", err)
+	}
+	if next.upload != 1 {
+		t.Fatalf("the wrapped Upload ran %d times; want 1", next.upload)
+	}
+
+	// Bulk: the same costs through AllowAll, where a Request's Cost of 0
+	// would otherwise mean 1.
+	for _, n := range []uint64{0, 11, 1<<64 - 1, 1 << 63} {
+		checkCostError(t, a.Bulk(ctx, "ops@example.com", n), "Bulk", n)
+	}
+	if err := a.Bulk(ctx, "ops@example.com", 10); err != nil {
+		t.Fatalf("Bulk of 10: %v", err)
+	}
+	checkDeniedBy(t, a.Bulk(ctx, "ops@example.com", 1), "Alerts.Bulk", 10, time.Minute)
+	// The total had room for that call, which took none of it: nine other
+	// addresses can use the 90 units left, and then it is full.
+	for i := range 9 {
+		if err := a.Bulk(ctx, fmt.Sprintf("user%d@example.com", i), 10); err != nil {
+			t.Fatalf("Bulk for address %d: %v (the denied call must not count against the total)", i, err)
+		}
+	}
+	checkDeniedBy(t, a.Bulk(ctx, "last@example.com", 1), "Alerts.Bulk.total", 100, time.Minute)
+	if next.bulk != 10 {
+		t.Fatalf("the wrapped Bulk ran %d times; want 10", next.bulk)
+	}
+}
+
+// checkDeniedBy fails unless err is a denial by the limit called name.
+func checkDeniedBy(t *testing.T, err error, name string, max int, window time.Duration) {
+	t.Helper()
+	var le *runtime.LimitError
+	if !errors.As(err, &le) || !errors.Is(err, runtime.ErrLimited) {
+		t.Fatalf("got %v, want a *runtime.LimitError from %q", err, name)
+	}
+	if le.Limit.Name != name || le.Limit.Max != max || le.Limit.Window != window || le.RetryAfter <= 0 {
+		t.Fatalf("LimitError = %+v; want limit %q, %d per %v, a positive RetryAfter", le, name, max, window)
+	}
+}
+
+// checkCostError fails unless err is the runtime's error for a cost that
+// no limit can admit, and not a denial.
+func checkCostError(t *testing.T, err error, method string, cost any) {
+	t.Helper()
+	if !errors.Is(err, runtime.ErrCostExceedsMax) || errors.Is(err, runtime.ErrLimited) {
+		t.Fatalf("%s with cost %d: got %v, want an error wrapping runtime.ErrCostExceedsMax that is not ErrLimited", method, cost, err)
+	}
+}
+
+// nopAlerts is an Alerts that does nothing.
+type nopAlerts struct{}
+
+func (nopAlerts) Page(context.Context, string) error             { return nil }
+func (nopAlerts) Digest(context.Context, string, []string) error { return nil }
+func (nopAlerts) Upload(context.Context, string, uint64) error   { return nil }
+func (nopAlerts) Bulk(context.Context, string, uint64) error     { return nil }
+
+// BenchmarkCost: one limit with a cost, through runtime.AllowN.
+func BenchmarkCost(b *testing.B) {
+	var a Alerts = NewRateLimitedAlerts(nopAlerts{}, allowAll{})
+	ctx := context.Background()
+	lines := make([]string, 3)
+	b.ReportAllocs()
+	for b.Loop() {
+		sinkErr = a.Digest(ctx, "someone@example.com", lines)
+	}
+}
+
+// BenchmarkMultiLimit: two limits on one string key, through
+// runtime.AllowAll.
+func BenchmarkMultiLimit(b *testing.B) {
+	var a Alerts = NewRateLimitedAlerts(nopAlerts{}, allowAll{})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		sinkErr = a.Page(ctx, "someone@example.com")
+	}
+}
+
+// BenchmarkMultiLimitCost: two limits, each with a uint64 cost.
+func BenchmarkMultiLimitCost(b *testing.B) {
+	var a Alerts = NewRateLimitedAlerts(nopAlerts{}, allowAll{})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		sinkErr = a.Bulk(ctx, "someone@example.com", 3)
 	}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // The limits of this package's rate-limited methods. Every wrapper of a
-// method uses its one limit, so they share the method's counts.
+// method uses the method's limits, so they share its counts.
 var (
 	limitCodeServiceSendCode   = runtime.Limit{Name: "CodeService.SendCode", Window: time.Minute, Max: 3}
 	limitCodeServiceVerifyCode = runtime.Limit{Name: "CodeService.VerifyCode", Window: 10 * time.Minute, Max: 5}

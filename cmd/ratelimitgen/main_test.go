@@ -165,6 +165,27 @@ type Bad interface {
 	}
 }
 
+// A warning is printed but does not stop the run.
+func TestWarningsDoNotStopGeneration(t *testing.T) {
+	dir := newModule(t)
+	write(t, filepath.Join(dir, "basic", "big.go"), `package basic
+
+// Big is a large sliding log.
+type Big interface {
+	//ratelimit:window=1h max=1000
+	Get() error
+}
+`)
+	code, _, stderr := ratelimitgen(t, "./basic")
+	want := filepath.Join("basic", "big.go") + ":5:28: warning: sliding-log stores one entry per admission: at max=1000 a key takes about 117 KB in Redis; consider algo=sliding-window (constant memory, never over max)\n"
+	if code != 0 || stderr != want {
+		t.Fatalf("status %d, stderr:\n%s\nwant status 0 and:\n%s", code, stderr, want)
+	}
+	if got := read(t, filepath.Join(dir, "basic", "ratelimit_gen.go")); !strings.Contains(got, "func NewRateLimitedBig(") {
+		t.Fatal("the wrapper of Big was not generated")
+	}
+}
+
 func TestOutputFlag(t *testing.T) {
 	dir := newModule(t)
 	if code, _, stderr := ratelimitgen(t, "-output", "limits_gen.go", "./basic"); code != 0 {

@@ -61,12 +61,40 @@ func AllowAll(ctx context.Context, lim Limiter, reqs ...Request) (Decisions, err
 }
 
 // LimitError returns the *LimitError for a denied call, naming the limit
-// with the longest wait, or nil when ds is Allowed.
+// with the longest wait, or nil when ds is Allowed. For a denial it never
+// returns nil, even when a Limiter filled ds inconsistently: it then names
+// the first limit that reports no room, or the first limit.
 func (ds Decisions) LimitError(reqs []Request) *LimitError {
-	if ds.Allowed || ds.Denied < 0 || ds.Denied >= len(reqs) || ds.Denied >= len(ds.Each) {
+	if ds.Allowed {
 		return nil
 	}
-	return NewLimitError(reqs[ds.Denied].Limit, ds.Each[ds.Denied])
+	i := ds.Denied
+	if i < 0 || i >= len(reqs) || i >= len(ds.Each) {
+		i = 0
+		for j := range min(len(reqs), len(ds.Each)) {
+			if ds.Each[j].RetryAfter > 0 {
+				i = j
+				break
+			}
+		}
+	}
+	var l Limit
+	var d Decision
+	if i < len(reqs) {
+		l = reqs[i].Limit
+	}
+	if i < len(ds.Each) {
+		d = ds.Each[i]
+	}
+	return NewLimitError(l, d)
+}
+
+// CheckCost reports whether a call of cost n can ever be admitted by l: n
+// must be at least 1 and at most l's capacity (Max, or Burst for
+// TokenBucket and GCRA). The error wraps ErrCostExceedsMax. Generated
+// wrappers call it for computed costs, because a Request's zero Cost means 1.
+func CheckCost(l Limit, n int) error {
+	return checkRequest(l, n)
 }
 
 func single(d Decision) Decisions {

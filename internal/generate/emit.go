@@ -285,12 +285,12 @@ func (e *emitter) wrapper(w *wrapper) {
 	// The type.
 	var doc string
 	if w.iface {
-		doc = fmt.Sprintf("%s is a %s that asks a runtime.Limiter before each call of a rate-limited method and forwards to the %s it wraps only the calls the limiter admits.", w.name, w.owner.Name(), w.owner.Name())
+		doc = fmt.Sprintf("%s is %s that asks a runtime.Limiter before each call of a rate-limited method and forwards to the %s it wraps only the calls the limiter admits.", w.name, withArticle(w.owner.Name()), w.owner.Name())
 		if hasUnlimited(w) {
 			doc += " Its other methods forward every call unchanged."
 		}
 	} else {
-		doc = fmt.Sprintf("%s is a %s whose rate-limited methods ask a runtime.Limiter before each call and call the embedded %s's method only when the limiter admits the call. Its other methods are promoted unchanged.", w.name, w.owner.Name(), w.owner.Name())
+		doc = fmt.Sprintf("%s is %s whose rate-limited methods ask a runtime.Limiter before each call and call the embedded %s's method only when the limiter admits the call. Its other methods are promoted unchanged.", w.name, withArticle(w.owner.Name()), w.owner.Name())
 	}
 	e.f.Line()
 	e.comment(doc)
@@ -311,7 +311,7 @@ func (e *emitter) wrapper(w *wrapper) {
 		nextType = jen.Op("*").Add(nextType)
 	}
 	e.f.Line()
-	e.comment(fmt.Sprintf("%s returns a %s that forwards to %s the calls that %s admits.", w.ctor, w.name, nextParam, limiterParam))
+	e.comment(fmt.Sprintf("%s returns %s that forwards to %s the calls that %s admits.", w.ctor, withArticle(w.name), nextParam, limiterParam))
 	e.f.Func().Id(w.ctor).Add(e.typeParamsList(tps)).
 		Params(jen.Id(nextParam).Add(nextType), jen.Id(limiterParam).Qual(RuntimePath, "Limiter")).
 		Op("*").Add(self()).

@@ -24,7 +24,7 @@ var (
 	limitAPIHuge          = runtime.Limit{Name: "API.Huge", Window: 24 * time.Hour, Max: 100000}
 )
 
-// RateLimitedAPI is a API that asks a runtime.Limiter before each call of a
+// RateLimitedAPI is an API that asks a runtime.Limiter before each call of a
 // rate-limited method and forwards to the API it wraps only the calls the
 // limiter admits.
 type RateLimitedAPI struct {

@@ -26,7 +26,7 @@ var (
 	limitAccountsZone    = runtime.Limit{Name: "Accounts.Zone", Window: time.Minute, Max: 5}
 )
 
-// RateLimitedAccounts is a Accounts that asks a runtime.Limiter before each
+// RateLimitedAccounts is an Accounts that asks a runtime.Limiter before each
 // call of a rate-limited method and forwards to the Accounts it wraps only the
 // calls the limiter admits.
 type RateLimitedAccounts struct {

@@ -88,7 +88,7 @@ func (r *RateLimitedNotifier) SendCode(ctx context.Context, req SendCodeRequest)
 	return r.next.SendCode(ctx, req)
 }
 
-// RateLimitedAlerts is a Alerts that asks a runtime.Limiter before each call
+// RateLimitedAlerts is an Alerts that asks a runtime.Limiter before each call
 // of a rate-limited method and forwards to the Alerts it wraps only the calls
 // the limiter admits.
 type RateLimitedAlerts struct {

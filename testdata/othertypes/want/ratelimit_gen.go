@@ -21,7 +21,7 @@ var (
 	limitAPIUpload = runtime.Limit{Name: "API.Upload", Window: time.Minute, Max: 5}
 )
 
-// RateLimitedAPI is a API that asks a runtime.Limiter before each call of a
+// RateLimitedAPI is an API that asks a runtime.Limiter before each call of a
 // rate-limited method and forwards to the API it wraps only the calls the
 // limiter admits. Its other methods forward every call unchanged.
 type RateLimitedAPI struct {

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimitgen/ratelimitgen/examples/verifycode/notify"
+	"github.com/ratelimitgen/ratelimitgen/ratelimithttp"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
@@ -75,10 +76,12 @@ func newApp(cfg config) (*app, func(), error) {
 }
 
 // newCodeService is the provider of notify.CodeService: the plain service
-// wrapped in its generated rate limits. quotaLimiter lets handlers put the
-// RateLimit headers on successful responses too.
+// wrapped in its generated rate limits. The wrapper returns only an error,
+// so its limiter records each decision in the request's context, where
+// ratelimithttp.QuotaHeaders (see newHandler) finds it to put the RateLimit
+// fields on successful responses too.
 func newCodeService(svc *notify.Service, limiter runtime.Limiter) notify.CodeService {
-	return notify.NewRateLimitedCodeService(svc, quotaLimiter{limiter})
+	return notify.NewRateLimitedCodeService(svc, ratelimithttp.RecordDecisions(limiter))
 }
 
 // newLimiter returns the limiter that every rate-limited method shares: in

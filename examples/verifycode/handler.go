@@ -23,13 +23,15 @@ type handler struct {
 	log   *slog.Logger
 }
 
-// newHandler returns the API's routes.
+// newHandler returns the API's routes. QuotaHeaders adds the RateLimit
+// fields of every limit a request's calls were admitted by, which the
+// limiter of newCodeService records, so the handlers need not.
 func newHandler(codes notify.CodeService, log *slog.Logger) http.Handler {
 	h := &handler{codes: codes, log: log}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /codes", h.sendCode)
 	mux.HandleFunc("POST /codes/verify", h.verifyCode)
-	return mux
+	return ratelimithttp.QuotaHeaders(mux)
 }
 
 func (h *handler) sendCode(w http.ResponseWriter, r *http.Request) {
@@ -41,9 +43,8 @@ func (h *handler) sendCode(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	ctx, q := withQuota(r.Context())
-	err := h.codes.SendCode(ctx, req)
-	h.respond(w, r, q, err, "code sent")
+	err := h.codes.SendCode(r.Context(), req)
+	h.respond(w, r, err, "code sent")
 }
 
 func (h *handler) verifyCode(w http.ResponseWriter, r *http.Request) {
@@ -55,26 +56,25 @@ func (h *handler) verifyCode(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	ctx, q := withQuota(r.Context())
-	err := h.codes.VerifyCode(ctx, req)
-	h.respond(w, r, q, err, "code verified")
+	err := h.codes.VerifyCode(r.Context(), req)
+	h.respond(w, r, err, "code verified")
 }
 
 // respond answers the outcome err of a rate-limited call.
-func (h *handler) respond(w http.ResponseWriter, r *http.Request, q *quota, err error, done string) {
+func (h *handler) respond(w http.ResponseWriter, r *http.Request, err error, done string) {
 	if errors.Is(err, runtime.ErrUnavailable) {
 		// The 503 does not say why, and must not: this log line is where
 		// an operator learns that Redis is down.
 		h.log.Error("rate limiter unavailable", "path", r.URL.Path, "err", err)
 	}
-	// Denials (429) and limiter failures (503) carry their own headers.
+	// Denials (429) carry their own RateLimit fields, and limiter failures
+	// (503) none, since no decision was recorded.
 	if ratelimithttp.WriteError(w, r, err) {
 		return
 	}
-	// The limiter admitted the call, so the quota it left is worth
-	// advertising whatever the service answered: a client guessing codes
-	// sees its attempts run out.
-	q.setHeaders(w.Header())
+	// The limiter admitted the call, so QuotaHeaders advertises the quota
+	// it left whatever the service answered: a client guessing codes sees
+	// its attempts run out.
 	switch {
 	case err == nil:
 		w.Header().Set("Content-Type", "application/json")

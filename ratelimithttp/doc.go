@@ -37,7 +37,10 @@
 //     example a ratelimitgen wrapper): it answers limit denials and limiter
 //     failures, and reports false for every other error so the handler can
 //     answer it as it would without rate limiting.
-//   - SetHeaders, to advertise the quota on successful responses too.
+//   - RecordDecisions around the Limiter given to the wrappers, plus the
+//     QuotaHeaders middleware, to advertise the quota on every response,
+//     successful ones included, without touching the handlers.
+//   - SetHeaders, to set those fields yourself from a Limit and a Decision.
 //   - Middleware, to limit a whole route by client IP, a header or any
 //     KeyFunc.
 package ratelimithttp

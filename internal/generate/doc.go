@@ -20,5 +20,7 @@
 //     chooses every identifier the generator introduces. A method with one
 //     limit calls Limiter.Allow (runtime.AllowN with a cost); a method with
 //     several calls runtime.AllowAll once, so that a call is counted by
-//     every limit or by none.
+//     every limit or by none. A cost computed at run time is checked with
+//     runtime.CheckCost first, so that a cost of 0 is an error naming 0
+//     rather than a Request's default cost of 1.
 package generate

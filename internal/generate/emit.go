@@ -30,10 +30,9 @@ type emitter struct {
 	// names, and every name the user's signatures and keys declare or use.
 	file      *names
 	limitVars map[*limit]string
-	// costFunc and requestCostFunc name the generated functions that
-	// convert a cost= value for runtime.AllowN and for a runtime.Request,
-	// or are "" when no limit needs them.
-	costFunc, requestCostFunc string
+	// costFunc names the generated function that converts a cost= value
+	// to an int without wrapping around, or is "" when no limit needs it.
+	costFunc string
 }
 
 // emit renders the generated file of m, gofmt-formatted.
@@ -120,7 +119,7 @@ func (e *emitter) allocateFileNames() {
 		}
 	}
 
-	// Package-level names: the limits, then the cost conversions.
+	// Package-level names: the limits, then the cost conversion.
 	packageLevel := func(base string) string {
 		name := base
 		for i := 1; e.file.has(name) || otherImports.has(name); i++ {
@@ -132,12 +131,9 @@ func (e *emitter) allocateFileNames() {
 	for _, l := range e.m.limits {
 		e.limitVars[l] = packageLevel(limitVarBase(l))
 	}
-	needCost, needRequestCost := e.costFuncsNeeded()
+	needCost := e.costFuncNeeded()
 	if needCost {
 		e.costFunc = packageLevel("rateLimitCost")
-	}
-	if needRequestCost {
-		e.requestCostFunc = packageLevel("rateLimitRequestCost")
 	}
 
 	// Imports, in a fixed order so that the output is deterministic: those

@@ -2,6 +2,7 @@ package generate
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -29,18 +30,26 @@ type methodCall struct {
 func (e *emitter) singleLimit(mc methodCall) []jen.Code {
 	l := mc.wm.limits[0]
 	lv := e.limitVars[l]
-	e.comment(fmt.Sprintf("%s calls the wrapped %s's %s if the limit %s, admits the call. Otherwise it returns a *runtime.LimitError, or the limiter's error if the limiter could not decide.",
-		mc.wm.name, mc.w.owner.Name(), mc.wm.name, limitWords(l)))
+	doc := fmt.Sprintf("%s calls the wrapped %s's %s if the limit %s, admits the call. Otherwise it returns a *runtime.LimitError, or the limiter's error if the limiter could not decide.",
+		mc.wm.name, mc.w.owner.Name(), mc.wm.name, limitWords(l))
+	if computedCost(l) {
+		doc += " A cost below 1 or above the limit's capacity is an error wrapping runtime.ErrCostExceedsMax, and the limiter is not asked."
+	}
+	e.comment(doc)
 
 	var body []jen.Code
 	key := e.keyCode(l.key, mc.params, mc.scope, &body)
-	d, errName := mc.scope.fresh("d"), mc.scope.fresh("err")
 	var ask jen.Code
 	if l.cost == nil {
 		ask = jen.Id(mc.id.recv).Dot(mc.id.limiter).Dot("Allow").Call(mc.ctx, jen.Id(lv), key)
 	} else {
-		ask = jen.Qual(RuntimePath, "AllowN").Call(mc.ctx, jen.Id(mc.id.recv).Dot(mc.id.limiter), jen.Id(lv), key, e.costCode(l.cost, mc.params, false))
+		cost := e.costValue(l.cost, mc.params, mc.scope, &body)
+		if computedCost(l) {
+			body = append(body, e.checkCost(mc, lv, cost))
+		}
+		ask = jen.Qual(RuntimePath, "AllowN").Call(mc.ctx, jen.Id(mc.id.recv).Dot(mc.id.limiter), jen.Id(lv), key, cost)
 	}
+	d, errName := mc.scope.fresh("d"), mc.scope.fresh("err")
 	sig := mc.wm.sig
 	return append(body,
 		jen.List(jen.Id(d), jen.Id(errName)).Op(":=").Add(ask),
@@ -59,8 +68,12 @@ func (e *emitter) multiLimit(mc methodCall) []jen.Code {
 	for i, l := range ls {
 		words[i] = limitWords(l)
 	}
-	e.comment(fmt.Sprintf("%s calls the wrapped %s's %s if every one of its limits admits the call: %s. When one of them denies the call, none of them counts it, and %s returns a *runtime.LimitError naming the limit with the longest wait. It returns the limiter's error if the limiter could not decide.",
-		mc.wm.name, mc.w.owner.Name(), mc.wm.name, strings.Join(words, "; "), mc.wm.name))
+	doc := fmt.Sprintf("%s calls the wrapped %s's %s if every one of its limits admits the call: %s. When one of them denies the call, none of them counts it, and %s returns a *runtime.LimitError naming the limit with the longest wait. It returns the limiter's error if the limiter could not decide.",
+		mc.wm.name, mc.w.owner.Name(), mc.wm.name, strings.Join(words, "; "), mc.wm.name)
+	if slices.ContainsFunc(ls, computedCost) {
+		doc += " A cost below 1 or above its limit's capacity is an error wrapping runtime.ErrCostExceedsMax, and the limiter is not asked."
+	}
+	e.comment(doc)
 
 	var body []jen.Code
 	// A key shared by several limits is computed once, unless it is a
@@ -86,31 +99,26 @@ func (e *emitter) multiLimit(mc methodCall) []jen.Code {
 		}
 	}
 
-	// So is a cost, unless it is a constant or a plain variable or field.
-	costUses := map[string]int{}
-	for _, l := range ls {
-		if l.cost != nil {
-			costUses[l.cost.text]++
-		}
-	}
+	// So is a computed cost, which is checked against each of its limits
+	// before the limiter is asked.
 	sharedCost := map[string]jen.Code{}
 	costs := make([]jen.Code, len(ls))
+	var checks []jen.Code
 	for i, l := range ls {
 		if l.cost == nil {
 			continue
 		}
-		if c, ok := sharedCost[l.cost.text]; ok {
-			costs[i] = c
-			continue
+		c, ok := sharedCost[l.cost.text]
+		if !ok {
+			c = e.costValue(l.cost, mc.params, mc.scope, &body)
+			sharedCost[l.cost.text] = c
 		}
-		costs[i] = e.costCode(l.cost, mc.params, true)
-		if costUses[l.cost.text] > 1 && l.cost.value == nil && !l.cost.plain {
-			name := mc.scope.fresh("cost")
-			body = append(body, jen.Id(name).Op(":=").Add(costs[i]))
-			costs[i] = jen.Id(name)
-			sharedCost[l.cost.text] = costs[i]
+		costs[i] = c
+		if computedCost(l) {
+			checks = append(checks, e.checkCost(mc, e.limitVars[l], c))
 		}
 	}
+	body = append(body, checks...)
 
 	reqs, ds, errName := mc.scope.fresh("reqs"), mc.scope.fresh("ds"), mc.scope.fresh("err")
 	elems := make([]jen.Code, 0, len(ls)+1)
@@ -137,6 +145,12 @@ func (e *emitter) multiLimit(mc methodCall) []jen.Code {
 		jen.If(jen.Op("!").Id(ds).Dot("Allowed")).Block(e.returnZero(sig, mc.scope, jen.Id(ds).Dot("LimitError").Call(all.Clone()))...),
 		mc.forward,
 	)
+}
+
+// computedCost reports whether l has a cost that is known only at run
+// time, which the generated code checks with runtime.CheckCost.
+func computedCost(l *limit) bool {
+	return l.cost != nil && l.cost.value == nil
 }
 
 // keyText identifies a key by its parts as written.

@@ -36,11 +36,16 @@ type Service interface {
 	Str(string string, in1 int, _ float64) error
 
 	// Multi has parameters named like the locals of a method with several
-	// limits and costs, and like the generated cost conversions.
+	// limits and costs, and like the generated cost conversion.
 	//
 	//ratelimit:key=key cost=rateLimitCost window=1m max=3
 	//ratelimit:key=key cost=rateLimitRequestCost window=1h max=30 name=hourly
-	Multi(reqs, ds, err, key string, rateLimitCost uint, rateLimitRequestCost int) error
+	Multi(reqs, ds, err, key, cost string, rateLimitCost uint, rateLimitRequestCost int) error
+
+	// One has a computed cost and parameters named like its locals.
+	//
+	//ratelimit:key=d cost=len(cost) window=1m max=3
+	One(d string, err int, cost []byte) error
 
 	// next and limiter are methods: the wrapper's fields take other names.
 	next() error

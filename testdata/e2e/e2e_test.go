@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -242,7 +243,7 @@ func (c *clock) Advance(d time.Duration) {
 }
 
 // alertsRecorder is the wrapped Alerts: it counts the calls that reach it.
-type alertsRecorder struct{ page, digest, upload, bulk int }
+type alertsRecorder struct{ page, digest, upload, adjust, bulk int }
 
 func (a *alertsRecorder) Page(context.Context, string) error { a.page++; return nil }
 func (a *alertsRecorder) Digest(context.Context, string, []string) error {
@@ -250,6 +251,7 @@ func (a *alertsRecorder) Digest(context.Context, string, []string) error {
 	return nil
 }
 func (a *alertsRecorder) Upload(context.Context, string, uint64) error { a.upload++; return nil }
+func (a *alertsRecorder) Adjust(context.Context, string, int64) error  { a.adjust++; return nil }
 func (a *alertsRecorder) Bulk(context.Context, string, uint64) error   { a.bulk++; return nil }
 
 // exerciseAlerts checks several limits on one method (all-or-nothing) and
@@ -290,7 +292,8 @@ func exerciseAlerts(t *testing.T, lim runtime.Limiter, clock *clock) {
 		t.Fatalf("Page for another address: %v", err)
 	}
 
-	// Digest: a bucket of 4 tokens, one per line.
+	// Digest: a bucket of 4 tokens, one per line. No line at all is an
+	// error that names the cost of 0.
 	for _, lines := range [][]string{make([]string, 5), nil} {
 		err := a.Digest(ctx, "ops@example.com", lines)
 		checkCostError(t, err, "Digest", len(lines))
@@ -306,7 +309,7 @@ func exerciseAlerts(t *testing.T, lim runtime.Limiter, clock *clock) {
 	// Upload: a uint64 cost beyond int's range is clamped, never wrapped
 	// around to a small admissible cost.
 	for _, size := range []uint64{math.MaxUint64, 1<<63 + 1, 1<<32 + 1, 1001, 0} {
-		checkCostError(t, a.Upload(ctx, "ops@example.com", size), "Upload", size)
+		checkCostError(t, a.Upload(ctx, "ops@example.com", size), "Upload", clampUint64(size))
 	}
 	if err := a.Upload(ctx, "ops@example.com", 1000); err != nil {
 		t.Fatalf("Upload of the limit's capacity: %v", err)
@@ -315,10 +318,24 @@ func exerciseAlerts(t *testing.T, lim runtime.Limiter, clock *clock) {
 		t.Fatalf("the wrapped Upload ran %d times; want 1", next.upload)
 	}
 
+	// Adjust: an int64 cost, negative or beyond a 32-bit int's range.
+	for _, units := range []int64{0, -1, math.MinInt64, 1<<32 + 1, 11} {
+		checkCostError(t, a.Adjust(ctx, "ops@example.com", units), "Adjust", clampInt64(units))
+	}
+	if err := a.Adjust(ctx, "ops@example.com", 10); err != nil {
+		t.Fatalf("Adjust of the limit's capacity: %v", err)
+	}
+	if next.adjust != 1 {
+		t.Fatalf("the wrapped Adjust ran %d times; want 1", next.adjust)
+	}
+
 	// Bulk: the same costs through AllowAll, where a Request's Cost of 0
-	// would otherwise mean 1.
+	// would mean 1.
 	for _, n := range []uint64{0, 11, 1<<64 - 1, 1 << 63} {
-		checkCostError(t, a.Bulk(ctx, "ops@example.com", n), "Bulk", n)
+		checkCostError(t, a.Bulk(ctx, "ops@example.com", n), "Bulk", clampUint64(n))
+	}
+	if next.bulk != 0 {
+		t.Fatalf("the wrapped Bulk ran %d times for costs no limit admits; want 0", next.bulk)
 	}
 	if err := a.Bulk(ctx, "ops@example.com", 10); err != nil {
 		t.Fatalf("Bulk of 10: %v", err)
@@ -350,11 +367,74 @@ func checkDeniedBy(t *testing.T, err error, name string, max int, window time.Du
 }
 
 // checkCostError fails unless err is the runtime's error for a cost that
-// no limit can admit, and not a denial.
-func checkCostError(t *testing.T, err error, method string, cost any) {
+// no limit can admit, not a denial, and names the cost the wrapper
+// computed: the real value, clamped to int's range.
+func checkCostError(t *testing.T, err error, method string, cost int) {
 	t.Helper()
 	if !errors.Is(err, runtime.ErrCostExceedsMax) || errors.Is(err, runtime.ErrLimited) {
 		t.Fatalf("%s with cost %d: got %v, want an error wrapping runtime.ErrCostExceedsMax that is not ErrLimited", method, cost, err)
+	}
+	if want := fmt.Sprintf("cost of %d:", cost); !strings.Contains(err.Error(), want) {
+		t.Fatalf("%s with cost %d: the error %q does not say %q", method, cost, err, want)
+	}
+}
+
+// clampUint64 and clampInt64 are the int a cost becomes: itself when int
+// can hold it, else the nearest bound.
+func clampUint64(n uint64) int {
+	if n > math.MaxInt {
+		return math.MaxInt
+	}
+	return int(n)
+}
+
+func clampInt64(n int64) int {
+	switch {
+	case n > math.MaxInt:
+		return math.MaxInt
+	case n < math.MinInt:
+		return math.MinInt
+	}
+	return int(n)
+}
+
+// askCounter admits everything without checking costs, as a Limiter of
+// the user's own may, and counts how often it is asked.
+type askCounter struct{ asked int }
+
+func (a *askCounter) Allow(context.Context, runtime.Limit, string) (runtime.Decision, error) {
+	a.asked++
+	return runtime.Decision{Allowed: true}, nil
+}
+
+func (a *askCounter) AllowN(context.Context, runtime.Limit, string, int) (runtime.Decision, error) {
+	a.asked++
+	return runtime.Decision{Allowed: true}, nil
+}
+
+func (a *askCounter) AllowAll(context.Context, ...runtime.Request) (runtime.Decisions, error) {
+	a.asked++
+	return runtime.Decisions{Allowed: true, Denied: -1}, nil
+}
+
+// TestCostCheckedBeforeLimiter: the wrapper itself refuses a cost of 0,
+// with one limit and with several (where a Request's Cost of 0 would mean
+// 1), so that neither the limiter nor the wrapped method sees the call.
+func TestCostCheckedBeforeLimiter(t *testing.T) {
+	ctx := context.Background()
+	lim := &askCounter{}
+	next := &alertsRecorder{}
+	a := NewRateLimitedAlerts(next, lim)
+	checkCostError(t, a.Digest(ctx, "ops@example.com", nil), "Digest", 0)
+	checkCostError(t, a.Bulk(ctx, "ops@example.com", 0), "Bulk", 0)
+	checkCostError(t, a.Adjust(ctx, "ops@example.com", -3), "Adjust", -3)
+	if lim.asked != 0 || next.digest != 0 || next.bulk != 0 || next.adjust != 0 {
+		t.Fatalf("the limiter was asked %d times, the wrapped methods ran %+v; want no call at all", lim.asked, *next)
+	}
+	// A cost in range goes through, so that the check is not simply
+	// refusing everything.
+	if err := a.Bulk(ctx, "ops@example.com", 10); err != nil || lim.asked != 1 || next.bulk != 1 {
+		t.Fatalf("Bulk of 10: %v, limiter asked %d times, wrapped Bulk ran %d times; want nil, 1, 1", err, lim.asked, next.bulk)
 	}
 }
 
@@ -364,6 +444,7 @@ type nopAlerts struct{}
 func (nopAlerts) Page(context.Context, string) error             { return nil }
 func (nopAlerts) Digest(context.Context, string, []string) error { return nil }
 func (nopAlerts) Upload(context.Context, string, uint64) error   { return nil }
+func (nopAlerts) Adjust(context.Context, string, int64) error    { return nil }
 func (nopAlerts) Bulk(context.Context, string, uint64) error     { return nil }
 
 // BenchmarkCost: one limit with a cost, through runtime.AllowN.

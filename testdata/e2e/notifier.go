@@ -45,6 +45,12 @@ type Alerts interface {
 	//ratelimit:key=to cost=size window=1m max=1000 algo=sliding-window
 	Upload(ctx context.Context, to string, size uint64) error
 
+	// Adjust costs an int64, which may be negative or, on a 32-bit
+	// platform, beyond int's range.
+	//
+	//ratelimit:key=to cost=units window=1m max=10 algo=fixed-window
+	Adjust(ctx context.Context, to string, units int64) error
+
 	// Bulk costs n against a per-address limit and a total one.
 	//
 	//ratelimit:key=to cost=n window=1m max=10 algo=fixed-window

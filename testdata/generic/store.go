@@ -24,6 +24,12 @@ type Store[K comparable, V fmt.Stringer] interface {
 	//ratelimit:key=item window=1m max=5
 	Put(ctx context.Context, k K, item V) error
 
+	// Take costs one unit per key and returns a type parameter: a call
+	// whose cost is refused returns its zero value too.
+	//
+	//ratelimit:cost=len(ids) window=1m max=5
+	Take(ctx context.Context, ids []K) (V, error)
+
 	// Keys is forwarded.
 	Keys() []K
 }

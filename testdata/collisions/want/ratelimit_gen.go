@@ -21,6 +21,7 @@ var (
 	limitServiceStr          = runtime1.Limit{Name: "Service.Str", Window: time1.Minute, Max: 1}
 	limitServiceMulti        = runtime1.Limit{Name: "Service.Multi", Window: time1.Minute, Max: 3}
 	limitServiceMultiHourly1 = runtime1.Limit{Name: "hourly", Window: time1.Hour, Max: 30}
+	limitServiceOne          = runtime1.Limit{Name: "Service.One", Window: time1.Minute, Max: 3}
 	limitBoxPut              = runtime1.Limit{Name: "Box.Put", Window: time1.Second, Max: 1}
 )
 
@@ -88,11 +89,19 @@ func (r1 *RateLimitedService) Do(runtime string, strconv int, limiter bool, key 
 // key, a call costing rateLimitRequestCost units. When one of them denies the
 // call, none of them counts it, and Multi returns a *runtime.LimitError naming
 // the limit with the longest wait. It returns the limiter's error if the
-// limiter could not decide.
-func (r1 *RateLimitedService) Multi(reqs string, ds string, err string, key string, rateLimitCost uint, rateLimitRequestCost int) error {
+// limiter could not decide. A cost below 1 or above its limit's capacity is an
+// error wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
+func (r1 *RateLimitedService) Multi(reqs string, ds string, err string, key string, cost string, rateLimitCost uint, rateLimitRequestCost int) error {
+	cost1 := rateLimitCost1(rateLimitCost)
+	if err1 := runtime1.CheckCost(limitServiceMulti, cost1); err1 != nil {
+		return err1
+	}
+	if err1 := runtime1.CheckCost(limitServiceMultiHourly1, rateLimitRequestCost); err1 != nil {
+		return err1
+	}
 	reqs1 := [...]runtime1.Request{
-		{Limit: limitServiceMulti, Key: key, Cost: rateLimitRequestCost1(rateLimitCost)},
-		{Limit: limitServiceMultiHourly1, Key: key, Cost: rateLimitRequestCost1(rateLimitRequestCost)},
+		{Limit: limitServiceMulti, Key: key, Cost: cost1},
+		{Limit: limitServiceMultiHourly1, Key: key, Cost: rateLimitRequestCost},
 	}
 	ds1, err1 := runtime1.AllowAll(context1.Background(), r1.limiter1, reqs1[:]...)
 	if err1 != nil {
@@ -101,7 +110,27 @@ func (r1 *RateLimitedService) Multi(reqs string, ds string, err string, key stri
 	if !ds1.Allowed {
 		return ds1.LimitError(reqs1[:])
 	}
-	return r1.next1.Multi(reqs, ds, err, key, rateLimitCost, rateLimitRequestCost)
+	return r1.next1.Multi(reqs, ds, err, key, cost, rateLimitCost, rateLimitRequestCost)
+}
+
+// One calls the wrapped Service's One if the limit "Service.One", 3 units per
+// minute for each value of d, a call costing len(cost) units, admits the call.
+// Otherwise it returns a *runtime.LimitError, or the limiter's error if the
+// limiter could not decide. A cost below 1 or above the limit's capacity is an
+// error wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
+func (r1 *RateLimitedService) One(d string, err int, cost []byte) error {
+	cost1 := len(cost)
+	if err1 := runtime1.CheckCost(limitServiceOne, cost1); err1 != nil {
+		return err1
+	}
+	d1, err1 := runtime1.AllowN(context1.Background(), r1.limiter1, limitServiceOne, d, cost1)
+	if err1 != nil {
+		return err1
+	}
+	if !d1.Allowed {
+		return runtime1.NewLimitError(limitServiceOne, d1)
+	}
+	return r1.next1.One(d, err, cost)
 }
 
 // Str calls the wrapped Service's Str if the limit "Service.Str", 1 call per
@@ -179,7 +208,7 @@ func (r1 *RateLimitedBox[runtime]) Put(v runtime) (runtime, error) {
 // rateLimitCost1 converts a cost= value to the int that the runtime takes. A
 // value beyond int's range (a uint64 above math.MaxInt, an int64 beyond a
 // 32-bit int) is clamped rather than wrapped around, so that it stays out of
-// every limit's range and the runtime reports it as an error instead of
+// every limit's range and runtime.CheckCost reports it as an error instead of
 // admitting a small cost.
 func rateLimitCost1[T ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](n T) int {
 	if n < 0 {
@@ -192,14 +221,4 @@ func rateLimitCost1[T ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 |
 		return math.MaxInt
 	}
 	return int(n)
-}
-
-// rateLimitRequestCost1 is rateLimitCost1 for the Cost of a runtime.Request,
-// which reads 0 as 1: a cost of 0 becomes -1, which the runtime refuses with
-// an error, as runtime.AllowN refuses a cost of 0.
-func rateLimitRequestCost1[T ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](n T) int {
-	if c := rateLimitCost1(n); c != 0 {
-		return c
-	}
-	return -1
 }

@@ -44,8 +44,14 @@ func NewRateLimitedBatcher(next Batcher, limiter runtime.Limiter) *RateLimitedBa
 // units per minute for each value of n (fixed-window), a call costing
 // bytes2.Count(b, sep)+1 units, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// A cost below 1 or above the limit's capacity is an error wrapping
+// runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedBatcher) Count(n string, b []byte, sep []byte) (int, error) {
-	d, err := runtime.AllowN(context.Background(), r.limiter, limitBatcherCount, n, bytes2.Count(b, sep)+1)
+	cost := bytes2.Count(b, sep) + 1
+	if err := runtime.CheckCost(limitBatcherCount, cost); err != nil {
+		return 0, err
+	}
+	d, err := runtime.AllowN(context.Background(), r.limiter, limitBatcherCount, n, cost)
 	if err != nil {
 		return 0, err
 	}
@@ -74,11 +80,17 @@ func (r *RateLimitedBatcher) Heavy(ctx context.Context, tenant string) error {
 // units per minute for each value of (up.Owner, up.Parts) (gcra, burst 50), a
 // call costing up.Parts units, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// A cost below 1 or above the limit's capacity is an error wrapping
+// runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedBatcher) Parts(ctx context.Context, up Upload) error {
 	var buf [64]byte
 	b1 := runtime.AppendKeyPart(buf[:0], up.Owner)
 	b1 = runtime.AppendKeyInt(b1, up.Parts)
-	d, err := runtime.AllowN(ctx, r.limiter, limitBatcherParts, string(b1), rateLimitCost(up.Parts))
+	cost := rateLimitCost(up.Parts)
+	if err := runtime.CheckCost(limitBatcherParts, cost); err != nil {
+		return err
+	}
+	d, err := runtime.AllowN(ctx, r.limiter, limitBatcherParts, string(b1), cost)
 	if err != nil {
 		return err
 	}
@@ -92,8 +104,14 @@ func (r *RateLimitedBatcher) Parts(ctx context.Context, up Upload) error {
 // units per minute for each value of tenant (sliding-window), a call costing
 // len(items) units, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// A cost below 1 or above the limit's capacity is an error wrapping
+// runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedBatcher) Send(ctx context.Context, tenant string, items []Item) error {
-	d, err := runtime.AllowN(ctx, r.limiter, limitBatcherSend, tenant, len(items))
+	cost := len(items)
+	if err := runtime.CheckCost(limitBatcherSend, cost); err != nil {
+		return err
+	}
+	d, err := runtime.AllowN(ctx, r.limiter, limitBatcherSend, tenant, cost)
 	if err != nil {
 		return err
 	}
@@ -106,9 +124,15 @@ func (r *RateLimitedBatcher) Send(ctx context.Context, tenant string, items []It
 // Small calls the wrapped Batcher's Small if the limit "Batcher.Small", 300
 // units per minute in total (fixed-window), a call costing up.Small units,
 // admits the call. Otherwise it returns a *runtime.LimitError, or the
-// limiter's error if the limiter could not decide.
+// limiter's error if the limiter could not decide. A cost below 1 or above the
+// limit's capacity is an error wrapping runtime.ErrCostExceedsMax, and the
+// limiter is not asked.
 func (r *RateLimitedBatcher) Small(ctx context.Context, up Upload) error {
-	d, err := runtime.AllowN(ctx, r.limiter, limitBatcherSmall, "", int(up.Small))
+	cost := int(up.Small)
+	if err := runtime.CheckCost(limitBatcherSmall, cost); err != nil {
+		return err
+	}
+	d, err := runtime.AllowN(ctx, r.limiter, limitBatcherSmall, "", cost)
 	if err != nil {
 		return err
 	}
@@ -122,8 +146,14 @@ func (r *RateLimitedBatcher) Small(ctx context.Context, up Upload) error {
 // 1000000000 units per hour for each value of up.Owner (sliding-window), a
 // call costing up.Size units, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// A cost below 1 or above the limit's capacity is an error wrapping
+// runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedBatcher) Store(ctx context.Context, up Upload) error {
-	d, err := runtime.AllowN(ctx, r.limiter, limitBatcherStore, up.Owner, rateLimitCost(up.Size))
+	cost := rateLimitCost(up.Size)
+	if err := runtime.CheckCost(limitBatcherStore, cost); err != nil {
+		return err
+	}
+	d, err := runtime.AllowN(ctx, r.limiter, limitBatcherStore, up.Owner, cost)
 	if err != nil {
 		return err
 	}
@@ -165,9 +195,15 @@ func NewRateLimitedQueue[N ~int32 | ~uint32](next Queue[N], limiter runtime.Limi
 // Push calls the wrapped Queue's Push if the limit "Queue.Push", 100 units per
 // second in total (token-bucket, burst 200), a call costing n units, admits
 // the call. Otherwise it returns a *runtime.LimitError, or the limiter's error
-// if the limiter could not decide.
+// if the limiter could not decide. A cost below 1 or above the limit's
+// capacity is an error wrapping runtime.ErrCostExceedsMax, and the limiter is
+// not asked.
 func (r *RateLimitedQueue[N]) Push(ctx context.Context, n N) error {
-	d, err := runtime.AllowN(ctx, r.limiter, limitQueuePush, "", rateLimitCost(n))
+	cost := rateLimitCost(n)
+	if err := runtime.CheckCost(limitQueuePush, cost); err != nil {
+		return err
+	}
+	d, err := runtime.AllowN(ctx, r.limiter, limitQueuePush, "", cost)
 	if err != nil {
 		return err
 	}
@@ -195,8 +231,14 @@ func NewRateLimitedMeter(next *Meter, limiter runtime.Limiter) *RateLimitedMeter
 // units per second for each value of name (sliding-window), a call costing
 // len(name) units, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// A cost below 1 or above the limit's capacity is an error wrapping
+// runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedMeter) Record(name string) error {
-	d, err := runtime.AllowN(context.Background(), r.limiter, limitMeterRecord, name, len(name))
+	cost := len(name)
+	if err := runtime.CheckCost(limitMeterRecord, cost); err != nil {
+		return err
+	}
+	d, err := runtime.AllowN(context.Background(), r.limiter, limitMeterRecord, name, cost)
 	if err != nil {
 		return err
 	}
@@ -209,7 +251,7 @@ func (r *RateLimitedMeter) Record(name string) error {
 // rateLimitCost converts a cost= value to the int that the runtime takes. A
 // value beyond int's range (a uint64 above math.MaxInt, an int64 beyond a
 // 32-bit int) is clamped rather than wrapped around, so that it stays out of
-// every limit's range and the runtime reports it as an error instead of
+// every limit's range and runtime.CheckCost reports it as an error instead of
 // admitting a small cost.
 func rateLimitCost[T ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](n T) int {
 	if n < 0 {

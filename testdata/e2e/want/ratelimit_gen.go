@@ -22,6 +22,7 @@ var (
 	limitAlertsPageHourly = runtime.Limit{Name: "Alerts.Page.hourly", Window: time.Hour, Max: 5}
 	limitAlertsDigest     = runtime.Limit{Name: "Alerts.Digest", Window: time.Minute, Max: 10, Algorithm: runtime.TokenBucket, Burst: 4}
 	limitAlertsUpload     = runtime.Limit{Name: "Alerts.Upload", Window: time.Minute, Max: 1000, Algorithm: runtime.SlidingWindow}
+	limitAlertsAdjust     = runtime.Limit{Name: "Alerts.Adjust", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
 	limitAlertsBulk       = runtime.Limit{Name: "Alerts.Bulk", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
 	limitAlertsBulkTotal  = runtime.Limit{Name: "Alerts.Bulk.total", Window: time.Minute, Max: 100, Algorithm: runtime.GCRA}
 )
@@ -102,17 +103,46 @@ func NewRateLimitedAlerts(next Alerts, limiter runtime.Limiter) *RateLimitedAler
 	return &RateLimitedAlerts{next: next, limiter: limiter}
 }
 
+// Adjust calls the wrapped Alerts's Adjust if the limit "Alerts.Adjust", 10
+// units per minute for each value of to (fixed-window), a call costing units
+// units, admits the call. Otherwise it returns a *runtime.LimitError, or the
+// limiter's error if the limiter could not decide. A cost below 1 or above the
+// limit's capacity is an error wrapping runtime.ErrCostExceedsMax, and the
+// limiter is not asked.
+func (r *RateLimitedAlerts) Adjust(ctx context.Context, to string, units int64) error {
+	cost := rateLimitCost(units)
+	if err := runtime.CheckCost(limitAlertsAdjust, cost); err != nil {
+		return err
+	}
+	d, err := runtime.AllowN(ctx, r.limiter, limitAlertsAdjust, to, cost)
+	if err != nil {
+		return err
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitAlertsAdjust, d)
+	}
+	return r.next.Adjust(ctx, to, units)
+}
+
 // Bulk calls the wrapped Alerts's Bulk if every one of its limits admits the
 // call: "Alerts.Bulk", 10 units per minute for each value of to
 // (fixed-window), a call costing n units; "Alerts.Bulk.total", 100 units per
 // minute in total (gcra), a call costing n units. When one of them denies the
 // call, none of them counts it, and Bulk returns a *runtime.LimitError naming
 // the limit with the longest wait. It returns the limiter's error if the
-// limiter could not decide.
+// limiter could not decide. A cost below 1 or above its limit's capacity is an
+// error wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedAlerts) Bulk(ctx context.Context, to string, n uint64) error {
+	cost := rateLimitCost(n)
+	if err := runtime.CheckCost(limitAlertsBulk, cost); err != nil {
+		return err
+	}
+	if err := runtime.CheckCost(limitAlertsBulkTotal, cost); err != nil {
+		return err
+	}
 	reqs := [...]runtime.Request{
-		{Limit: limitAlertsBulk, Key: to, Cost: rateLimitRequestCost(n)},
-		{Limit: limitAlertsBulkTotal, Key: "", Cost: rateLimitRequestCost(n)},
+		{Limit: limitAlertsBulk, Key: to, Cost: cost},
+		{Limit: limitAlertsBulkTotal, Key: "", Cost: cost},
 	}
 	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
 	if err != nil {
@@ -128,8 +158,14 @@ func (r *RateLimitedAlerts) Bulk(ctx context.Context, to string, n uint64) error
 // units per minute for each value of to (token-bucket, burst 4), a call
 // costing len(lines) units, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// A cost below 1 or above the limit's capacity is an error wrapping
+// runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedAlerts) Digest(ctx context.Context, to string, lines []string) error {
-	d, err := runtime.AllowN(ctx, r.limiter, limitAlertsDigest, to, len(lines))
+	cost := len(lines)
+	if err := runtime.CheckCost(limitAlertsDigest, cost); err != nil {
+		return err
+	}
+	d, err := runtime.AllowN(ctx, r.limiter, limitAlertsDigest, to, cost)
 	if err != nil {
 		return err
 	}
@@ -163,9 +199,15 @@ func (r *RateLimitedAlerts) Page(ctx context.Context, to string) error {
 // Upload calls the wrapped Alerts's Upload if the limit "Alerts.Upload", 1000
 // units per minute for each value of to (sliding-window), a call costing size
 // units, admits the call. Otherwise it returns a *runtime.LimitError, or the
-// limiter's error if the limiter could not decide.
+// limiter's error if the limiter could not decide. A cost below 1 or above the
+// limit's capacity is an error wrapping runtime.ErrCostExceedsMax, and the
+// limiter is not asked.
 func (r *RateLimitedAlerts) Upload(ctx context.Context, to string, size uint64) error {
-	d, err := runtime.AllowN(ctx, r.limiter, limitAlertsUpload, to, rateLimitCost(size))
+	cost := rateLimitCost(size)
+	if err := runtime.CheckCost(limitAlertsUpload, cost); err != nil {
+		return err
+	}
+	d, err := runtime.AllowN(ctx, r.limiter, limitAlertsUpload, to, cost)
 	if err != nil {
 		return err
 	}
@@ -178,7 +220,7 @@ func (r *RateLimitedAlerts) Upload(ctx context.Context, to string, size uint64) 
 // rateLimitCost converts a cost= value to the int that the runtime takes. A
 // value beyond int's range (a uint64 above math.MaxInt, an int64 beyond a
 // 32-bit int) is clamped rather than wrapped around, so that it stays out of
-// every limit's range and the runtime reports it as an error instead of
+// every limit's range and runtime.CheckCost reports it as an error instead of
 // admitting a small cost.
 func rateLimitCost[T ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](n T) int {
 	if n < 0 {
@@ -191,14 +233,4 @@ func rateLimitCost[T ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | 
 		return math.MaxInt
 	}
 	return int(n)
-}
-
-// rateLimitRequestCost is rateLimitCost for the Cost of a runtime.Request,
-// which reads 0 as 1: a cost of 0 becomes -1, which the runtime refuses with
-// an error, as runtime.AllowN refuses a cost of 0.
-func rateLimitRequestCost[T ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](n T) int {
-	if c := rateLimitCost(n); c != 0 {
-		return c
-	}
-	return -1
 }

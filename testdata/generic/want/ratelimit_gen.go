@@ -16,6 +16,7 @@ import (
 var (
 	limitStoreGet   = runtime.Limit{Name: "Store.Get", Window: time.Minute, Max: 5}
 	limitStorePut   = runtime.Limit{Name: "Store.Put", Window: time.Minute, Max: 5}
+	limitStoreTake  = runtime.Limit{Name: "Store.Take", Window: time.Minute, Max: 5}
 	limitCounterAdd = runtime.Limit{Name: "Counter.Add", Window: time.Second, Max: 10}
 	limitCounterSum = runtime.Limit{Name: "Counter.Sum", Window: time.Second, Max: 1}
 )
@@ -67,6 +68,29 @@ func (r *RateLimitedStore[K, V]) Put(ctx context.Context, k K, item V) error {
 		return runtime.NewLimitError(limitStorePut, d)
 	}
 	return r.next.Put(ctx, k, item)
+}
+
+// Take calls the wrapped Store's Take if the limit "Store.Take", 5 units per
+// minute in total, a call costing len(ids) units, admits the call. Otherwise
+// it returns a *runtime.LimitError, or the limiter's error if the limiter
+// could not decide. A cost below 1 or above the limit's capacity is an error
+// wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
+func (r *RateLimitedStore[K, V]) Take(ctx context.Context, ids []K) (V, error) {
+	cost := len(ids)
+	if err := runtime.CheckCost(limitStoreTake, cost); err != nil {
+		var zero V
+		return zero, err
+	}
+	d, err := runtime.AllowN(ctx, r.limiter, limitStoreTake, "", cost)
+	if err != nil {
+		var zero V
+		return zero, err
+	}
+	if !d.Allowed {
+		var zero V
+		return zero, runtime.NewLimitError(limitStoreTake, d)
+	}
+	return r.next.Take(ctx, ids)
 }
 
 // RateLimitedCounter is a Counter whose rate-limited methods ask a

@@ -50,13 +50,18 @@ func NewRateLimitedNotifier(next Notifier, limiter runtime.Limiter) *RateLimited
 // (m.Tenant, m.Email) (gcra). When one of them denies the call, none of them
 // counts it, and Broadcast returns a *runtime.LimitError naming the limit with
 // the longest wait. It returns the limiter's error if the limiter could not
-// decide.
+// decide. A cost below 1 or above its limit's capacity is an error wrapping
+// runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedNotifier) Broadcast(ctx context.Context, m Message) (int, error) {
 	var buf [64]byte
 	b := runtime.AppendKeyPart(buf[:0], m.Tenant)
 	b = runtime.AppendKeyPart(b, m.Email)
+	cost := len(m.Parts)
+	if err := runtime.CheckCost(limitNotifierBroadcast, cost); err != nil {
+		return 0, err
+	}
 	reqs := [...]runtime.Request{
-		{Limit: limitNotifierBroadcast, Key: m.Tenant, Cost: rateLimitRequestCost(len(m.Parts))},
+		{Limit: limitNotifierBroadcast, Key: m.Tenant, Cost: cost},
 		{Limit: limitNotifierBroadcastBroadcastTotal, Key: ""},
 		{Limit: limitNotifierBroadcastPerRecipient, Key: string(b)},
 	}
@@ -76,11 +81,17 @@ func (r *RateLimitedNotifier) Broadcast(ctx context.Context, m Message) (int, er
 // per hour for each value of tenant (sliding-window), a call costing bytes
 // units. When one of them denies the call, none of them counts it, and Charge
 // returns a *runtime.LimitError naming the limit with the longest wait. It
-// returns the limiter's error if the limiter could not decide.
+// returns the limiter's error if the limiter could not decide. A cost below 1
+// or above its limit's capacity is an error wrapping
+// runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedNotifier) Charge(ctx context.Context, tenant string, bytes uint64) error {
+	cost := rateLimitCost(bytes)
+	if err := runtime.CheckCost(limitNotifierChargeBytes, cost); err != nil {
+		return err
+	}
 	reqs := [...]runtime.Request{
 		{Limit: limitNotifierCharge, Key: tenant, Cost: 2},
-		{Limit: limitNotifierChargeBytes, Key: tenant, Cost: rateLimitRequestCost(bytes)},
+		{Limit: limitNotifierChargeBytes, Key: tenant, Cost: cost},
 	}
 	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
 	if err != nil {
@@ -135,9 +146,17 @@ func NewRateLimitedWorker(next *Worker, limiter runtime.Limiter) *RateLimitedWor
 // second in total (sliding-window), a call costing len(strings.Fields(job))
 // units. When one of them denies the call, none of them counts it, and Batch
 // returns a *runtime.LimitError naming the limit with the longest wait. It
-// returns the limiter's error if the limiter could not decide.
+// returns the limiter's error if the limiter could not decide. A cost below 1
+// or above its limit's capacity is an error wrapping
+// runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedWorker) Batch(ctx context.Context, job string) error {
-	cost := rateLimitRequestCost(len(strings.Fields(job)))
+	cost := len(strings.Fields(job))
+	if err := runtime.CheckCost(limitWorkerBatch, cost); err != nil {
+		return err
+	}
+	if err := runtime.CheckCost(limitWorkerBatchTotal, cost); err != nil {
+		return err
+	}
 	reqs := [...]runtime.Request{
 		{Limit: limitWorkerBatch, Key: job, Cost: cost},
 		{Limit: limitWorkerBatchTotal, Key: "", Cost: cost},
@@ -176,7 +195,7 @@ func (r *RateLimitedWorker) Run(ctx context.Context, job string) error {
 // rateLimitCost converts a cost= value to the int that the runtime takes. A
 // value beyond int's range (a uint64 above math.MaxInt, an int64 beyond a
 // 32-bit int) is clamped rather than wrapped around, so that it stays out of
-// every limit's range and the runtime reports it as an error instead of
+// every limit's range and runtime.CheckCost reports it as an error instead of
 // admitting a small cost.
 func rateLimitCost[T ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](n T) int {
 	if n < 0 {
@@ -189,14 +208,4 @@ func rateLimitCost[T ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | 
 		return math.MaxInt
 	}
 	return int(n)
-}
-
-// rateLimitRequestCost is rateLimitCost for the Cost of a runtime.Request,
-// which reads 0 as 1: a cost of 0 becomes -1, which the runtime refuses with
-// an error, as runtime.AllowN refuses a cost of 0.
-func rateLimitRequestCost[T ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](n T) int {
-	if c := rateLimitCost(n); c != 0 {
-		return c
-	}
-	return -1
 }

@@ -48,7 +48,8 @@ func newConfig(opts []Option) config {
 // deployments that trust their clock synchronisation. With client clocks,
 // skew between app servers shifts windows by the skew: an admission recorded
 // by a server whose clock runs ahead counts for longer, so skew delays
-// admissions but never lets more than Max through.
+// admissions but never lets more than Max through. Redis expires keys on its
+// own clock, so with WithClock keys live 1s longer than their contents count.
 func WithClock(now func() time.Time) Option {
 	return func(c *config) { c.clock = now }
 }

@@ -32,7 +32,7 @@ algos['fixed-window'] = {
     v.remaining = p.max - v.count - p.cost
     v.reset = (v.w + 1) * p.window - now
     v.receipt = v.w
-    redis.call('PEXPIRE', key, fmt(ceil_div(v.reset, 1000)))
+    redis.call('PEXPIRE', key, ttl_ms(v.reset))
   end,
 
   refund = function(key, p, now)

@@ -26,7 +26,7 @@ algos['gcra'] = {
     local interval = ceil_div(p.window, p.max)
     v.remaining = math.floor((p.burst * interval - (v.new - now)) / interval)
     v.reset = v.new - now
-    redis.call('SET', key, fmt(v.new), 'PX', fmt(math.max(1, ceil_div(v.reset, 1000))))
+    redis.call('SET', key, fmt(v.new), 'PX', ttl_ms(v.reset))
   end,
 
   refund = function(key, p, now)

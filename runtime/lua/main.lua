@@ -22,6 +22,8 @@ if now < 0 then
   -- The server's clock, not the callers': app servers' clocks drift apart.
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  ttl_pad_ms = 1000
 end
 
 local ps = {}

@@ -49,7 +49,7 @@ algos['sliding-log'] = {
     v.reset = t + p.cost - 1 + p.window - now
     v.receipt = t
     -- Expire the key exactly when its newest admission leaves the window.
-    redis.call('PEXPIRE', key, ceil_div(v.reset, 1000))
+    redis.call('PEXPIRE', key, ttl_ms(v.reset))
   end,
 
   -- The admissions of one call are the only members in [t, t+cost-1].

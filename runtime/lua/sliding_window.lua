@@ -62,7 +62,7 @@ algos['sliding-window'] = {
     v.remaining = p.max - v.count - p.cost
     v.reset = (v.into + sw_buckets + 1) * v.b - now
     v.receipt = v.into
-    redis.call('PEXPIRE', key, fmt(ceil_div(v.reset, 1000)))
+    redis.call('PEXPIRE', key, ttl_ms(v.reset))
   end,
 
   refund = function(key, p, now)

@@ -46,7 +46,7 @@ algos['token-bucket'] = {
     redis.call('HSET', key, 't', fmt(t), 's', fmt(v.at))
     v.remaining = math.floor(t / p.window)
     v.reset = v.at - now + ceil_div(cap - t, p.max)
-    redis.call('PEXPIRE', key, fmt(math.max(1, ceil_div(v.reset, 1000))))
+    redis.call('PEXPIRE', key, ttl_ms(v.reset))
   end,
 
   refund = function(key, p, now)

@@ -686,11 +686,5 @@ func (n *sentinelNode) kill() error {
 		return nil
 	}
 	_ = admin.Close()
-	_ = p.cmd.Process.Kill()
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(stopTimeout):
-		return fmt.Errorf("pid %d did not exit within %v of SIGKILL", p.cmd.Process.Pid, stopTimeout)
-	}
+	return p.kill()
 }

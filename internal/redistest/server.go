@@ -433,6 +433,12 @@ func (s *Server) kill() error {
 		return nil
 	}
 	_ = admin.Close()
+	return p.kill()
+}
+
+// kill sends SIGKILL and waits, within stopTimeout, until the process is
+// reaped.
+func (p *process) kill() error {
 	_ = p.cmd.Process.Kill()
 	select {
 	case <-p.done:

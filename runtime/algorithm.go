@@ -56,16 +56,18 @@ type algoSpec struct {
 	// tag goes into storage keys so that algorithms never read each
 	// other's data structures.
 	tag string
+	// arg is the algorithm's name boxed once, as the script receives it.
+	arg any
 	// newState makes the in-memory twin's per-key state.
 	newState func() memState
 }
 
 var algoSpecs = map[Algorithm]algoSpec{
-	SlidingLog:    {tag: "sl", newState: func() memState { return &slidingLog{} }},
-	SlidingWindow: {tag: "sw", newState: func() memState { return &slidingWindow{} }},
-	FixedWindow:   {tag: "fw", newState: func() memState { return &fixedWindow{} }},
-	TokenBucket:   {tag: "tb", newState: func() memState { return &tokenBucket{} }},
-	GCRA:          {tag: "gc", newState: func() memState { return &gcra{} }},
+	SlidingLog:    {tag: "sl", arg: string(SlidingLog), newState: func() memState { return &slidingLog{} }},
+	SlidingWindow: {tag: "sw", arg: string(SlidingWindow), newState: func() memState { return &slidingWindow{} }},
+	FixedWindow:   {tag: "fw", arg: string(FixedWindow), newState: func() memState { return &fixedWindow{} }},
+	TokenBucket:   {tag: "tb", arg: string(TokenBucket), newState: func() memState { return &tokenBucket{} }},
+	GCRA:          {tag: "gc", arg: string(GCRA), newState: func() memState { return &gcra{} }},
 }
 
 // storageAlgo is the sliding log's key tag, kept for tests that look at

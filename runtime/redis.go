@@ -177,7 +177,7 @@ func (r *RedisLimiter) run(ctx context.Context, reqs []Request) (Decisions, erro
 	receipts := make([]int64, len(reqs))
 	groups := r.groups(reqs)
 	for gi, g := range groups {
-		committed, err := r.evalGroup(ctx, "a", now, reqs, g, vs, receipts)
+		committed, err := r.evalGroup(ctx, modeDecide, now, reqs, g, vs, receipts)
 		if err != nil {
 			r.refund(ctx, reqs, groups[:gi], receipts)
 			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
@@ -192,7 +192,7 @@ func (r *RedisLimiter) run(ctx context.Context, reqs []Request) (Decisions, erro
 			// undone commit, and the later slots were never asked.
 			for j, other := range groups {
 				if j != gi {
-					_, _ = r.evalGroup(ctx, "c", now, reqs, other, vs, receipts)
+					_, _ = r.evalGroup(ctx, modeCheck, now, reqs, other, vs, receipts)
 				}
 			}
 			return combine(vs, false), nil
@@ -205,6 +205,9 @@ func (r *RedisLimiter) run(ctx context.Context, reqs []Request) (Decisions, erro
 // together: everything on a single server; per hash tag, in tag order, on a
 // Redis Cluster or Ring, where a script may only touch one slot.
 func (r *RedisLimiter) groups(reqs []Request) [][]int {
+	if len(reqs) == 1 {
+		return singleGroup
+	}
 	all := make([]int, len(reqs))
 	for i := range all {
 		all[i] = i
@@ -234,10 +237,20 @@ func (r *RedisLimiter) groups(reqs []Request) [][]int {
 	return out
 }
 
+// singleGroup is the grouping of every one-limit call; it is never modified.
+var singleGroup = [][]int{{0}}
+
+// Script arguments that are the same for every call, boxed once.
+var (
+	modeDecide any = "a"
+	modeCheck  any = "c"
+	modeRefund any = "r"
+)
+
 // evalGroup runs the script in mode ("a" decide, "c" check only) for the
 // requests at idx, filling their verdicts and receipts. It reports whether
 // the group's admissions were recorded.
-func (r *RedisLimiter) evalGroup(ctx context.Context, mode string, now int64, reqs []Request, idx []int, vs []verdict, receipts []int64) (bool, error) {
+func (r *RedisLimiter) evalGroup(ctx context.Context, mode any, now int64, reqs []Request, idx []int, vs []verdict, receipts []int64) (bool, error) {
 	keys := make([]string, len(idx))
 	args := make([]any, 0, 2+6*len(idx))
 	args = append(args, mode, now)
@@ -245,7 +258,7 @@ func (r *RedisLimiter) evalGroup(ctx context.Context, mode string, now int64, re
 		q := reqs[i]
 		keys[j] = r.storageKey(q.Limit, q.Key)
 		p := paramsOf(q.Limit, q.cost())
-		args = append(args, string(q.Limit.algorithm()), p.window, p.max, p.burst, p.cost, receipts[i])
+		args = append(args, algoSpecs[q.Limit.algorithm()].arg, p.window, p.max, p.burst, p.cost, receipts[i])
 	}
 	res, err := r.eval(ctx, keys, args...)
 	if err != nil {
@@ -274,20 +287,22 @@ func (r *RedisLimiter) refund(ctx context.Context, reqs []Request, groups [][]in
 	for _, idx := range groups {
 		keys := make([]string, len(idx))
 		args := make([]any, 0, 2+6*len(idx))
-		args = append(args, "r", int64(-1))
+		args = append(args, modeRefund, int64(-1))
 		for j, i := range idx {
 			q := reqs[i]
 			keys[j] = r.storageKey(q.Limit, q.Key)
 			p := paramsOf(q.Limit, q.cost())
-			args = append(args, string(q.Limit.algorithm()), p.window, p.max, p.burst, p.cost, receipts[i])
+			args = append(args, algoSpecs[q.Limit.algorithm()].arg, p.window, p.max, p.burst, p.cost, receipts[i])
 		}
 		_, _ = r.eval(ctx, keys, args...)
 	}
 }
 
 func (r *RedisLimiter) storageKey(l Limit, key string) string {
-	buf := make([]byte, 0, 64+len(r.cfg.prefix)+len(l.Name)+len(key))
-	return string(appendStorageKey(buf, r.cfg.prefix, algoSpecs[l.algorithm()].tag, l.Name, key))
+	// Build in a stack buffer when the key is short, so the string is the
+	// only allocation.
+	var stack [256]byte
+	return string(appendStorageKey(stack[:0], r.cfg.prefix, algoSpecs[l.algorithm()].tag, l.Name, key))
 }
 
 // eval runs the script, returning by ctx's deadline even when the client

@@ -1,0 +1,125 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+	"github.com/ulule/limiter/v3"
+	ulredis "github.com/ulule/limiter/v3/drivers/store/redis"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
+)
+
+// spec is one policy, expressed in each library's own terms by its
+// contender: at most max admissions per window.
+type spec struct {
+	window time.Duration
+	max    int
+}
+
+// decideFunc decides one call for key: admitted or not. An error means no
+// decision; benchmarks and tests stop on it.
+type decideFunc func(ctx context.Context, key string) (bool, error)
+
+// contender is one library (and algorithm) under comparison.
+type contender struct {
+	name string
+	// algorithm is what the library promises, for the tables.
+	algorithm string
+	// clock is where decisions take their time from: "server" (Redis TIME
+	// or key TTLs) or "client" (the caller's clock, passed in).
+	clock string
+	// build returns the decision function of one app instance. now is that
+	// instance's clock; contenders whose clock is "server" ignore it.
+	build func(c *redis.Client, s spec, now func() time.Time) (decideFunc, error)
+}
+
+// benchTimeout replaces ratelimitgen's 100ms default, and FailClosed its
+// in-memory fallback: a loaded 2-core box can exceed 100ms, and a decision
+// quietly made in process memory would make the benchmark measure the
+// wrong thing. With FailClosed any Redis trouble is an error that stops it.
+const benchTimeout = 10 * time.Second
+
+func ratelimitgen(algo runtime.Algorithm, withClock bool) func(*redis.Client, spec, func() time.Time) (decideFunc, error) {
+	return func(c *redis.Client, s spec, now func() time.Time) (decideFunc, error) {
+		opts := []runtime.Option{runtime.WithFailurePolicy(runtime.FailClosed), runtime.WithTimeout(benchTimeout)}
+		if withClock {
+			opts = append(opts, runtime.WithClock(now))
+		}
+		lim := runtime.NewRedisLimiter(c, opts...)
+		l := runtime.Limit{Name: "bench", Window: s.window, Max: s.max, Algorithm: algo}
+		if err := l.Validate(); err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, key string) (bool, error) {
+			d, err := lim.Allow(ctx, l, key)
+			return d.Allowed, err
+		}, nil
+	}
+}
+
+func redisRate(c *redis.Client, s spec, _ func() time.Time) (decideFunc, error) {
+	lim := redis_rate.NewLimiter(c)
+	l := redis_rate.Limit{Rate: s.max, Burst: s.max, Period: s.window}
+	return func(ctx context.Context, key string) (bool, error) {
+		res, err := lim.Allow(ctx, key, l)
+		if err != nil {
+			return false, err
+		}
+		return res.Allowed > 0, nil
+	}, nil
+}
+
+func ulule(c *redis.Client, s spec, _ func() time.Time) (decideFunc, error) {
+	store, err := ulredis.NewStoreWithOptions(c, limiter.StoreOptions{Prefix: "ulule"})
+	if err != nil {
+		return nil, fmt.Errorf("ulule/limiter redis store: %w", err)
+	}
+	lim := limiter.New(store, limiter.Rate{Period: s.window, Limit: int64(s.max)})
+	return func(ctx context.Context, key string) (bool, error) {
+		lc, err := lim.Get(ctx, key)
+		if err != nil {
+			return false, err
+		}
+		return !lc.Reached, nil
+	}, nil
+}
+
+func seed(c *redis.Client, s spec, now func() time.Time) (decideFunc, error) {
+	if now == nil {
+		now = time.Now
+	}
+	sl := seedLimiter{client: c, now: now}
+	window := s.window.Milliseconds()
+	return func(ctx context.Context, key string) (bool, error) {
+		return sl.tryAcquire(ctx, "seed:"+key, s.max, window)
+	}, nil
+}
+
+// contenders are the libraries every benchmark and comparison runs, in
+// table order. Each uses its library's documented entry point with default
+// options, except ratelimitgen's failure policy (see benchTimeout).
+var contenders = []contender{
+	{name: "ratelimitgen-sliding-log", algorithm: "sliding log (exact)", clock: "server", build: ratelimitgen(runtime.SlidingLog, false)},
+	{name: "ratelimitgen-gcra", algorithm: "GCRA", clock: "server", build: ratelimitgen(runtime.GCRA, false)},
+	{name: "redis_rate", algorithm: "GCRA", clock: "server", build: redisRate},
+	{name: "ulule", algorithm: "fixed window from first call", clock: "server", build: ulule},
+	{name: "seed-lua", algorithm: "sliding log (exact)", clock: "client", build: seed},
+}
+
+// clientClockRatelimitgen is ratelimitgen's sliding log with WithClock, the
+// option for callers that trust their own clocks; the skew comparison runs
+// it beside the server-clock default.
+var clientClockRatelimitgen = contender{
+	name: "ratelimitgen-sliding-log+WithClock", algorithm: "sliding log (exact)", clock: "client",
+	build: ratelimitgen(runtime.SlidingLog, true),
+}
+
+// newClient is the one client configuration every contender gets:
+// go-redis defaults, as a service would construct it.
+func newClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr})
+}

@@ -45,13 +45,20 @@ var callerCounts = []int{1, 16, 64}
 
 func BenchmarkAllow(b *testing.B) {
 	c := startRedis(b)
-	for _, ct := range contenders {
+	cTimeout := newContextTimeoutClient(c.Options().Addr)
+	b.Cleanup(func() { _ = cTimeout.Close() })
+	all := append(append([]contender(nil), contenders...), contextTimeoutRatelimitgen)
+	for _, ct := range all {
+		client := c
+		if ct.contextTimeout {
+			client = cTimeout
+		}
 		for _, callers := range callerCounts {
 			for _, ks := range keySets {
 				name := fmt.Sprintf("lib=%s/callers=%d/keys=%s", ct.name, callers, ks.name)
 				b.Run(name, func(b *testing.B) {
 					flush(b, c)
-					decide, err := ct.build(c, ks.spec, time.Now)
+					decide, err := ct.build(client, ks.spec, time.Now)
 					if err != nil {
 						b.Fatal(err)
 					}

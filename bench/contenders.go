@@ -35,6 +35,9 @@ type contender struct {
 	// build returns the decision function of one app instance. now is that
 	// instance's clock; contenders whose clock is "server" ignore it.
 	build func(c *redis.Client, s spec, now func() time.Time) (decideFunc, error)
+	// contextTimeout runs the contender on a client with go-redis's
+	// ContextTimeoutEnabled, instead of the default client everyone gets.
+	contextTimeout bool
 }
 
 // benchTimeout replaces ratelimitgen's 100ms default, and FailClosed its
@@ -118,8 +121,23 @@ var clientClockRatelimitgen = contender{
 	build: ratelimitgen(runtime.SlidingLog, true),
 }
 
+// contextTimeoutRatelimitgen is ratelimitgen's sliding log on a client
+// with ContextTimeoutEnabled. With it the limiter can leave its per-decision
+// timeout to the client; on a default client it waits for each reply on a
+// goroutine of its own so that the timeout holds whatever the client's read
+// timeout is. Benchmarked beside the default to show what that costs.
+var contextTimeoutRatelimitgen = contender{
+	name: "ratelimitgen-sliding-log+ctxtimeout", algorithm: "sliding log (exact)", clock: "server",
+	build: ratelimitgen(runtime.SlidingLog, false), contextTimeout: true,
+}
+
 // newClient is the one client configuration every contender gets:
 // go-redis defaults, as a service would construct it.
 func newClient(addr string) *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: addr})
+}
+
+// newContextTimeoutClient is newClient with ContextTimeoutEnabled.
+func newContextTimeoutClient(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
 }

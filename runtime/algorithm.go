@@ -58,16 +58,18 @@ type algoSpec struct {
 	tag string
 	// arg is the algorithm's name boxed once, as the script receives it.
 	arg any
+	// file is the algorithm's script in lua/.
+	file string
 	// newState makes the in-memory twin's per-key state.
 	newState func() memState
 }
 
 var algoSpecs = map[Algorithm]algoSpec{
-	SlidingLog:    {tag: "sl", arg: string(SlidingLog), newState: func() memState { return &slidingLog{} }},
-	SlidingWindow: {tag: "sw", arg: string(SlidingWindow), newState: func() memState { return &slidingWindow{} }},
-	FixedWindow:   {tag: "fw", arg: string(FixedWindow), newState: func() memState { return &fixedWindow{} }},
-	TokenBucket:   {tag: "tb", arg: string(TokenBucket), newState: func() memState { return &tokenBucket{} }},
-	GCRA:          {tag: "gc", arg: string(GCRA), newState: func() memState { return &gcra{} }},
+	SlidingLog:    {tag: "sl", arg: string(SlidingLog), file: "sliding_log.lua", newState: func() memState { return &slidingLog{} }},
+	SlidingWindow: {tag: "sw", arg: string(SlidingWindow), file: "sliding_window.lua", newState: func() memState { return &slidingWindow{} }},
+	FixedWindow:   {tag: "fw", arg: string(FixedWindow), file: "fixed_window.lua", newState: func() memState { return &fixedWindow{} }},
+	TokenBucket:   {tag: "tb", arg: string(TokenBucket), file: "token_bucket.lua", newState: func() memState { return &tokenBucket{} }},
+	GCRA:          {tag: "gc", arg: string(GCRA), file: "gcra.lua", newState: func() memState { return &gcra{} }},
 }
 
 // storageAlgo is the sliding log's key tag, kept for tests that look at

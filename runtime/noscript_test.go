@@ -17,7 +17,7 @@ import (
 // script in its cache.
 func scriptLoaded(t *testing.T, c *redis.Client) bool {
 	t.Helper()
-	ok, err := c.ScriptExists(context.Background(), limiterScript.Hash()).Result()
+	ok, err := c.ScriptExists(context.Background(), algoScripts[SlidingLog].Hash()).Result()
 	require.NoError(t, err)
 	return ok[0]
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -27,10 +28,13 @@ type RedisLimiter struct {
 	cfg      config
 	fallback Limiter
 	breaker  breaker
-	// honoursDeadline is true when the client itself abandons a reply at
-	// the context's deadline; otherwise run waits on a goroutine so that
-	// the timeout holds whatever the client's read timeout is.
-	honoursDeadline bool
+	// scripter runs the scripts: the client itself, or a copy of it whose
+	// read and write timeouts are the limiter's timeout.
+	scripter redis.Scripter
+	// boundedByClient is true when scripter itself gives up by the
+	// decision's deadline; otherwise eval waits on a goroutine so that the
+	// timeout holds whatever the client's read timeout is.
+	boundedByClient bool
 }
 
 // NewRedisLimiter returns a Limiter backed by c, which may be a
@@ -48,11 +52,20 @@ func NewRedisLimiter(c redis.UniversalClient, opts ...Option) *RedisLimiter {
 		r.fallback = NewMemoryLimiter(memOpts...)
 	}
 	r.breaker.interval = cfg.retryInterval
+	r.scripter = c
 	switch c := c.(type) {
 	case *redis.Client:
-		r.honoursDeadline = c.Options().ContextTimeoutEnabled
+		// A copy sharing c's connections, with the limiter's timeout as
+		// its read and write timeouts: a hung server is abandoned on time
+		// without a goroutine per decision, and c's own settings stay as
+		// the caller made them. The pool wait and dialing follow the
+		// decision's context either way.
+		r.boundedByClient = true
+		if !c.Options().ContextTimeoutEnabled {
+			r.scripter = c.WithTimeout(cfg.timeout)
+		}
 	case *redis.ClusterClient:
-		r.honoursDeadline = c.Options().ContextTimeoutEnabled
+		r.boundedByClient = c.Options().ContextTimeoutEnabled
 	}
 	return r
 }
@@ -180,7 +193,7 @@ func (r *RedisLimiter) run(ctx context.Context, reqs []Request) (Decisions, erro
 		committed, err := r.evalGroup(ctx, modeDecide, now, reqs, g, vs, receipts)
 		if err != nil {
 			r.refund(ctx, reqs, groups[:gi], receipts)
-			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil {
+			if isTimeout(err) {
 				err = fmt.Errorf("no answer within %v: %w", r.cfg.timeout, err)
 			}
 			return Decisions{}, err
@@ -260,7 +273,7 @@ func (r *RedisLimiter) evalGroup(ctx context.Context, mode any, now int64, reqs 
 		p := paramsOf(q.Limit, q.cost())
 		args = append(args, algoSpecs[q.Limit.algorithm()].arg, p.window, p.max, p.burst, p.cost, receipts[i])
 	}
-	res, err := r.eval(ctx, keys, args...)
+	res, err := r.eval(ctx, scriptFor(reqs, idx), keys, args...)
 	if err != nil {
 		return false, err
 	}
@@ -294,7 +307,7 @@ func (r *RedisLimiter) refund(ctx context.Context, reqs []Request, groups [][]in
 			p := paramsOf(q.Limit, q.cost())
 			args = append(args, algoSpecs[q.Limit.algorithm()].arg, p.window, p.max, p.burst, p.cost, receipts[i])
 		}
-		_, _ = r.eval(ctx, keys, args...)
+		_, _ = r.eval(ctx, scriptFor(reqs, idx), keys, args...)
 	}
 }
 
@@ -306,12 +319,13 @@ func (r *RedisLimiter) storageKey(l Limit, key string) string {
 }
 
 // eval runs the script, returning by ctx's deadline even when the client
-// would wait longer for a reply (its ReadTimeout, 3s by default, applies
-// unless ContextTimeoutEnabled is set). An abandoned call may still be
-// recorded when Redis answers late; that over-counts, never over-admits.
-func (r *RedisLimiter) eval(ctx context.Context, keys []string, args ...any) ([]int64, error) {
-	if r.honoursDeadline {
-		return limiterScript.Run(ctx, r.client, keys, args...).Int64Slice()
+// would wait longer for a reply (a ClusterClient's ReadTimeout, 3s by
+// default, applies unless ContextTimeoutEnabled is set). An abandoned call
+// may still be recorded when Redis answers late; that over-counts, never
+// over-admits.
+func (r *RedisLimiter) eval(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]int64, error) {
+	if r.boundedByClient {
+		return script.Run(ctx, r.scripter, keys, args...).Int64Slice()
 	}
 	type reply struct {
 		res []int64
@@ -319,7 +333,7 @@ func (r *RedisLimiter) eval(ctx context.Context, keys []string, args ...any) ([]
 	}
 	ch := make(chan reply, 1)
 	go func() {
-		res, err := limiterScript.Run(ctx, r.client, keys, args...).Int64Slice()
+		res, err := script.Run(ctx, r.scripter, keys, args...).Int64Slice()
 		ch <- reply{res, err}
 	}()
 	select {
@@ -328,6 +342,13 @@ func (r *RedisLimiter) eval(ctx context.Context, keys []string, args ...any) ([]
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// isTimeout reports whether err is the decision's deadline passing, either
+// as the context's error or as a connection's read or write timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
 // tripsBreaker reports whether err suggests Redis itself is unavailable, as

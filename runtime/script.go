@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"embed"
-	"io/fs"
 	"slices"
 	"strings"
 
@@ -12,38 +11,49 @@ import (
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// limiterScript is every lua/*.lua file in one script: header.lua first,
-// main.lua last, the algorithms between. One script decides any mix of
-// algorithms and limits in one EVALSHA.
-var limiterScript = redis.NewScript(assembleScript())
+// Scripts are assembled from lua/header.lua, one file per algorithm and
+// lua/main.lua. A call whose limits all use one algorithm runs that
+// algorithm's script: Redis re-runs a script's top level on every call, so
+// defining only the algorithm in use keeps each decision cheap. A call that
+// mixes algorithms runs the script holding all of them. These values are
+// built once and never change.
+var (
+	algoScripts = func() map[Algorithm]*redis.Script {
+		m := make(map[Algorithm]*redis.Script, len(algoSpecs))
+		for a, spec := range algoSpecs {
+			m[a] = redis.NewScript(assembleScript(spec.file))
+		}
+		return m
+	}()
+	mixedScript = func() *redis.Script {
+		var files []string
+		for _, spec := range algoSpecs {
+			files = append(files, spec.file)
+		}
+		slices.Sort(files) // map order is random; the script text must not be
+		return redis.NewScript(assembleScript(files...))
+	}()
+)
 
-func assembleScript() string {
-	names, err := fs.Glob(luaFiles, "lua/*.lua")
-	if err != nil {
-		panic(err) // the pattern is a constant
-	}
-	rank := func(n string) int {
-		switch n {
-		case "lua/header.lua":
-			return 0
-		case "lua/main.lua":
-			return 2
+// scriptFor returns the script that can decide the requests at idx.
+func scriptFor(reqs []Request, idx []int) *redis.Script {
+	a := reqs[idx[0]].Limit.algorithm()
+	for _, i := range idx[1:] {
+		if reqs[i].Limit.algorithm() != a {
+			return mixedScript
 		}
-		return 1
 	}
-	slices.SortFunc(names, func(a, b string) int {
-		if d := rank(a) - rank(b); d != 0 {
-			return d
-		}
-		return strings.Compare(a, b)
-	})
+	return algoScripts[a]
+}
+
+func assembleScript(algorithms ...string) string {
 	var b strings.Builder
-	for _, n := range names {
-		src, err := luaFiles.ReadFile(n)
+	for _, name := range append(append([]string{"header.lua"}, algorithms...), "main.lua") {
+		src, err := luaFiles.ReadFile("lua/" + name)
 		if err != nil {
-			panic(err) // embedded at build time
+			panic("ratelimit: embedded script " + name + " missing: " + err.Error()) // a build defect
 		}
-		b.WriteString("-- " + n + "\n")
+		b.WriteString("-- lua/" + name + "\n")
 		b.Write(src)
 		b.WriteString("\n")
 	}

@@ -19,7 +19,7 @@ var (
 	limitTeamsJoin   = runtime.Limit{Name: "Teams.Join", Window: time.Minute, Max: 5}
 )
 
-// RateLimitedUsers is an Users that asks a runtime.Limiter before each call of
+// RateLimitedUsers is a Users that asks a runtime.Limiter before each call of
 // a rate-limited method and forwards to the Users it wraps only the calls the
 // limiter admits.
 type RateLimitedUsers struct {

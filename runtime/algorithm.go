@@ -72,10 +72,6 @@ var algoSpecs = map[Algorithm]algoSpec{
 	GCRA:          {tag: "gc", arg: string(GCRA), file: "gcra.lua", newState: func() memState { return &gcra{} }},
 }
 
-// storageAlgo is the sliding log's key tag, kept for tests that look at
-// what Redis holds.
-const storageAlgo = "sl"
-
 // algorithm returns l's algorithm, resolving the zero value.
 func (l Limit) algorithm() Algorithm {
 	if l.Algorithm == "" {

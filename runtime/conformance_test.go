@@ -12,10 +12,17 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
 )
 
+// testLimiter is what both backends are: a limiter with costs and with
+// several limits per call.
+type testLimiter interface {
+	NLimiter
+	MultiLimiter
+}
+
 // backend builds a fresh, isolated limiter on the given clock.
 type backend struct {
 	name string
-	new  func(t *testing.T, clock *fakeClock) NLimiter
+	new  func(t *testing.T, clock *fakeClock) testLimiter
 }
 
 // backends returns every backend the conformance suite must hold for. The
@@ -25,10 +32,10 @@ func backends(t *testing.T) []backend {
 	srv := redistest.StartServer(t)
 	client := srv.Client(t)
 	return []backend{
-		{"memory", func(t *testing.T, clock *fakeClock) NLimiter {
+		{"memory", func(t *testing.T, clock *fakeClock) testLimiter {
 			return NewMemoryLimiter(WithClock(clock.Now))
 		}},
-		{"redis", func(t *testing.T, clock *fakeClock) NLimiter {
+		{"redis", func(t *testing.T, clock *fakeClock) testLimiter {
 			return NewRedisLimiter(client, WithClock(clock.Now), WithPrefix("conf:"+t.Name()+":"),
 				WithFailurePolicy(FailClosed), WithTimeout(5*time.Second))
 		}},

@@ -47,7 +47,7 @@ func TestExactnessCluster(t *testing.T) {
 		limiters = append(limiters, NewRedisLimiter(cl.Client(t), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second)))
 	}
 	l := Limit{Name: "Hot.Key", Window: hotWindow, Max: hotMax}
-	skey := string(appendStorageKey(nil, defaultPrefix, storageAlgo, l.Name, "hot@example.com"))
+	skey := string(appendStorageKey(nil, defaultPrefix, algoSpecs[SlidingLog].tag, l.Name, "hot@example.com"))
 	runExactness(t, cl.MasterFor(t, skey).Client(t), limiters)
 }
 
@@ -56,7 +56,7 @@ func TestExactnessCluster(t *testing.T) {
 func runExactness(t *testing.T, monitor *redis.Client, limiters []Limiter) {
 	l := Limit{Name: "Hot.Key", Window: hotWindow, Max: hotMax}
 	const key = "hot@example.com"
-	skey := string(appendStorageKey(nil, defaultPrefix, storageAlgo, l.Name, key))
+	skey := string(appendStorageKey(nil, defaultPrefix, algoSpecs[SlidingLog].tag, l.Name, key))
 
 	audit := startAudit(t, monitor)
 	var admitted, denied atomic.Int64

@@ -57,7 +57,7 @@ func (d *degradedLog) since(n int) []DegradedEvent {
 // storageKeyOf is the Redis key a limiter with the default prefix uses for
 // (l, key), so tests can look at what Redis holds.
 func storageKeyOf(l Limit, key string) string {
-	return string(appendStorageKey(nil, defaultPrefix, storageAlgo, l.Name, key))
+	return string(appendStorageKey(nil, defaultPrefix, algoSpecs[SlidingLog].tag, l.Name, key))
 }
 
 // zcard returns how many admissions Redis holds for (l, key).

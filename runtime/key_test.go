@@ -49,7 +49,7 @@ func FuzzKey(f *testing.F) {
 }
 
 func storageKey(name, key string) string {
-	return string(appendStorageKey(nil, defaultPrefix, storageAlgo, name, key))
+	return string(appendStorageKey(nil, defaultPrefix, algoSpecs[SlidingLog].tag, name, key))
 }
 
 // checkStorageKey asserts what Redis Cluster will see: the slot is chosen by
@@ -73,7 +73,7 @@ func checkStorageKey(t *testing.T, skey, key string) {
 
 func TestStorageKeyBounded(t *testing.T) {
 	huge := strings.Repeat("{a}:*", 1<<20/5)
-	skey := string(appendStorageKey(nil, sanitizePrefix(strings.Repeat("p", 1000)), storageAlgo, huge, huge))
+	skey := string(appendStorageKey(nil, sanitizePrefix(strings.Repeat("p", 1000)), algoSpecs[SlidingLog].tag, huge, huge))
 	require.LessOrEqual(t, len(skey), 512)
 	checkStorageKey(t, skey, huge)
 	require.NotEqual(t, storageKey("n", huge), storageKey("n", huge+"x"))
@@ -82,7 +82,7 @@ func TestStorageKeyBounded(t *testing.T) {
 func TestPrefixCannotPickSlot(t *testing.T) {
 	p := sanitizePrefix("app{tenant}:")
 	require.Equal(t, "app%7Btenant%7D:", p)
-	skey := string(appendStorageKey(nil, p, storageAlgo, "n", "k"))
+	skey := string(appendStorageKey(nil, p, algoSpecs[SlidingLog].tag, "n", "k"))
 	checkStorageKey(t, skey, "k")
 	require.NotEqual(t, sanitizePrefix("a%7Bb"), sanitizePrefix("a{b"))
 }

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
 )
 
 // Several limits on one call: every limit must allow, a denial consumes
@@ -20,30 +18,10 @@ import (
 // Cluster decides slot by slot and refunds, which must look the same from
 // outside. TestAlgorithmsCluster runs the cluster variants.
 
-// multiBackend builds a fresh MultiLimiter on the given clock.
-type multiBackend struct {
-	name string
-	new  func(t *testing.T, clock *fakeClock) MultiLimiter
-}
-
-func multiBackends(t *testing.T) []multiBackend {
-	srv := redistest.StartServer(t)
-	client := srv.Client(t)
-	return []multiBackend{
-		{"memory", func(t *testing.T, clock *fakeClock) MultiLimiter {
-			return NewMemoryLimiter(WithClock(clock.Now))
-		}},
-		{"redis", func(t *testing.T, clock *fakeClock) MultiLimiter {
-			return NewRedisLimiter(client, WithClock(clock.Now), WithPrefix("multi:"+t.Name()+":"),
-				WithFailurePolicy(FailClosed), WithTimeout(10*time.Second))
-		}},
-	}
-}
-
 func TestMultiLimit(t *testing.T) {
-	for _, b := range multiBackends(t) {
+	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
-			runMultiLimitSuite(t, b.new, true)
+			runMultiLimitSuite(t, func(t *testing.T, clock *fakeClock) MultiLimiter { return b.new(t, clock) }, true)
 		})
 	}
 }

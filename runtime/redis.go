@@ -264,15 +264,7 @@ var (
 // requests at idx, filling their verdicts and receipts. It reports whether
 // the group's admissions were recorded.
 func (r *RedisLimiter) evalGroup(ctx context.Context, mode any, now int64, reqs []Request, idx []int, vs []verdict, receipts []int64) (bool, error) {
-	keys := make([]string, len(idx))
-	args := make([]any, 0, 2+6*len(idx))
-	args = append(args, mode, now)
-	for j, i := range idx {
-		q := reqs[i]
-		keys[j] = r.storageKey(q.Limit, q.Key)
-		p := paramsOf(q.Limit, q.cost())
-		args = append(args, algoSpecs[q.Limit.algorithm()].arg, p.window, p.max, p.burst, p.cost, receipts[i])
-	}
+	keys, args := r.scriptInput(mode, now, reqs, idx, receipts)
 	res, err := r.eval(ctx, scriptFor(reqs, idx), keys, args...)
 	if err != nil {
 		return false, err
@@ -298,17 +290,24 @@ func (r *RedisLimiter) refund(ctx context.Context, reqs []Request, groups [][]in
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.timeout)
 	defer cancel()
 	for _, idx := range groups {
-		keys := make([]string, len(idx))
-		args := make([]any, 0, 2+6*len(idx))
-		args = append(args, modeRefund, int64(-1))
-		for j, i := range idx {
-			q := reqs[i]
-			keys[j] = r.storageKey(q.Limit, q.Key)
-			p := paramsOf(q.Limit, q.cost())
-			args = append(args, algoSpecs[q.Limit.algorithm()].arg, p.window, p.max, p.burst, p.cost, receipts[i])
-		}
+		keys, args := r.scriptInput(modeRefund, -1, reqs, idx, receipts)
 		_, _ = r.eval(ctx, scriptFor(reqs, idx), keys, args...)
 	}
+}
+
+// scriptInput builds the KEYS and ARGV of one script call for the requests
+// at idx, in the layout lua/main.lua documents.
+func (r *RedisLimiter) scriptInput(mode any, now int64, reqs []Request, idx []int, receipts []int64) ([]string, []any) {
+	keys := make([]string, len(idx))
+	args := make([]any, 0, 2+6*len(idx))
+	args = append(args, mode, now)
+	for j, i := range idx {
+		q := reqs[i]
+		keys[j] = r.storageKey(q.Limit, q.Key)
+		p := paramsOf(q.Limit, q.cost())
+		args = append(args, algoSpecs[q.Limit.algorithm()].arg, p.window, p.max, p.burst, p.cost, receipts[i])
+	}
+	return keys, args
 }
 
 func (r *RedisLimiter) storageKey(l Limit, key string) string {

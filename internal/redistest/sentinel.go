@@ -562,22 +562,11 @@ func (n *sentinelNode) launch(masterPort int) error {
 	if filepath.Base(n.bin) != "redis-sentinel" {
 		args = append(args, "--sentinel")
 	}
-	cmd := exec.Command(n.bin, args...)
-	cmd.Dir = n.dir
-	cmd.Stdout = &n.log
-	cmd.Stderr = &n.log
-	cmd.WaitDelay = time.Second
-	fmt.Fprintf(&n.log, "--- redistest: starting %s\n", strings.Join(cmd.Args, " "))
-	mark := n.log.mark()
-	if err := startProcess(cmd); err != nil {
-		return fmt.Errorf("running %s: %w", n.bin, err)
+	p, mark, err := spawn(n.bin, args, n.dir, &n.log)
+	if err != nil {
+		return err
 	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	err := poll(startTimeout, func() error {
+	err = poll(startTimeout, func() error {
 		select {
 		case <-p.done:
 			if strings.Contains(n.log.since(mark), "in use") {
@@ -596,8 +585,7 @@ func (n *sentinelNode) launch(masterPort int) error {
 		return nil
 	})
 	if err != nil {
-		_ = cmd.Process.Kill()
-		<-p.done
+		_ = p.kill()
 		return err
 	}
 	n.mu.Lock()

@@ -281,30 +281,40 @@ func (s *Server) commandArgs(port int) []string {
 	return append(args, s.args...)
 }
 
-// launch runs redis-server on port and waits until it answers. On success the
-// new process becomes s.proc; on failure it has been killed.
-func (s *Server) launch(port int) error {
-	cmd := exec.Command(s.bin, s.commandArgs(port)...)
-	cmd.Dir = s.dir
-	cmd.Stdout = &s.log
-	cmd.Stderr = &s.log
+// spawn starts bin with args in dir, its output going to log, and reaps it
+// in the background. mark is log's position before the process wrote
+// anything, for error messages about this start alone.
+func spawn(bin string, args []string, dir string, log *logBuffer) (p *process, mark int64, err error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Stdout = log
+	cmd.Stderr = log
 	// A child forked by the server (BGSAVE) may hold the log pipe open after
 	// the server dies; do not let it hold up Wait.
 	cmd.WaitDelay = time.Second
-	fmt.Fprintf(&s.log, "--- redistest: starting %s\n", strings.Join(cmd.Args, " "))
-	mark := s.log.mark()
+	fmt.Fprintf(log, "--- redistest: starting %s\n", strings.Join(cmd.Args, " "))
+	mark = log.mark()
 	if err := startProcess(cmd); err != nil {
-		return fmt.Errorf("running %s: %w", s.bin, err)
+		return nil, mark, fmt.Errorf("running %s: %w", bin, err)
 	}
-	p := &process{cmd: cmd, done: make(chan struct{})}
+	p = &process{cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		close(p.done)
 	}()
+	return p, mark, nil
+}
+
+// launch runs redis-server on port and waits until it answers. On success the
+// new process becomes s.proc; on failure it has been killed.
+func (s *Server) launch(port int) error {
+	p, mark, err := spawn(s.bin, s.commandArgs(port), s.dir, &s.log)
+	if err != nil {
+		return err
+	}
 
 	if err := s.awaitReady(p, port, mark); err != nil {
-		_ = cmd.Process.Kill()
-		<-p.done
+		_ = p.kill()
 		return err
 	}
 	admin := newAdminClient(hostPort(port), commandTimeout)
@@ -312,8 +322,7 @@ func (s *Server) launch(port int) error {
 		id, err := admin.ClusterMyID(context.Background()).Result()
 		if err != nil {
 			_ = admin.Close()
-			_ = cmd.Process.Kill()
-			<-p.done
+			_ = p.kill()
 			return fmt.Errorf("CLUSTER MYID: %w", err)
 		}
 		s.id = id

@@ -2,10 +2,13 @@ package runtime
 
 import (
 	"context"
+	"crypto/sha256"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // MemoryLimiter is a Limiter that keeps its counts in the process. It makes
@@ -14,7 +17,9 @@ import (
 // fallback of a RedisLimiter during a Redis outage. It is safe for concurrent
 // use. Keys whose admissions have all stopped counting are evicted as the
 // limiter is used, so memory stays proportional to the keys active within
-// the longest window.
+// the longest window; names and keys longer than 180 bytes are held as their
+// SHA-256, as in Redis, so that what a key costs does not depend on its
+// length.
 type MemoryLimiter struct {
 	now    func() int64 // microseconds
 	shards [memShards]memShard
@@ -28,20 +33,69 @@ type memShard struct {
 	// sweepAt is the map size at which the next sweep of expired keys runs;
 	// doubling it after each sweep keeps sweeping amortised O(1) per call.
 	sweepAt int
-	// nextSweep (µs) also triggers a sweep, so that a shard that stops
-	// growing still lets go of its expired keys.
+	// nextSweep (µs) also triggers a sweep, checked on every call, so that
+	// a shard whose calls only visit existing keys still lets go of the
+	// expired ones.
 	nextSweep int64
+	// peak is the largest size of states since the map was made. A Go map
+	// keeps the memory of deleted entries, so a sweep that leaves states
+	// far below peak copies what is left into a map of the right size.
+	peak int
+	// committed receives the verdict that commit completes. The verdict's
+	// address goes through the memState interface, so a local would escape
+	// to the heap on every call; the shard is on the heap already, and
+	// locked while it is used.
+	committed verdict
 }
 
 const (
 	memMinSweep      = 64
 	memSweepInterval = int64(10 * time.Second / time.Microsecond)
+	// memShrinkFactor: a sweep that leaves a map at or below 1/memShrinkFactor
+	// of its peak size rebuilds it. The copy costs one step per entry left,
+	// no more than a third of the deletions since the map last grew to its
+	// peak, so it stays amortised O(1) per call.
+	memShrinkFactor = 4
 )
 
-// memKey mirrors the Redis storage key: algorithm, limit name, key.
+// memKey mirrors the Redis storage key: algorithm, limit name, key. A name
+// or key longer than maxLiteralLen is held as its SHA-256, as appendEncoded
+// does for Redis, so that a caller-chosen key (from a header, say) cannot
+// make the limiter hold megabytes per key. The hashed flags keep a digest
+// apart from a literal name or key made of the same 32 bytes; one flag per
+// part, as a single flag would let (digest, long key) and (long name,
+// digest) share an entry.
 type memKey struct {
-	algo      Algorithm
-	name, key string
+	algo                  Algorithm
+	name, key             string
+	nameHashed, keyHashed bool
+}
+
+// newMemKey returns the memKey of (algo, name, key). Short names and keys
+// are used as they are, so the common case costs no allocation.
+func newMemKey(algo Algorithm, name, key string) memKey {
+	k := memKey{algo: algo, name: name, key: key}
+	if len(name) > maxLiteralLen {
+		k.name, k.nameHashed = digest(name), true
+	}
+	if len(key) > maxLiteralLen {
+		k.key, k.keyHashed = digest(key), true
+	}
+	return k
+}
+
+// digest returns s's SHA-256 as a 32-byte string.
+func digest(s string) string {
+	// Hash the string's own bytes: Sum256 only reads them, and []byte(s)
+	// would copy the whole key on every call, as much work as the hash.
+	sum := sha256.Sum256(unsafe.Slice(unsafe.StringData(s), len(s)))
+	return string(sum[:])
+}
+
+// shard returns the index of k's shard. It hashes the stored form, so a
+// long key is not read once more.
+func (k *memKey) shard() uint32 {
+	return shardOf(k.name, k.key)
 }
 
 type memEntry struct {
@@ -80,17 +134,20 @@ func (m *MemoryLimiter) AllowN(ctx context.Context, l Limit, key string, n int) 
 	if err := ctx.Err(); err != nil {
 		return Decision{}, err
 	}
-	k := memKey{algo: l.algorithm(), name: l.Name, key: key}
-	s := &m.shards[shardOf(l.Name, key)]
+	k := newMemKey(l.algorithm(), l.Name, key)
+	s := &m.shards[k.shard()]
 	p := paramsOf(l, n)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := m.now()
-	e := s.entry(k, now)
+	s.tidy(now)
+	e := s.entry(k)
 	v := e.state.check(now, p)
 	if v.ok {
-		e.state.commit(now, p, &v)
+		s.committed = v
+		e.state.commit(now, p, &s.committed)
+		v = s.committed
 		e.expireAt = now + v.reset
 	}
 	return v.decision(v.ok), nil
@@ -106,9 +163,18 @@ func (m *MemoryLimiter) AllowAll(ctx context.Context, reqs ...Request) (Decision
 	if err := ctx.Err(); err != nil {
 		return Decisions{}, err
 	}
+	// Each key is built once, as hashing a long one is worth doing only
+	// once; up to four of them stay on the stack.
+	var keyBuf [4]memKey
+	keys := keyBuf[:0]
+	if len(reqs) > len(keyBuf) {
+		keys = make([]memKey, 0, len(reqs))
+	}
 	idx := make([]uint32, 0, len(reqs))
 	for _, r := range reqs {
-		idx = append(idx, shardOf(r.Limit.Name, r.Key))
+		k := newMemKey(r.Limit.algorithm(), r.Limit.Name, r.Key)
+		keys = append(keys, k)
+		idx = append(idx, k.shard())
 	}
 	order := slices.Clone(idx)
 	slices.Sort(order)
@@ -123,11 +189,17 @@ func (m *MemoryLimiter) AllowAll(ctx context.Context, reqs ...Request) (Decision
 	}()
 
 	now := m.now()
+	// Sweep before the first lookup: a sweep between two lookups could
+	// delete an expired entry the call already holds, and the admission
+	// then recorded in it would be lost.
+	for _, i := range order {
+		m.shards[i].tidy(now)
+	}
 	entries := make([]*memEntry, len(reqs))
 	vs := make([]verdict, len(reqs))
 	all := true
 	for i, r := range reqs {
-		entries[i] = m.shards[idx[i]].entry(memKey{algo: r.Limit.algorithm(), name: r.Limit.Name, key: r.Key}, now)
+		entries[i] = m.shards[idx[i]].entry(keys[i])
 		vs[i] = entries[i].state.check(now, paramsOf(r.Limit, r.cost()))
 		all = all && vs[i].ok
 	}
@@ -140,29 +212,80 @@ func (m *MemoryLimiter) AllowAll(ctx context.Context, reqs ...Request) (Decision
 	return combine(vs, all), nil
 }
 
-// entry returns k's state, creating it (and sweeping first, when due).
-// The shard must be locked.
-func (s *memShard) entry(k memKey, now int64) *memEntry {
+// tidy sweeps the shard when a sweep is due: the map has doubled since the
+// last one, or memSweepInterval has passed and the map holds more than
+// memMinSweep entries. It costs a few comparisons otherwise. Calls run it
+// before looking up any entry, never between lookups, so that a sweep
+// never deletes an entry a call holds. The shard must be locked.
+//
+// The timed sweep lets a shard that stops growing give back a burst's
+// memory. A shard of at most memMinSweep entries is left alone: it holds
+// no more than the slack the size trigger allows anyway, and forgetting a
+// key changes decisions if the clock then jumps back before its expiry
+// (Redis forgets on its own clock), which the differential tests rely on
+// not happening when no key is created.
+func (s *memShard) tidy(now int64) {
+	if n := len(s.states); n >= s.sweepAt || (now >= s.nextSweep && n > memMinSweep) {
+		s.sweep(now)
+	}
+}
+
+// entry returns k's state, creating it if needed. The shard must be locked.
+func (s *memShard) entry(k memKey) *memEntry {
 	if e := s.states[k]; e != nil {
 		return e
 	}
-	if len(s.states) >= s.sweepAt || now >= s.nextSweep {
-		s.sweep(now)
+	if !k.keyHashed {
+		// The key may be a slice of a much larger string (a request body,
+		// say); holding the slice would hold all of it.
+		k.key = strings.Clone(k.key)
 	}
 	e := &memEntry{state: algoSpecs[k.algo].newState()}
 	s.states[k] = e
+	s.peak = max(s.peak, len(s.states))
 	return e
 }
 
-// sweep deletes every state that holds nothing that counts.
-func (s *memShard) sweep(now int64) {
+// sweep deletes every state that holds nothing that counts, and rebuilds
+// the map when that leaves it far below its peak size, since a Go map never
+// shrinks by itself. It returns how many entries remain. The shard must be
+// locked.
+func (s *memShard) sweep(now int64) int {
 	for k, e := range s.states {
 		if e.expireAt <= now {
 			delete(s.states, k)
 		}
 	}
-	s.sweepAt = max(memMinSweep, 2*len(s.states))
+	n := len(s.states)
+	if s.peak > memMinSweep && n <= s.peak/memShrinkFactor {
+		fresh := make(map[memKey]*memEntry, n)
+		for k, e := range s.states {
+			fresh[k] = e
+		}
+		s.states, s.peak = fresh, n
+	}
+	s.sweepAt = max(memMinSweep, 2*n)
 	s.nextSweep = now + memSweepInterval
+	return n
+}
+
+// sweep deletes the expired entries of every shard, rebuilding the maps
+// that have shrunk far below their peak so that the memory really goes back
+// to the runtime, and returns how many entries remain. It locks one shard
+// at a time, so calls on the other shards go on meanwhile.
+//
+// A RedisLimiter calls it on its fallback once Redis decides again: the keys
+// of an outage are then visited no more, and their shards might not sweep
+// for a long while (a shard that no call reaches never does).
+func (m *MemoryLimiter) sweep() int {
+	n := 0
+	for i := range m.shards {
+		s := &m.shards[i]
+		s.mu.Lock()
+		n += s.sweep(m.now())
+		s.mu.Unlock()
+	}
+	return n
 }
 
 // Len reports how many keys the limiter currently holds, expired ones not

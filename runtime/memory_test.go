@@ -1,7 +1,12 @@
 package runtime
 
 import (
+	"crypto/sha256"
+	"fmt"
+	goruntime "runtime"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -49,4 +54,250 @@ func TestMemoryGrowthStaysBounded(t *testing.T) {
 	}
 	t.Logf("peak keys held: %d (1,000 live per window)", peak)
 	require.Less(t, peak, 20000)
+}
+
+// heapInUse returns the bytes of live heap objects after a full collection.
+func heapInUse() int64 {
+	goruntime.GC()
+	goruntime.GC()
+	var ms goruntime.MemStats
+	goruntime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+const mib = 1 << 20
+
+// longString returns a 1 MiB string of filler ending in tail.
+func longString(filler byte, tail string) string {
+	return strings.Repeat(string(filler), mib-len(tail)) + tail
+}
+
+func TestMemoryLongKeysAreDistinct(t *testing.T) {
+	lim := NewMemoryLimiter(WithClock(newFakeClock().Now))
+	l := Limit{Name: "long", Window: time.Minute, Max: 1}
+
+	// Two long keys differing only in their last byte count apart.
+	a, b := longString('k', "a"), longString('k', "b")
+	require.True(t, allow(t, lim, l, a).Allowed)
+	require.False(t, allow(t, lim, l, a).Allowed, "the same long key shares one count")
+	require.True(t, allow(t, lim, l, b).Allowed, "a long key differing in its last byte has its own count")
+
+	// A short key made of exactly the 32 bytes a long key is stored under
+	// is still a different key.
+	c := longString('k', "c")
+	require.True(t, allow(t, lim, l, digest(c)).Allowed)
+	require.True(t, allow(t, lim, l, c).Allowed)
+	require.False(t, allow(t, lim, l, c).Allowed)
+	require.False(t, allow(t, lim, l, digest(c)).Allowed)
+
+	// The same for limit names.
+	la := Limit{Name: longString('n', "a"), Window: time.Minute, Max: 1}
+	lb := Limit{Name: longString('n', "b"), Window: time.Minute, Max: 1}
+	ld := Limit{Name: digest(la.Name), Window: time.Minute, Max: 1}
+	require.True(t, allow(t, lim, la, "k").Allowed)
+	require.False(t, allow(t, lim, la, "k").Allowed)
+	require.True(t, allow(t, lim, lb, "k").Allowed, "a long name differing in its last byte is its own limit")
+	require.True(t, allow(t, lim, ld, "k").Allowed, "a short name made of a long name's digest is its own limit")
+
+	// Each part has its own flag: (long name, digest key) and (digest name,
+	// long key) store the same bytes and must still differ.
+	require.True(t, allow(t, lim, la, digest(c)).Allowed)
+	require.True(t, allow(t, lim, ld, c).Allowed)
+
+	// maxLiteralLen bytes are kept as they are, one more are hashed.
+	edge := strings.Repeat("e", maxLiteralLen)
+	require.True(t, allow(t, lim, l, edge).Allowed)
+	require.True(t, allow(t, lim, l, edge+"e").Allowed)
+	stored := map[string]bool{}
+	for i := range lim.shards {
+		for k := range lim.shards[i].states {
+			if k.name == l.Name {
+				stored[k.key] = k.keyHashed
+			}
+		}
+	}
+	hashed, ok := stored[edge]
+	require.True(t, ok && !hashed, "a key of maxLiteralLen bytes is stored verbatim")
+	hashed, ok = stored[digest(edge+"e")]
+	require.True(t, ok && hashed, "a longer key is stored as its digest")
+}
+
+func TestMemoryLongKeysDoNotPinMemory(t *testing.T) {
+	// A caller who picks the key (from a header, say) must not be able to
+	// make the limiter hold megabytes per key, as it held every key
+	// verbatim: 100 keys of 1 MiB held 100 MB for a window.
+	lim := NewMemoryLimiter(WithClock(newFakeClock().Now))
+	l := Limit{Name: "pin", Window: time.Hour, Max: 10}
+	before := heapInUse()
+	decideLongKeys(t, lim, l, 100)
+	after := heapInUse()
+	t.Logf("heap: %.2f MB before, %.2f MB after deciding 100 distinct 1 MiB keys (+%.2f MB, %d keys held)",
+		float64(before)/1e6, float64(after)/1e6, float64(after-before)/1e6, lim.Len())
+
+	require.Equal(t, 100, lim.Len())
+	for i := range lim.shards {
+		for k := range lim.shards[i].states {
+			require.True(t, k.keyHashed)
+			require.LessOrEqual(t, len(k.key), sha256.Size)
+		}
+	}
+	require.Less(t, after-before, int64(10*mib), "the limiter holds the long keys themselves")
+	goruntime.KeepAlive(lim)
+}
+
+// decideLongKeys decides n distinct 1 MiB keys once each and keeps none of
+// them.
+//
+//go:noinline
+func decideLongKeys(t *testing.T, lim *MemoryLimiter, l Limit, n int) {
+	buf := make([]byte, mib)
+	for i := range buf {
+		buf[i] = 'h'
+	}
+	for i := 0; i < n; i++ {
+		copy(buf[mib-8:], fmt.Sprintf("%08d", i))
+		require.True(t, allow(t, lim, l, string(buf)).Allowed)
+	}
+}
+
+func TestMemorySweepReleasesMemory(t *testing.T) {
+	// After a Redis outage, the fallback holds the keys the outage touched;
+	// sweep must drop them and give the memory back, though Go maps never
+	// shrink by themselves.
+	clock := newFakeClock()
+	lim := NewMemoryLimiter(WithClock(clock.Now))
+	l := Limit{Name: "outage", Window: time.Second, Max: 1}
+	const n = 300_000
+	base := heapInUse()
+	for i := 0; i < n; i++ {
+		allow(t, lim, l, strconv.Itoa(i))
+	}
+	require.Equal(t, n, lim.Len())
+	full := heapInUse()
+
+	// Still in their window, nothing goes.
+	require.Equal(t, n, lim.sweep())
+
+	clock.Advance(time.Second + time.Microsecond)
+	require.Zero(t, lim.sweep())
+	require.Zero(t, lim.Len())
+	after := heapInUse()
+	t.Logf("heap: %.2f MB baseline, %.2f MB holding %d keys (+%.2f MB), %.2f MB after sweep (%+.2f MB)",
+		float64(base)/1e6, float64(full)/1e6, n, float64(full-base)/1e6, float64(after)/1e6, float64(after-base)/1e6)
+	require.Greater(t, full-base, int64(20*mib), "the keys should have cost tens of MB; the test measures nothing")
+	require.Less(t, after-base, int64(10*mib), "sweep left the memory of the expired keys held")
+
+	// The limiter still works, and the swept keys start afresh.
+	require.True(t, allow(t, lim, l, "1").Allowed)
+	require.False(t, allow(t, lim, l, "1").Allowed)
+	goruntime.KeepAlive(lim)
+}
+
+func TestMemoryIdleShardLetsGo(t *testing.T) {
+	// A burst of keys, then traffic on existing keys only: every shard
+	// still sweeps once memSweepInterval has passed, though none creates
+	// a key, and gives the memory back.
+	clock := newFakeClock()
+	lim := NewMemoryLimiter(WithClock(clock.Now))
+	l := Limit{Name: "burst", Window: time.Second, Max: 1}
+
+	// One hot key per shard, kept alive throughout.
+	var hot []string
+	seen := map[uint32]bool{}
+	for i := 0; len(hot) < memShards; i++ {
+		key := "hot" + strconv.Itoa(i)
+		k := newMemKey(l.algorithm(), l.Name, key)
+		if sh := k.shard(); !seen[sh] {
+			seen[sh] = true
+			hot = append(hot, key)
+		}
+	}
+	base := heapInUse()
+	for _, key := range hot {
+		allow(t, lim, l, key)
+	}
+	const n = 300_000
+	for i := 0; i < n; i++ {
+		allow(t, lim, l, strconv.Itoa(i))
+	}
+	full := heapInUse()
+
+	for step := 0; step < 24; step++ {
+		clock.Advance(500 * time.Millisecond)
+		for _, key := range hot {
+			allow(t, lim, l, key)
+		}
+	}
+	after := heapInUse()
+	t.Logf("heap: %.2f MB baseline, %.2f MB after the burst of %d keys (+%.2f MB), %.2f MB after 12s of hot keys only (%+.2f MB, %d keys held)",
+		float64(base)/1e6, float64(full)/1e6, n, float64(full-base)/1e6, float64(after)/1e6, float64(after-base)/1e6, lim.Len())
+	require.Equal(t, len(hot), lim.Len())
+	require.Less(t, after-base, int64(10*mib))
+	goruntime.KeepAlive(lim)
+}
+
+func TestMemoryAllowAllKeepsAdmissionsWhenSweepDue(t *testing.T) {
+	// A sweep falling due in the middle of an AllowAll must not delete an
+	// entry the call already holds: the admission recorded in it would be
+	// lost, and the next call admitted beyond Max.
+	clock := newFakeClock()
+	lim := NewMemoryLimiter(WithClock(clock.Now))
+	l := Limit{Name: "all", Window: time.Second, Max: 1}
+	l2 := Limit{Name: "all2", Window: time.Second, Max: 1}
+	// a and b on one shard, b not yet known.
+	a := "a"
+	sa := newMemKey(l.algorithm(), l.Name, a)
+	var b string
+	for i := 0; ; i++ {
+		b = "b" + strconv.Itoa(i)
+		if k := newMemKey(l2.algorithm(), l2.Name, b); k.shard() == sa.shard() {
+			break
+		}
+	}
+	require.True(t, allow(t, lim, l, a).Allowed)
+	// Enough other keys on the shard for its timed sweep to run.
+	for i, filled := 0, 0; filled < 2*memMinSweep; i++ {
+		key := "f" + strconv.Itoa(i)
+		if k := newMemKey(l.algorithm(), l.Name, key); k.shard() == sa.shard() {
+			allow(t, lim, l, key)
+			filled++
+		}
+	}
+	// a's admission expires; the shard's timed sweep falls due.
+	clock.Advance(time.Duration(memSweepInterval)*time.Microsecond + time.Second)
+	ds, err := lim.AllowAll(ctx, Request{Limit: l, Key: a}, Request{Limit: l2, Key: b})
+	require.NoError(t, err)
+	require.True(t, ds.Allowed)
+	require.False(t, allow(t, lim, l, a).Allowed, "the admission AllowAll recorded for a was lost")
+	require.False(t, allow(t, lim, l2, b).Allowed)
+}
+
+func TestMemorySweepConcurrent(t *testing.T) {
+	// sweep locks one shard at a time while calls go on; run with -race.
+	clock := newFakeClock()
+	lim := NewMemoryLimiter(WithClock(clock.Now))
+	l := Limit{Name: "conc", Window: time.Millisecond, Max: 2}
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 2000; i++ {
+				key := strconv.Itoa(g*100000 + i%500)
+				if _, err := lim.Allow(ctx, l, key); err != nil {
+					t.Error(err)
+					return
+				}
+				if i%100 == 0 {
+					clock.Advance(time.Millisecond)
+				}
+			}
+		}()
+	}
+	for i := 0; i < 50; i++ {
+		lim.sweep()
+	}
+	wg.Wait()
+	clock.Advance(time.Second)
+	require.Zero(t, lim.sweep())
 }

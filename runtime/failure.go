@@ -37,7 +37,10 @@ func (p FailurePolicy) String() string {
 	return fmt.Sprintf("FailurePolicy(%d)", int(p))
 }
 
-// DegradedEvent describes one decision that Redis did not make.
+// DegradedEvent describes one decision that Redis did not make. It also
+// reports, once per finding and with a zero Decision, a Redis whose
+// configuration lets it delete the limiter's counts: then Err matches
+// ErrEvictionRisk and no decision was degraded.
 type DegradedEvent struct {
 	// Limit is the limit being decided.
 	Limit Limit
@@ -98,13 +101,21 @@ func (b *breaker) allow(now time.Time) (ask, probe bool) {
 	return true, true
 }
 
-// record notes the outcome of a call that asked Redis.
-func (b *breaker) record(now time.Time, failed, probe bool) {
+// record notes the outcome of a call that asked Redis, and reports whether
+// it closed the breaker: Redis answered after a failure.
+func (b *breaker) record(now time.Time, failed, probe bool) (recovered bool) {
 	if failed {
 		b.openUntil.Store(now.Add(b.interval).UnixNano())
 	} else if b.openUntil.Load() != 0 {
-		b.openUntil.Store(0)
+		recovered = b.openUntil.Swap(0) != 0
 	}
+	b.release(probe)
+	return recovered
+}
+
+// release ends a call that asked Redis but learnt nothing about it, such as
+// one its caller cancelled.
+func (b *breaker) release(probe bool) {
 	if probe {
 		b.probing.Store(false)
 	}

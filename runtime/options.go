@@ -1,6 +1,9 @@
 package runtime
 
-import "time"
+import (
+	"log/slog"
+	"time"
+)
 
 // Option configures a RedisLimiter or a MemoryLimiter. Options that do not
 // apply to a backend are ignored by it, as each option's doc says.
@@ -16,6 +19,7 @@ type config struct {
 	fallback      Limiter
 	retryInterval time.Duration
 	onDegraded    func(DegradedEvent)
+	logger        *slog.Logger
 }
 
 const (
@@ -66,9 +70,11 @@ func WithPrefix(p string) Option {
 }
 
 // WithTimeout bounds how long one decision may wait for Redis (default
-// 100ms). When it elapses the decision follows the FailurePolicy, so a dead
-// or slow Redis never holds a caller longer than d. A d <= 0 keeps the
-// default. Ignored by MemoryLimiter.
+// 100ms). When it elapses, or the caller's context deadline passes first,
+// the decision follows the FailurePolicy and counts as a Redis failure for
+// WithRetryInterval, so a dead or slow Redis never holds a caller longer
+// than d or its own deadline. A d <= 0 keeps the default. Ignored by
+// MemoryLimiter.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {
@@ -86,8 +92,9 @@ func WithFailurePolicy(p FailurePolicy) Option {
 // WithFallback sets the Limiter that FailLocal consults while Redis is
 // unavailable (default: a MemoryLimiter sharing this limiter's clock).
 // Each app instance then enforces Max on its own, so a fleet of n instances
-// admits up to n*Max per window during an outage; pass a limiter with
-// scaled-down limits if that is too much. Ignored by MemoryLimiter.
+// admits up to (n+1)*Max in a window that an outage cuts in two: n*Max
+// locally plus what Redis admitted before. Pass a limiter with scaled-down
+// limits if that is too much. Ignored by MemoryLimiter.
 func WithFallback(l Limiter) Option {
 	return func(c *config) { c.fallback = l }
 }
@@ -107,9 +114,19 @@ func WithRetryInterval(d time.Duration) Option {
 
 // WithOnDegraded registers a function called for every decision that Redis
 // did not make (FailOpen, FailClosed or FailLocal took over), so operators
-// can count and alert on degraded decisions. It runs synchronously on the
-// caller's goroutine and must be fast and safe for concurrent use. Ignored
-// by MemoryLimiter.
+// can count and alert on degraded decisions, and once per finding of a
+// Redis that may evict counts (ErrEvictionRisk). It runs synchronously on
+// the caller's goroutine (the configuration finding on a goroutine of its
+// own) and must be fast and safe for concurrent use. Ignored by
+// MemoryLimiter.
 func WithOnDegraded(f func(DegradedEvent)) Option {
 	return func(c *config) { c.onDegraded = f }
+}
+
+// WithLogger sets where a RedisLimiter logs what an operator must fix, such
+// as a Redis that may evict its keys (see ErrEvictionRisk); each finding is
+// logged once, at level Warn. The default is slog.Default() at the time of
+// logging. Ignored by MemoryLimiter.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,6 +38,18 @@ type RedisLimiter struct {
 	// decision's deadline; otherwise eval waits on a goroutine so that the
 	// timeout holds whatever the client's read timeout is.
 	boundedByClient bool
+	// boundedByTimeout is true when scripter gives up by the limiter's
+	// timeout rather than by the context's deadline, so that an earlier
+	// caller deadline needs eval's goroutine.
+	boundedByTimeout bool
+	// settings checks the server settings that put counts at risk.
+	settings configCheck
+	// fallbackUsed says the fallback decided since it was last swept.
+	fallbackUsed atomic.Bool
+	// sweepAt is when (UnixNano) the fallback may next be swept; sweeping
+	// says a sweep is running.
+	sweepAt  atomic.Int64
+	sweeping atomic.Bool
 }
 
 // NewRedisLimiter returns a Limiter backed by c, which may be a
@@ -63,6 +78,7 @@ func NewRedisLimiter(c redis.UniversalClient, opts ...Option) *RedisLimiter {
 		r.boundedByClient = true
 		if !c.Options().ContextTimeoutEnabled {
 			r.scripter = c.WithTimeout(cfg.timeout)
+			r.boundedByTimeout = true
 		}
 	case *redis.ClusterClient:
 		r.boundedByClient = c.Options().ContextTimeoutEnabled
@@ -78,7 +94,9 @@ func (r *RedisLimiter) Allow(ctx context.Context, l Limit, key string) (Decision
 // AllowN admits a call costing n units if the limit has room for all of
 // them, and records them; otherwise it records nothing and reports when
 // there will be room. An error means no decision was made: the request was
-// invalid, ctx was done, or Redis failed under FailClosed.
+// invalid, ctx was done on entry or cancelled, or Redis failed under
+// FailClosed. A deadline of ctx that passes while Redis is asked is Redis
+// failing to answer in time: the FailurePolicy decides.
 func (r *RedisLimiter) AllowN(ctx context.Context, l Limit, key string, n int) (Decision, error) {
 	if err := checkRequest(l, n); err != nil {
 		return Decision{}, err
@@ -119,23 +137,32 @@ func (r *RedisLimiter) decide(ctx context.Context, reqs []Request) (Decisions, e
 	if !ask {
 		return r.degrade(ctx, reqs, ErrCircuitOpen)
 	}
+	r.settings.due(r, start, reqs[0].Limit)
 
 	ds, err := r.run(ctx, reqs)
 	if err == nil {
-		r.breaker.record(start, false, probe)
+		if r.breaker.record(start, false, probe) {
+			// Redis is back: check its configuration again, it may be
+			// a different server now.
+			r.settings.reset()
+		}
+		r.sweepFallback(start)
 		return ds, nil
 	}
-	if ctx.Err() != nil {
+	if errors.Is(ctx.Err(), context.Canceled) {
 		// The caller gave up; that says nothing about Redis.
-		r.breaker.record(start, false, probe)
+		r.breaker.release(probe)
 		return Decisions{}, ctx.Err()
 	}
+	// Anything else, the caller's deadline passing included, is Redis not
+	// deciding in time: the policy answers, so that a caller with a short
+	// deadline is protected by the breaker like any other.
 	trip := tripsBreaker(err)
 	r.breaker.record(time.Now(), trip, probe)
 	if trip {
 		r.reloadTopology()
 	}
-	return r.degrade(ctx, reqs, err)
+	return r.degrade(context.WithoutCancel(ctx), reqs, err)
 }
 
 // degrade makes the decision Redis could not make, per the policy.
@@ -154,6 +181,7 @@ func (r *RedisLimiter) degrade(ctx context.Context, reqs []Request, cause error)
 	case FailClosed:
 		err = &UnavailableError{Limit: reqs[0].Limit, Err: cause}
 	default:
+		r.fallbackUsed.Store(true)
 		ds, err = AllowAll(ctx, r.fallback, reqs...)
 		if err != nil {
 			err = &UnavailableError{Limit: reqs[0].Limit, Err: fmt.Errorf("%v; the local fallback failed too: %w", cause, err)}
@@ -168,6 +196,30 @@ func (r *RedisLimiter) degrade(ctx context.Context, reqs []Request, cause error)
 	return ds, err
 }
 
+// sweepFallback lets go of the fallback's expired keys once Redis decides
+// again: the fallback of an outage may hold many keys that no decision
+// would otherwise visit. A sweep runs on its own goroutine, at most once a
+// second, until the fallback is empty.
+func (r *RedisLimiter) sweepFallback(now time.Time) {
+	if !r.fallbackUsed.Load() || now.UnixNano() < r.sweepAt.Load() {
+		return
+	}
+	m, ok := r.fallback.(interface{ sweep() int })
+	if !ok || !r.sweeping.CompareAndSwap(false, true) {
+		return
+	}
+	r.sweepAt.Store(now.Add(time.Second).UnixNano())
+	go func() {
+		defer r.sweeping.Store(false)
+		// Cleared before sweeping, so that a fallback decision made during
+		// the sweep sets it again.
+		r.fallbackUsed.Store(false)
+		if m.sweep() > 0 {
+			r.fallbackUsed.Store(true)
+		}
+	}()
+}
+
 // reloadTopology makes a cluster client re-read the slot map after a
 // failure. go-redis reloads it on MOVED or ASK, or once a minute, but not
 // when a crashed master refuses connections; without this the limiter
@@ -178,8 +230,16 @@ func (r *RedisLimiter) reloadTopology() {
 	}
 }
 
-// run asks Redis for the decision within the configured timeout.
+// run asks Redis for the decision, within the limiter's timeout or the
+// caller's deadline, whichever comes first.
 func (r *RedisLimiter) run(ctx context.Context, reqs []Request) (Decisions, error) {
+	budget := r.cfg.timeout
+	callerFirst := false
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl); left < budget {
+			budget, callerFirst = left, true
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.timeout)
 	defer cancel()
 	now := int64(-1)
@@ -190,11 +250,15 @@ func (r *RedisLimiter) run(ctx context.Context, reqs []Request) (Decisions, erro
 	receipts := make([]int64, len(reqs))
 	groups := r.groups(reqs)
 	for gi, g := range groups {
-		committed, err := r.evalGroup(ctx, modeDecide, now, reqs, g, vs, receipts)
+		committed, err := r.evalGroup(ctx, callerFirst, modeDecide, now, reqs, g, vs, receipts)
 		if err != nil {
 			r.refund(ctx, reqs, groups[:gi], receipts)
 			if isTimeout(err) {
-				err = fmt.Errorf("no answer within %v: %w", r.cfg.timeout, err)
+				whose := "the limiter's timeout"
+				if callerFirst {
+					whose = "the caller's deadline"
+				}
+				err = fmt.Errorf("no answer within %v (%s): %w", budget.Round(time.Microsecond), whose, err)
 			}
 			return Decisions{}, err
 		}
@@ -205,7 +269,7 @@ func (r *RedisLimiter) run(ctx context.Context, reqs []Request) (Decisions, erro
 			// undone commit, and the later slots were never asked.
 			for j, other := range groups {
 				if j != gi {
-					_, _ = r.evalGroup(ctx, modeCheck, now, reqs, other, vs, receipts)
+					_, _ = r.evalGroup(ctx, callerFirst, modeCheck, now, reqs, other, vs, receipts)
 				}
 			}
 			return combine(vs, false), nil
@@ -262,10 +326,11 @@ var (
 
 // evalGroup runs the script in mode ("a" decide, "c" check only) for the
 // requests at idx, filling their verdicts and receipts. It reports whether
-// the group's admissions were recorded.
-func (r *RedisLimiter) evalGroup(ctx context.Context, mode any, now int64, reqs []Request, idx []int, vs []verdict, receipts []int64) (bool, error) {
+// the group's admissions were recorded. callerFirst says ctx's deadline is
+// the caller's, earlier than the limiter's timeout.
+func (r *RedisLimiter) evalGroup(ctx context.Context, callerFirst bool, mode any, now int64, reqs []Request, idx []int, vs []verdict, receipts []int64) (bool, error) {
 	keys, args := r.scriptInput(mode, now, reqs, idx, receipts)
-	res, err := r.eval(ctx, scriptFor(reqs, idx), keys, args...)
+	res, err := r.eval(ctx, callerFirst, scriptFor(reqs, idx), keys, args...)
 	if err != nil {
 		return false, err
 	}
@@ -282,7 +347,9 @@ func (r *RedisLimiter) evalGroup(ctx context.Context, mode any, now int64, reqs 
 
 // refund undoes the admissions recorded for groups, best effort: if Redis
 // fails now, those admissions keep counting until they expire, which can
-// only deny calls, never admit extra ones.
+// only deny calls, never admit extra ones. Each group's refund carries a
+// marker key of its own, so that a client resending the command after a
+// lost reply cannot refund twice.
 func (r *RedisLimiter) refund(ctx context.Context, reqs []Request, groups [][]int, receipts []int64) {
 	if len(groups) == 0 {
 		return
@@ -291,8 +358,23 @@ func (r *RedisLimiter) refund(ctx context.Context, reqs []Request, groups [][]in
 	defer cancel()
 	for _, idx := range groups {
 		keys, args := r.scriptInput(modeRefund, -1, reqs, idx, receipts)
-		_, _ = r.eval(ctx, scriptFor(reqs, idx), keys, args...)
+		keys = append(keys, r.refundMarker(reqs[idx[0]].Key))
+		_, _ = r.eval(ctx, false, scriptFor(reqs, idx), keys, args...)
 	}
+}
+
+// refundMarker returns a new key in the cluster slot of key, unique to one
+// refund.
+func (r *RedisLimiter) refundMarker(key string) string {
+	b := make([]byte, 0, len(r.cfg.prefix)+48)
+	b = append(b, r.cfg.prefix...)
+	b = append(b, '{')
+	b = appendTag(b, key)
+	b = append(b, "}refund:"...)
+	b = strconv.AppendUint(b, rand.Uint64(), 36)
+	b = append(b, '.')
+	b = strconv.AppendUint(b, rand.Uint64(), 36)
+	return string(b)
 }
 
 // scriptInput builds the KEYS and ARGV of one script call for the requests
@@ -318,12 +400,13 @@ func (r *RedisLimiter) storageKey(l Limit, key string) string {
 }
 
 // eval runs the script, returning by ctx's deadline even when the client
-// would wait longer for a reply (a ClusterClient's ReadTimeout, 3s by
-// default, applies unless ContextTimeoutEnabled is set). An abandoned call
-// may still be recorded when Redis answers late; that over-counts, never
-// over-admits.
-func (r *RedisLimiter) eval(ctx context.Context, script *redis.Script, keys []string, args ...any) ([]int64, error) {
-	if r.boundedByClient {
+// would wait longer for a reply: a ClusterClient's ReadTimeout (3s by
+// default) applies unless ContextTimeoutEnabled is set, and a plain
+// client's copy waits for the limiter's timeout, which callerFirst says is
+// later than ctx's deadline. An abandoned call may still be recorded when
+// Redis answers late; that over-counts, never over-admits.
+func (r *RedisLimiter) eval(ctx context.Context, callerFirst bool, script *redis.Script, keys []string, args ...any) ([]int64, error) {
+	if r.boundedByClient && !(callerFirst && r.boundedByTimeout) {
 		return script.Run(ctx, r.scripter, keys, args...).Int64Slice()
 	}
 	type reply struct {
@@ -350,14 +433,38 @@ func isTimeout(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
 }
 
-// tripsBreaker reports whether err suggests Redis itself is unavailable, as
-// opposed to a problem with one key (a key of another type, say), which
-// should not send every other key to the fallback.
+// tripsBreaker reports whether err suggests Redis itself cannot decide, as
+// opposed to a problem with one key or one script (a key of another type,
+// say), which should not send every other key to the fallback. Only those
+// are spared: connection, authentication, protocol, OOM, LOADING, READONLY
+// and CLUSTERDOWN errors, timeouts and anything unknown trip the breaker.
 func tripsBreaker(err error) bool {
 	var rerr redis.Error
-	if errors.As(err, &rerr) {
-		msg := rerr.Error()
-		return !strings.HasPrefix(msg, "WRONGTYPE") && !strings.HasPrefix(msg, "ERR")
+	if !errors.As(err, &rerr) {
+		return true
 	}
-	return true
+	msg := rerr.Error()
+	for _, code := range serverWideErrors {
+		if strings.Contains(msg, code) {
+			return true
+		}
+	}
+	return !strings.HasPrefix(msg, "WRONGTYPE") && !isScriptError(msg)
+}
+
+// serverWideErrors are the error codes that concern the server rather than
+// a key. Redis 6 wraps a failing command inside a script as
+// "ERR Error running script ...: -OOM ...", so they are matched anywhere in
+// the message.
+var serverWideErrors = []string{
+	"OOM ", "LOADING ", "READONLY ", "CLUSTERDOWN ", "MASTERDOWN ", "NOAUTH ",
+	"NOPERM ", "BUSY ", "MISCONF ", "NOREPLICAS ", "TRYAGAIN ", "unauthenticated",
+}
+
+// isScriptError reports whether msg is an error raised while the script ran
+// (by Redis 6 or 7, or by the script itself), not a refusal to run it.
+func isScriptError(msg string) bool {
+	return strings.HasPrefix(msg, "ERR") &&
+		(strings.Contains(msg, "user_script") || strings.Contains(msg, "Error running script") ||
+			strings.HasPrefix(msg, "ERR ratelimit:"))
 }

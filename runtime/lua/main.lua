@@ -1,8 +1,14 @@
 -- Entry point of the limiter script. Go concatenates lua/*.lua (this file
 -- last) into one script, so that one EVALSHA decides any mix of algorithms
 -- and several limits at once, all or nothing. Each algorithm file registers
--- check, commit and refund functions in the table `algos`; their Go twins in
--- memory_*.go must decide identically.
+-- check, commit and refund functions, and optionally settle, in the table
+-- `algos`; their Go twins in memory_*.go must decide identically.
+--
+-- check only reads. commit records an admission, and its first write is a
+-- command that Redis refuses when it is out of memory (maxmemory with
+-- noeviction): Redis checks memory only at a script's first write, so any
+-- write before it, even a deletion, would let every later one through.
+-- settle tidies up (deletes what stopped counting) when nothing is recorded.
 --
 -- KEYS[i]   storage key of limit i
 -- ARGV[1]   'a' to decide, 'c' to check without recording anything,
@@ -14,7 +20,9 @@
 -- reset µs, receipt}. Nothing is written unless every limit allows.
 -- 'r' undoes the admissions identified by the receipts (used when limits on
 -- different cluster slots were decided one slot after another) and
--- returns {}.
+-- returns {}. Its last key is a marker unique to the refund, in the same
+-- slot: a client that resends the command after losing the reply finds the
+-- marker and refunds nothing, so a refund applies at most once.
 
 local mode = ARGV[1]
 local now = tonumber(ARGV[2])
@@ -26,8 +34,17 @@ else
   ttl_pad_ms = 1000
 end
 
+-- A refund marker outlives any client retry of its command by far; it is
+-- written only when refunding, never on the decision path.
+local refund_marker_ms = 60000
+
+local n = #KEYS
+if mode == 'r' then
+  n = n - 1
+end
+
 local ps = {}
-for i = 1, #KEYS do
+for i = 1, n do
   local b = 2 + (i - 1) * 6
   ps[i] = {
     algo = ARGV[b + 1],
@@ -43,7 +60,10 @@ for i = 1, #KEYS do
 end
 
 if mode == 'r' then
-  for i = 1, #KEYS do
+  if not redis.call('SET', KEYS[n + 1], '1', 'NX', 'PX', refund_marker_ms) then
+    return {}
+  end
+  for i = 1, n do
     algos[ps[i].algo].refund(KEYS[i], ps[i], now)
   end
   return {}
@@ -51,21 +71,28 @@ end
 
 local verdicts = {}
 local all = true
-for i = 1, #KEYS do
+for i = 1, n do
   verdicts[i] = algos[ps[i].algo].check(KEYS[i], ps[i], now)
   if not verdicts[i].ok then
     all = false
   end
 end
 if all and mode == 'a' then
-  for i = 1, #KEYS do
+  for i = 1, n do
     algos[ps[i].algo].commit(KEYS[i], ps[i], now, verdicts[i])
+  end
+else
+  for i = 1, n do
+    local settle = algos[ps[i].algo].settle
+    if settle ~= nil then
+      settle(KEYS[i], ps[i], now, verdicts[i])
+    end
   end
 end
 
 local committed = all and mode == 'a'
 local out = {committed and 1 or 0}
-for i = 1, #KEYS do
+for i = 1, n do
   local v = verdicts[i]
   out[#out + 1] = v.ok and 1 or 0
   out[#out + 1] = v.remaining

@@ -26,9 +26,6 @@ algos['sliding-window'] = {
         count = count + n
       end
     end
-    if #stale > 0 then
-      redis.call('HDEL', key, unpack(stale))
-    end
     table.sort(idx)
     -- Record in the newest bucket seen, so that a clock behind another one
     -- never files an admission where it would stop counting early.
@@ -51,14 +48,26 @@ algos['sliding-window'] = {
         end
       end
       v.ok = false
-      return v
+    else
+      v.ok = true
     end
-    v.ok = true
+    if #stale > 0 then
+      v.stale = stale
+    end
     return v
+  end,
+
+  settle = function(key, p, now, v)
+    if v.stale ~= nil then
+      redis.call('HDEL', key, unpack(v.stale))
+    end
   end,
 
   commit = function(key, p, now, v)
     redis.call('HINCRBY', key, fmt(v.into), fmt(p.cost))
+    if v.stale ~= nil then
+      redis.call('HDEL', key, unpack(v.stale))
+    end
     v.remaining = p.max - v.count - p.cost
     v.reset = (v.into + sw_buckets + 1) * v.b - now
     v.receipt = v.into

@@ -35,7 +35,7 @@ type memShard struct {
 	sweepAt int
 	// nextSweep (µs) also triggers a sweep, checked on every call, so that
 	// a shard whose calls only visit existing keys still lets go of the
-	// expired ones.
+	// expired ones (see tidy).
 	nextSweep int64
 	// peak is the largest size of states since the map was made. A Go map
 	// keeps the memory of deleted entries, so a sweep that leaves states
@@ -62,9 +62,9 @@ const (
 // or key longer than maxLiteralLen is held as its SHA-256, as appendEncoded
 // does for Redis, so that a caller-chosen key (from a header, say) cannot
 // make the limiter hold megabytes per key. The hashed flags keep a digest
-// apart from a literal name or key made of the same 32 bytes; one flag per
-// part, as a single flag would let (digest, long key) and (long name,
-// digest) share an entry.
+// apart from a literal name or key made of the same 32 bytes. There is one
+// flag per part: with a single one, (long name N, key D) and (name
+// sha256(N), long key K) would share an entry whenever D is sha256(K).
 type memKey struct {
 	algo                  Algorithm
 	name, key             string

@@ -116,7 +116,8 @@ func (p *Proxy) String() string {
 // first, and is dropped at most once. A request counts towards n only once
 // its reply has arrived, so a request whose server went away meanwhile does
 // not use up a drop. match is called from the proxy's goroutines, possibly
-// concurrently, once a reply has arrived. n <= 0 adds nothing.
+// concurrently, once a reply has arrived, and must not modify args. n <= 0
+// adds nothing.
 func (p *Proxy) DropReplies(n int, match func(args []string) bool) {
 	if n <= 0 {
 		return
@@ -141,6 +142,9 @@ func (p *Proxy) Dropped() int {
 // not passed on. A request is counted before it is written to the server, so
 // once its client has a reply or has seen the connection break, it is
 // counted. It tells, for example, whether a client retried a command.
+//
+// match must not modify args. The proxy keeps the args of every request it
+// passes on for this, which suits tests, not load generation.
 func (p *Proxy) Requests(match func(args []string) bool) int {
 	p.mu.Lock()
 	requests := p.requests

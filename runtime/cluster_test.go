@@ -50,6 +50,12 @@ func TestCluster(t *testing.T) {
 	t.Run("NOSCRIPT after SCRIPT FLUSH on the key's master", func(t *testing.T) {
 		testClusterNoScript(t, c, client, strict)
 	})
+	t.Run("a caller's deadline on a frozen master gets the policy's answer", func(t *testing.T) {
+		testClusterCallerDeadline(t, c, client)
+	})
+	t.Run("an evicting policy on one master is reported", func(t *testing.T) {
+		testClusterEvictionPolicy(t, c, client)
+	})
 	t.Run("manual failover", func(t *testing.T) {
 		testClusterFailover(t, c, client, strict)
 	})

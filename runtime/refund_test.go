@@ -100,3 +100,48 @@ func TestRefundsApplyOnce(t *testing.T) {
 		})
 	}
 }
+
+// isDecision matches the script calls that decide, as the proxy sees them.
+func isDecision(args []string) bool {
+	if len(args) < 4 || (!strings.EqualFold(args[0], "evalsha") && !strings.EqualFold(args[0], "eval")) {
+		return false
+	}
+	n, err := strconv.Atoi(args[2])
+	return err == nil && 3+n < len(args) && args[3+n] == "a"
+}
+
+// TestLostDecisionRepliesNeverOverAdmit drops the reply of every third
+// decision after Redis recorded it, so go-redis resends the decision and
+// Redis records it again. The caller sees one decision, Redis counts two:
+// the limit over-counts (denies early), and never admits more than Max.
+func TestLostDecisionRepliesNeverOverAdmit(t *testing.T) {
+	srv := redistest.StartServer(t)
+	proxy := redistest.StartProxy(t, srv.Addr())
+	client := redis.NewClient(&redis.Options{Addr: proxy.Addr()})
+	t.Cleanup(func() { _ = client.Close() })
+	ctx := context.Background()
+
+	for _, algo := range Algorithms() {
+		t.Run(string(algo), func(t *testing.T) {
+			clock := newFakeClock()
+			lim := NewRedisLimiter(client, WithClock(clock.Now), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second))
+			l := Limit{Name: "lost.decision." + string(algo), Window: time.Hour, Max: 10, Algorithm: algo}
+			admitted, droppedBefore := 0, proxy.Dropped()
+			for i := 0; i < 3*l.Max; i++ {
+				if i%3 == 0 {
+					proxy.DropReplies(1, isDecision)
+				}
+				d, err := lim.Allow(ctx, l, "k")
+				require.NoError(t, err)
+				if d.Allowed {
+					admitted++
+				}
+			}
+			resent := proxy.Dropped() - droppedBefore
+			t.Logf("%s: %d admitted for Max %d, %d decisions resent after a lost reply", algo, admitted, l.Max, resent)
+			require.Positive(t, resent, "go-redis must have resent decisions, or this test shows nothing")
+			require.LessOrEqual(t, admitted, l.Max, "a resent decision must never admit beyond Max")
+			require.Less(t, admitted, l.Max, "each resent admission is counted twice, so fewer than Max reach callers")
+		})
+	}
+}

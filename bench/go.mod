@@ -7,7 +7,9 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/ratelimitgen/ratelimitgen v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/sethvargo/go-limiter v0.7.1
 	github.com/ulule/limiter/v3 v3.11.2
+	golang.org/x/time v0.16.0
 )
 
 require (

@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"crypto/sha256"
+	"hash/maphash"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,32 +22,70 @@ import (
 // the longest window; names and keys longer than 180 bytes are held as their
 // SHA-256, as in Redis, so that what a key costs does not depend on its
 // length.
+//
+// A decision costs no allocation once its key is held: the key is hashed
+// once, that hash picks one of 64 shards, each with its own lock, and finds
+// the key's entry in the shard, and the entry holds the algorithm's state in
+// the same allocation. An idle key costs one entry (the names, its state and
+// a link, about 100 bytes), its bytes, and a slot in its shard's map; a
+// sliding log adds 8 bytes per admission still in its window.
 type MemoryLimiter struct {
-	now    func() int64 // microseconds
 	shards [memShards]memShard
+
+	// clock is WithClock's clock, or nil for the default one. The default
+	// reads the monotonic clock only, counted from epoch: that costs half
+	// of what time.Now costs (which also reads the wall clock), and the
+	// clock then never steps back when the wall clock is set. It starts at
+	// the wall clock's time when the limiter is made and advances as the
+	// monotonic clock does.
+	clock       func() time.Time
+	epoch       time.Time
+	epochMicros int64
+
+	// keySeed seeds the hash of keys. It is random per limiter, so that no
+	// caller can choose keys that collide.
+	keySeed maphash.Seed
 }
 
-const memShards = 64
+const (
+	memShardBits = 6
+	memShards    = 1 << memShardBits
+)
 
+// memShard holds the keys whose hashes start with its index. Its fields
+// are padded to two cache lines, so that a call on one shard never takes
+// the cache line of another's lock away from the core that is using it.
 type memShard struct {
-	mu     sync.Mutex
-	states map[memKey]*memEntry
-	// sweepAt is the map size at which the next sweep of expired keys runs;
+	memShardState
+	_ [128 - unsafe.Sizeof(memShardState{})%128]byte
+}
+
+type memShardState struct {
+	mu sync.Mutex
+	// entries holds the shard's keys by their 64-bit hash; keys whose
+	// hashes are equal are chained through memEntry.next. The map's key is
+	// a plain integer, so a lookup does not hash the strings again.
+	entries map[uint64]*memEntry
+	// n is how many entries the shard holds, chained ones included.
+	n int
+	// sweepAt is the size at which the next sweep of expired keys runs;
 	// doubling it after each sweep keeps sweeping amortised O(1) per call.
 	sweepAt int
 	// nextSweep (µs) also triggers a sweep, checked on every call, so that
 	// a shard whose calls only visit existing keys still lets go of the
 	// expired ones (see tidy).
 	nextSweep int64
-	// peak is the largest size of states since the map was made. A Go map
-	// keeps the memory of deleted entries, so a sweep that leaves states
-	// far below peak copies what is left into a map of the right size.
+	// peak is the largest n since the map was made. A Go map keeps the
+	// memory of deleted entries, so a sweep that leaves n far below peak
+	// copies what is left into a map of the right size.
 	peak int
-	// committed receives the verdict that commit completes. The verdict's
-	// address goes through the memState interface, so a local would escape
-	// to the heap on every call; the shard is on the heap already, and
-	// locked while it is used.
-	committed verdict
+	// last is the latest default-clock time (µs) a call on the shard used.
+	// The default clock is read before the lock is taken, to keep the
+	// lock's hold short, so a call that waited for the lock may carry an
+	// older time than the one before it; it then decides at last instead,
+	// and the shard's time never goes back, as when the clock was read
+	// under the lock.
+	last int64
 }
 
 const (
@@ -58,6 +98,37 @@ const (
 	memShrinkFactor = 4
 )
 
+// memAlgo numbers the algorithms for the memory limiter's keys, so that an
+// entry records its algorithm in one byte.
+type memAlgo uint8
+
+const (
+	memSlidingLog memAlgo = iota
+	memSlidingWindow
+	memFixedWindow
+	memTokenBucket
+	memGCRA
+	memAlgos
+)
+
+// memAlgoOf returns a's number; the zero Algorithm is SlidingLog. ok is
+// false for an unknown algorithm, which Validate rejects.
+func memAlgoOf(a Algorithm) (_ memAlgo, ok bool) {
+	switch a {
+	case SlidingLog, "":
+		return memSlidingLog, true
+	case SlidingWindow:
+		return memSlidingWindow, true
+	case FixedWindow:
+		return memFixedWindow, true
+	case TokenBucket:
+		return memTokenBucket, true
+	case GCRA:
+		return memGCRA, true
+	}
+	return 0, false
+}
+
 // memKey mirrors the Redis storage key: algorithm, limit name, key. A name
 // or key longer than maxLiteralLen is held as its SHA-256, as appendEncoded
 // does for Redis, so that a caller-chosen key (from a header, say) cannot
@@ -65,58 +136,193 @@ const (
 // apart from a literal name or key made of the same 32 bytes. There is one
 // flag per part: with a single one, (long name N, key D) and (name
 // sha256(N), long key K) would share an entry whenever D is sha256(K).
+//
+// name and key are the stored forms: the caller's strings, or views of
+// digests kept in the caller's frame (see memDigests), so that even a long
+// key costs no allocation until the limiter first stores it.
 type memKey struct {
-	algo                  Algorithm
 	name, key             string
+	algo                  memAlgo
 	nameHashed, keyHashed bool
 }
 
-// newMemKey returns the memKey of (algo, name, key). Short names and keys
-// are used as they are, so the common case costs no allocation.
-func newMemKey(algo Algorithm, name, key string) memKey {
+// memDigests holds the digests of a memKey's long parts.
+type memDigests struct {
+	name, key [sha256.Size]byte
+}
+
+// newMemKey returns the key of (algo, name, key), hashing the long parts
+// into d, which must live as long as the key. (It returns the key rather
+// than filling one in place so that escape analysis can see that d lives
+// only as long as the key does, and keep both on the caller's stack.)
+func newMemKey(algo memAlgo, name, key string, d *memDigests) memKey {
 	k := memKey{algo: algo, name: name, key: key}
 	if len(name) > maxLiteralLen {
-		k.name, k.nameHashed = digest(name), true
+		d.name = sum256(name)
+		k.name, k.nameHashed = unsafe.String(&d.name[0], len(d.name)), true
 	}
 	if len(key) > maxLiteralLen {
-		k.key, k.keyHashed = digest(key), true
+		d.key = sum256(key)
+		k.key, k.keyHashed = unsafe.String(&d.key[0], len(d.key)), true
 	}
 	return k
 }
 
+// sum256 returns s's SHA-256. It hashes the string's own bytes: Sum256 only
+// reads them, and []byte(s) would copy the whole key on every call, as much
+// work as the hash.
+func sum256(s string) [sha256.Size]byte {
+	return sha256.Sum256(unsafe.Slice(unsafe.StringData(s), len(s)))
+}
+
 // digest returns s's SHA-256 as a 32-byte string.
 func digest(s string) string {
-	// Hash the string's own bytes: Sum256 only reads them, and []byte(s)
-	// would copy the whole key on every call, as much work as the hash.
-	sum := sha256.Sum256(unsafe.Slice(unsafe.StringData(s), len(s)))
+	sum := sum256(s)
 	return string(sum[:])
 }
 
-// shard returns the index of k's shard. It hashes the stored form, so a
-// long key is not read once more.
-func (k *memKey) shard() uint32 {
-	return shardOf(k.name, k.key)
+// hash returns k's 64-bit hash; its top memShardBits bits pick the shard.
+//
+// Only the key is hashed in full, with the limiter's random seed: it is
+// what callers (and their users) choose, and a second full hash of the
+// name would cost as much again on every call. The name, which the
+// program chooses, is folded in through nameFold; two names that fold
+// alike only make their keys share a chain, as matches tells them apart.
+func (m *MemoryLimiter) hash(k *memKey) uint64 {
+	return maphash.String(m.keySeed, k.key) ^ nameFold(k.name, k.algo)
 }
 
+// nameFold mixes a name's length, its first and last 8 bytes, and the
+// algorithm into 64 bits. Names of up to 16 bytes count whole; longer ones
+// that differ only in the middle fold alike.
+func nameFold(name string, algo memAlgo) uint64 {
+	n := len(name)
+	x := uint64(n)<<56 ^ uint64(algo)<<48
+	if n >= 8 {
+		x ^= le64(name) ^ bits.RotateLeft64(le64(name[n-8:]), 31)
+	} else {
+		for i := 0; i < n; i++ {
+			x ^= uint64(name[i]) << (8 * i)
+		}
+	}
+	x *= 0x9e3779b97f4a7c15
+	return x ^ x>>29
+}
+
+// le64 reads s's first 8 bytes as a little-endian number.
+func le64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// shardOf returns the index of the shard of hash h.
+func shardOf(h uint64) uint64 { return h >> (64 - memShardBits) }
+
+// memEntry is one key's record. It is the head of a memEntryOf, which holds
+// the algorithm's state in the same allocation.
 type memEntry struct {
-	state    memState
-	expireAt int64 // µs; from then on the state holds nothing that counts
+	// next is another entry whose key has the same hash, or nil.
+	next *memEntry
+	// name and key are the stored forms (see memKey).
+	name, key string
+	expireAt  int64 // µs; from then on the state holds nothing that counts
+	// state points at the memEntryOf's state.
+	state                 memState
+	algo                  memAlgo
+	nameHashed, keyHashed bool
+}
+
+type memEntryOf[S any] struct {
+	memEntry
+	s S
+}
+
+// newEntryOf returns an entry with a zero state of type S.
+func newEntryOf[S any, P interface {
+	*S
+	memState
+}]() *memEntry {
+	e := new(memEntryOf[S])
+	e.state = P(&e.s)
+	return &e.memEntry
+}
+
+// matches reports whether e is k's entry.
+func (e *memEntry) matches(k *memKey) bool {
+	return e.algo == k.algo && e.nameHashed == k.nameHashed && e.keyHashed == k.keyHashed &&
+		e.key == k.key && e.name == k.name
+}
+
+// check and commit call the state's own methods directly, not through the
+// interface: the calls then inline, and the verdict stays on the stack.
+func (e *memEntry) check(now int64, p params) verdict {
+	switch s := e.state.(type) {
+	case *slidingLog:
+		return s.check(now, p)
+	case *slidingWindow:
+		return s.check(now, p)
+	case *fixedWindow:
+		return s.check(now, p)
+	case *tokenBucket:
+		return s.check(now, p)
+	case *gcra:
+		return s.check(now, p)
+	}
+	panic("ratelimit: unknown memory state")
+}
+
+func (e *memEntry) commit(now int64, p params, v *verdict) {
+	switch s := e.state.(type) {
+	case *slidingLog:
+		s.commit(now, p, v)
+	case *slidingWindow:
+		s.commit(now, p, v)
+	case *fixedWindow:
+		s.commit(now, p, v)
+	case *tokenBucket:
+		s.commit(now, p, v)
+	case *gcra:
+		s.commit(now, p, v)
+	}
+	e.expireAt = now + v.reset
 }
 
 // NewMemoryLimiter returns an in-process Limiter. It honours WithClock;
 // other options are ignored.
 func NewMemoryLimiter(opts ...Option) *MemoryLimiter {
 	c := newConfig(opts)
-	m := &MemoryLimiter{now: func() int64 { return time.Now().UnixMicro() }}
-	if c.clock != nil {
-		clock := c.clock
-		m.now = func() int64 { return clock().UnixMicro() }
-	}
+	m := &MemoryLimiter{clock: c.clock, keySeed: maphash.MakeSeed()}
+	m.epoch = time.Now()
+	m.epochMicros = m.epoch.UnixMicro()
 	for i := range m.shards {
-		m.shards[i].states = make(map[memKey]*memEntry)
+		m.shards[i].entries = make(map[uint64]*memEntry)
 		m.shards[i].sweepAt = memMinSweep
 	}
 	return m
+}
+
+// earlyNow returns the default clock's time in µs, or 0 under WithClock,
+// whose clock is read under the shard lock (see lockedNow).
+func (m *MemoryLimiter) earlyNow() int64 {
+	if m.clock != nil {
+		return 0
+	}
+	return m.epochMicros + int64(time.Since(m.epoch)/time.Microsecond)
+}
+
+// lockedNow returns the time at which a call on s decides, given what
+// earlyNow returned. WithClock's clock is read here, under the lock, so
+// that calls decide in the order of the times they read. s must be locked.
+func (m *MemoryLimiter) lockedNow(s *memShard, early int64) int64 {
+	if m.clock != nil {
+		return m.clock().UnixMicro()
+	}
+	if early < s.last {
+		return s.last
+	}
+	s.last = early
+	return early
 }
 
 // Allow is AllowN with a cost of 1.
@@ -128,29 +334,51 @@ func (m *MemoryLimiter) Allow(ctx context.Context, l Limit, key string) (Decisio
 // them, and records them; otherwise it records nothing and reports when
 // there will be room. See the package documentation for the exact semantics.
 func (m *MemoryLimiter) AllowN(ctx context.Context, l Limit, key string, n int) (Decision, error) {
+	algo, p, plain := plainRequest(l, n)
+	if !plain || len(l.Name) > maxLiteralLen || len(key) > maxLiteralLen {
+		return m.allowN(ctx, l, key, n)
+	}
+	if err := ctx.Err(); err != nil {
+		return Decision{}, err
+	}
+	k := memKey{algo: algo, name: l.Name, key: key}
+	h := m.hash(&k)
+	v := m.decide(&m.shards[shardOf(h)], h, &k, l.Name, p, m.earlyNow())
+	return v.decision(v.ok), nil
+}
+
+// allowN is AllowN for the calls that plainRequest does not vouch for or
+// whose name or key is long: it validates in full and hashes the long
+// parts.
+func (m *MemoryLimiter) allowN(ctx context.Context, l Limit, key string, n int) (Decision, error) {
 	if err := checkRequest(l, n); err != nil {
 		return Decision{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return Decision{}, err
 	}
-	k := newMemKey(l.algorithm(), l.Name, key)
-	s := &m.shards[k.shard()]
+	algo, _ := memAlgoOf(l.Algorithm)
+	var d memDigests
+	k := newMemKey(algo, l.Name, key, &d)
+	h := m.hash(&k)
 	p := paramsOf(l, n)
+	v := m.decide(&m.shards[shardOf(h)], h, &k, l.Name, p, m.earlyNow())
+	return v.decision(v.ok), nil
+}
 
+// decide runs one call on shard s, everything that needs its lock and
+// nothing else. name is the limit's name as the caller gave it.
+func (m *MemoryLimiter) decide(s *memShard, h uint64, k *memKey, name string, p params, early int64) verdict {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := m.now()
+	now := m.lockedNow(s, early)
 	s.tidy(now)
-	e := s.entry(k)
-	v := e.state.check(now, p)
+	e := s.entry(h, k, name)
+	v := e.check(now, p)
 	if v.ok {
-		s.committed = v
-		e.state.commit(now, p, &s.committed)
-		v = s.committed
-		e.expireAt = now + v.reset
+		e.commit(now, p, &v)
 	}
-	return v.decision(v.ok), nil
+	return v
 }
 
 // AllowAll admits a call only if every request's limit has room, recording
@@ -163,22 +391,46 @@ func (m *MemoryLimiter) AllowAll(ctx context.Context, reqs ...Request) (Decision
 	if err := ctx.Err(); err != nil {
 		return Decisions{}, err
 	}
-	// Each key is built once, as hashing a long one is worth doing only
-	// once; up to four of them stay on the stack.
-	var keyBuf [4]memKey
-	keys := keyBuf[:0]
-	if len(reqs) > len(keyBuf) {
+	// Each key is built and hashed once, as hashing a long one is worth
+	// doing only once; up to four requests with short names and keys need
+	// no allocation but the Decisions.
+	const inline = 4
+	var (
+		keyBuf   [inline]memKey
+		hashBuf  [inline]uint64
+		orderBuf [inline]uint64
+		entBuf   [inline]*memEntry
+		vBuf     [inline]verdict
+		pBuf     [inline]params
+	)
+	keys, hashes, order := keyBuf[:0], hashBuf[:0], orderBuf[:0]
+	entries, vs, ps := entBuf[:0], vBuf[:0], pBuf[:0]
+	if len(reqs) > inline {
 		keys = make([]memKey, 0, len(reqs))
+		hashes = make([]uint64, 0, len(reqs))
+		order = make([]uint64, 0, len(reqs))
+		entries = make([]*memEntry, 0, len(reqs))
+		vs = make([]verdict, 0, len(reqs))
+		ps = make([]params, 0, len(reqs))
 	}
-	idx := make([]uint32, 0, len(reqs))
-	for _, r := range reqs {
-		k := newMemKey(r.Limit.algorithm(), r.Limit.Name, r.Key)
-		keys = append(keys, k)
-		idx = append(idx, k.shard())
+	for i, r := range reqs {
+		algo, _ := memAlgoOf(r.Limit.Algorithm)
+		p := paramsOf(r.Limit, r.cost())
+		var d *memDigests
+		if len(r.Limit.Name) > maxLiteralLen || len(r.Key) > maxLiteralLen {
+			// Rare enough to allocate: a digest in a stack array would
+			// have to outlive this iteration.
+			d = new(memDigests)
+		}
+		keys = append(keys, newMemKey(algo, r.Limit.Name, r.Key, d))
+		h := m.hash(&keys[i])
+		hashes = append(hashes, h)
+		order = append(order, shardOf(h))
+		ps = append(ps, p)
 	}
-	order := slices.Clone(idx)
 	slices.Sort(order)
 	order = slices.Compact(order)
+	early := m.earlyNow()
 	for _, i := range order {
 		m.shards[i].mu.Lock()
 	}
@@ -188,25 +440,33 @@ func (m *MemoryLimiter) AllowAll(ctx context.Context, reqs ...Request) (Decision
 		}
 	}()
 
-	now := m.now()
+	now := early
+	if m.clock != nil {
+		now = m.clock().UnixMicro()
+	} else {
+		for _, i := range order {
+			now = max(now, m.shards[i].last)
+		}
+		for _, i := range order {
+			m.shards[i].last = now
+		}
+	}
 	// Sweep before the first lookup: a sweep between two lookups could
 	// delete an expired entry the call already holds, and the admission
 	// then recorded in it would be lost.
 	for _, i := range order {
 		m.shards[i].tidy(now)
 	}
-	entries := make([]*memEntry, len(reqs))
-	vs := make([]verdict, len(reqs))
 	all := true
-	for i, r := range reqs {
-		entries[i] = m.shards[idx[i]].entry(keys[i])
-		vs[i] = entries[i].state.check(now, paramsOf(r.Limit, r.cost()))
+	for i := range reqs {
+		e := m.shards[shardOf(hashes[i])].entry(hashes[i], &keys[i], reqs[i].Limit.Name)
+		entries = append(entries, e)
+		vs = append(vs, e.check(now, ps[i]))
 		all = all && vs[i].ok
 	}
 	if all {
-		for i, r := range reqs {
-			entries[i].state.commit(now, paramsOf(r.Limit, r.cost()), &vs[i])
-			entries[i].expireAt = now + vs[i].reset
+		for i, e := range entries {
+			e.commit(now, ps[i], &vs[i])
 		}
 	}
 	return combine(vs, all), nil
@@ -225,48 +485,97 @@ func (m *MemoryLimiter) AllowAll(ctx context.Context, reqs ...Request) (Decision
 // (Redis forgets on its own clock), which the differential tests rely on
 // not happening when no key is created.
 func (s *memShard) tidy(now int64) {
-	if n := len(s.states); n >= s.sweepAt || (now >= s.nextSweep && n > memMinSweep) {
+	if s.n >= s.sweepAt || (now >= s.nextSweep && s.n > memMinSweep) {
 		s.sweep(now)
 	}
 }
 
-// entry returns k's state, creating it if needed. The shard must be locked.
-func (s *memShard) entry(k memKey) *memEntry {
-	if e := s.states[k]; e != nil {
-		return e
+// entry returns k's entry, creating it if needed; h is k's hash, name the
+// limit's name as the caller gave it. The shard must be locked.
+func (s *memShard) entry(h uint64, k *memKey, name string) *memEntry {
+	head := s.entries[h]
+	for e := head; e != nil; e = e.next {
+		if e.matches(k) {
+			return e
+		}
 	}
-	if !k.keyHashed {
-		// The key may be a slice of a much larger string (a request body,
-		// say); holding the slice would hold all of it.
-		k.key = strings.Clone(k.key)
+	return s.add(h, k, name, head)
+}
+
+// add creates k's entry in front of head, the chain of hash h. It is kept
+// out of entry so that the lookup stays small enough to inline.
+func (s *memShard) add(h uint64, k *memKey, name string, head *memEntry) *memEntry {
+	var e *memEntry
+	switch k.algo {
+	case memSlidingLog:
+		e = newEntryOf[slidingLog]()
+	case memSlidingWindow:
+		e = newEntryOf[slidingWindow]()
+	case memFixedWindow:
+		e = newEntryOf[fixedWindow]()
+	case memTokenBucket:
+		e = newEntryOf[tokenBucket]()
+	default:
+		e = newEntryOf[gcra]()
 	}
-	e := &memEntry{state: algoSpecs[k.algo].newState()}
-	s.states[k] = e
-	s.peak = max(s.peak, len(s.states))
+	e.algo, e.nameHashed, e.keyHashed = k.algo, k.nameHashed, k.keyHashed
+	// A short name is held as the caller's string, as a limit's name is
+	// normally a constant. A key may be a slice of a much larger string (a
+	// request body, say); holding the slice would hold all of it, so it is
+	// copied. Digests live in the caller's frame, so they are copied too.
+	// Nothing of k itself is kept, which lets its digests stay on the
+	// stack.
+	e.name = name
+	if k.nameHashed {
+		e.name = strings.Clone(k.name)
+	}
+	e.key = strings.Clone(k.key)
+	e.next = head
+	s.entries[h] = e
+	s.n++
+	s.peak = max(s.peak, s.n)
 	return e
 }
 
-// sweep deletes every state that holds nothing that counts, and rebuilds
+// sweep deletes every entry that holds nothing that counts, and rebuilds
 // the map when that leaves it far below its peak size, since a Go map never
 // shrinks by itself. It returns how many entries remain. The shard must be
 // locked.
 func (s *memShard) sweep(now int64) int {
-	for k, e := range s.states {
-		if e.expireAt <= now {
-			delete(s.states, k)
+	for h, head := range s.entries {
+		var first, last *memEntry
+		for e := head; e != nil; {
+			next := e.next
+			if e.expireAt <= now {
+				s.n--
+			} else {
+				e.next = nil
+				if first == nil {
+					first = e
+				} else {
+					last.next = e
+				}
+				last = e
+			}
+			e = next
+		}
+		switch {
+		case first == nil:
+			delete(s.entries, h)
+		case first != head:
+			s.entries[h] = first
 		}
 	}
-	n := len(s.states)
-	if s.peak > memMinSweep && n <= s.peak/memShrinkFactor {
-		fresh := make(map[memKey]*memEntry, n)
-		for k, e := range s.states {
-			fresh[k] = e
+	if s.peak > memMinSweep && s.n <= s.peak/memShrinkFactor {
+		fresh := make(map[uint64]*memEntry, len(s.entries))
+		for h, e := range s.entries {
+			fresh[h] = e
 		}
-		s.states, s.peak = fresh, n
+		s.entries, s.peak = fresh, s.n
 	}
-	s.sweepAt = max(memMinSweep, 2*n)
+	s.sweepAt = max(memMinSweep, 2*s.n)
 	s.nextSweep = now + memSweepInterval
-	return n
+	return s.n
 }
 
 // sweep deletes the expired entries of every shard, rebuilding the maps
@@ -281,8 +590,9 @@ func (m *MemoryLimiter) sweep() int {
 	n := 0
 	for i := range m.shards {
 		s := &m.shards[i]
+		early := m.earlyNow()
 		s.mu.Lock()
-		n += s.sweep(m.now())
+		n += s.sweep(m.lockedNow(s, early))
 		s.mu.Unlock()
 	}
 	return n
@@ -295,27 +605,17 @@ func (m *MemoryLimiter) Len() int {
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock()
-		n += len(s.states)
+		n += s.n
 		s.mu.Unlock()
 	}
 	return n
 }
 
-func shardOf(name, key string) uint32 {
-	const prime32 = 16777619
-	h := uint32(2166136261)
-	for i := 0; i < len(name); i++ {
-		h = (h ^ uint32(name[i])) * prime32
-	}
-	h = (h ^ 0xff) * prime32
-	for i := 0; i < len(key); i++ {
-		h = (h ^ uint32(key[i])) * prime32
-	}
-	return h % memShards
-}
-
 // checkRequest validates what every backend validates before deciding.
 func checkRequest(l Limit, n int) error {
+	if _, _, plain := plainRequest(l, n); plain {
+		return nil
+	}
 	if err := l.Validate(); err != nil {
 		return err
 	}
@@ -326,4 +626,35 @@ func checkRequest(l Limit, n int) error {
 		return costError(l, n, "it is larger than the limit's capacity ("+strconv.Itoa(c)+"), so it could never be admitted")
 	}
 	return nil
+}
+
+// plainRequest reports, in a few comparisons, that a call of cost n under
+// l passes every check of checkRequest, as nearly every call does, and
+// returns what deciding it needs, so that the hot path skips Validate's
+// work (looking the algorithm up in a map, dividing to bound the waits).
+// It is conservative: false only means that checkRequest must look closer.
+//
+// The one check that needs arithmetic is that no number an algorithm
+// computes exceeds maxExact. All of them are at most about Window (µs)
+// times max(Max, Burst), so a product of fewer than 52 bits passes:
+// Window × Burst for the token bucket's level, Burst intervals of at most
+// Window each for GCRA, 11 buckets of Window/10 for the sliding window.
+func plainRequest(l Limit, n int) (memAlgo, params, bool) {
+	algo, ok := memAlgoOf(l.Algorithm)
+	w := l.Window.Microseconds()
+	if !ok || l.Name == "" || w < 1 || l.Max < 1 || l.Burst < 0 || n < 1 {
+		return 0, params{}, false
+	}
+	burst := l.Max
+	if l.Burst > 0 {
+		burst = l.Burst
+	}
+	capacity := l.Max
+	if algo == memTokenBucket || algo == memGCRA {
+		capacity = burst
+	}
+	if n > capacity || bits.Len64(uint64(w))+bits.Len64(uint64(max(l.Max, burst))) > 52 {
+		return 0, params{}, false
+	}
+	return algo, params{window: w, max: int64(l.Max), burst: int64(burst), cost: int64(n)}, true
 }

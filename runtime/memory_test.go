@@ -109,13 +109,11 @@ func TestMemoryLongKeysAreDistinct(t *testing.T) {
 	require.True(t, allow(t, lim, l, edge).Allowed)
 	require.True(t, allow(t, lim, l, edge+"e").Allowed)
 	stored := map[string]bool{}
-	for i := range lim.shards {
-		for k := range lim.shards[i].states {
-			if k.name == l.Name {
-				stored[k.key] = k.keyHashed
-			}
+	forEachEntry(lim, func(e *memEntry) {
+		if e.name == l.Name {
+			stored[e.key] = e.keyHashed
 		}
-	}
+	})
 	hashed, ok := stored[edge]
 	require.True(t, ok && !hashed, "a key of maxLiteralLen bytes is stored verbatim")
 	hashed, ok = stored[digest(edge+"e")]
@@ -135,12 +133,10 @@ func TestMemoryLongKeysDoNotPinMemory(t *testing.T) {
 		float64(before)/1e6, float64(after)/1e6, float64(after-before)/1e6, lim.Len())
 
 	require.Equal(t, 100, lim.Len())
-	for i := range lim.shards {
-		for k := range lim.shards[i].states {
-			require.True(t, k.keyHashed)
-			require.LessOrEqual(t, len(k.key), sha256.Size)
-		}
-	}
+	forEachEntry(lim, func(e *memEntry) {
+		require.True(t, e.keyHashed)
+		require.LessOrEqual(t, len(e.key), sha256.Size)
+	})
 	require.Less(t, after-before, int64(10*mib), "the limiter holds the long keys themselves")
 	goruntime.KeepAlive(lim)
 }
@@ -203,11 +199,10 @@ func TestMemoryIdleShardLetsGo(t *testing.T) {
 
 	// One hot key per shard, kept alive throughout.
 	var hot []string
-	seen := map[uint32]bool{}
+	seen := map[uint64]bool{}
 	for i := 0; len(hot) < memShards; i++ {
 		key := "hot" + strconv.Itoa(i)
-		k := newMemKey(l.algorithm(), l.Name, key)
-		if sh := k.shard(); !seen[sh] {
+		if sh := shardIndex(lim, l, key); !seen[sh] {
 			seen[sh] = true
 			hot = append(hot, key)
 		}
@@ -246,11 +241,11 @@ func TestMemoryAllowAllKeepsAdmissionsWhenSweepDue(t *testing.T) {
 	l2 := Limit{Name: "all2", Window: time.Second, Max: 1}
 	// a and b on one shard, b not yet known.
 	a := "a"
-	sa := newMemKey(l.algorithm(), l.Name, a)
+	sa := shardIndex(lim, l, a)
 	var b string
 	for i := 0; ; i++ {
 		b = "b" + strconv.Itoa(i)
-		if k := newMemKey(l2.algorithm(), l2.Name, b); k.shard() == sa.shard() {
+		if shardIndex(lim, l2, b) == sa {
 			break
 		}
 	}
@@ -258,7 +253,7 @@ func TestMemoryAllowAllKeepsAdmissionsWhenSweepDue(t *testing.T) {
 	// Enough other keys on the shard for its timed sweep to run.
 	for i, filled := 0, 0; filled < 2*memMinSweep; i++ {
 		key := "f" + strconv.Itoa(i)
-		if k := newMemKey(l.algorithm(), l.Name, key); k.shard() == sa.shard() {
+		if shardIndex(lim, l, key) == sa {
 			allow(t, lim, l, key)
 			filled++
 		}
@@ -300,4 +295,29 @@ func TestMemorySweepConcurrent(t *testing.T) {
 	wg.Wait()
 	clock.Advance(time.Second)
 	require.Zero(t, lim.sweep())
+}
+
+// forEachEntry calls f with every entry lim holds.
+func forEachEntry(lim *MemoryLimiter, f func(*memEntry)) {
+	for i := range lim.shards {
+		s := &lim.shards[i]
+		s.mu.Lock()
+		for _, head := range s.entries {
+			for e := head; e != nil; e = e.next {
+				f(e)
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// shardIndex returns the index of the shard of (l, key) in lim.
+func shardIndex(lim *MemoryLimiter, l Limit, key string) uint64 {
+	algo, ok := memAlgoOf(l.Algorithm)
+	if !ok {
+		panic("unknown algorithm")
+	}
+	var d memDigests
+	k := newMemKey(algo, l.Name, key, &d)
+	return shardOf(lim.hash(&k))
 }

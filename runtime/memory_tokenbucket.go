@@ -39,6 +39,9 @@ func (b *tokenBucket) commit(now int64, p params, v *verdict) {
 	capacity := p.burst * p.window
 	t := v.scratch - p.cost*p.window
 	b.t, b.s, b.set = t, v.count, true
-	v.remaining = t / p.window
+	// t / window, as the script computes it, is check's level / window
+	// less cost: the level was at least cost*window, so taking whole
+	// tokens away leaves the same remainder. One division fewer.
+	v.remaining -= p.cost
 	v.reset = b.s - now + ceilDiv(capacity-t, p.max)
 }

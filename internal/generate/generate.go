@@ -88,6 +88,7 @@ func Generate(ctx context.Context, cfg Config, patterns ...string) (*Result, err
 			generated[pkg.Name+"."+name] = true
 		}
 	}
+	checkSharedNames(models, ds)
 	// Type errors matter only in packages that use directives: others are
 	// loaded because a pattern matched them. Code that calls the wrappers
 	// of this run is expected not to compile until they are generated.

@@ -22,7 +22,10 @@ type limit struct {
 	// fn is the method the directive is on (not an instance of it).
 	fn    *types.Func
 	owner *types.TypeName
-	// name is the runtime.Limit's Name: name= or Type.Method.
+	// pos is the position of the directive, for messages about limits
+	// that share a name.
+	pos token.Position
+	// name is the runtime.Limit's Name: name= or path/to/pkg.Type.Method.
 	name   string
 	window time.Duration
 	max    int
@@ -152,6 +155,7 @@ func buildLimits(pkg *packages.Package, file *ast.File, a *annotated, ds *diagno
 		l := &limit{
 			fn:     a.fn,
 			owner:  a.owner,
+			pos:    d.pos,
 			name:   limitName(a, d, i),
 			window: d.parsed.Window,
 			max:    d.parsed.Max,
@@ -193,15 +197,26 @@ func buildLimits(pkg *packages.Package, file *ast.File, a *annotated, ds *diagno
 }
 
 // limitName returns the name of the limit of a's i-th directive d: its
-// name=, or Type.Method for the first.
+// name=, or for the first the method's full name, import path included
+// (example.com/shop/orders.Service.Get). Limits are counted by name, and
+// one limiter usually serves a whole program, so a default name must be
+// unique in a program: with Type.Method alone, orders.Service.Get and
+// invoices.Service.Get would share one count.
 func limitName(a *annotated, d *directive, i int) string {
 	if d.parsed != nil && d.parsed.Name != "" {
 		return d.parsed.Name
 	}
 	if i == 0 {
-		return a.owner.Name() + "." + a.fn.Name()
+		return defaultLimitName(a.owner, a.fn)
 	}
 	return ""
+}
+
+// defaultLimitName is the name of a method's only (or first) limit when
+// its directive has no name=. Every instantiation of a generic type shares
+// it: the key, not the type argument, is what separates counts.
+func defaultLimitName(owner *types.TypeName, fn *types.Func) string {
+	return owner.Pkg().Path() + "." + owner.Name() + "." + fn.Name()
 }
 
 // checkLimitNames checks that the limits of a method with several

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -89,7 +90,7 @@ func exercise(t *testing.T, lim runtime.Limiter) {
 		}
 	}
 	err := n.SendCode(ctx, SendCodeRequest{Email: "a@example.com"})
-	checkDenied(t, err, "Notifier.SendCode")
+	checkDenied(t, err, here+"Notifier.SendCode")
 	if got := next.sendCode["a@example.com"]; got != 3 {
 		t.Fatalf("the wrapped SendCode ran %d times; want 3 (not on denial)", got)
 	}
@@ -103,7 +104,7 @@ func exercise(t *testing.T, lim runtime.Limiter) {
 		}
 	}
 	s, err := n.Lookup(ctx, 123456789)
-	checkDenied(t, err, "Notifier.Lookup")
+	checkDenied(t, err, here+"Notifier.Lookup")
 	if s != "" || next.lookup != 3 {
 		t.Fatalf("denied Lookup returned %q and the wrapped Lookup ran %d times; want \"\" and 3", s, next.lookup)
 	}
@@ -115,7 +116,7 @@ func exercise(t *testing.T, lim runtime.Limiter) {
 		}
 	}
 	c, err := n.Charge(ctx, acct, 100)
-	checkDenied(t, err, "Notifier.Charge")
+	checkDenied(t, err, here+"Notifier.Charge")
 	if c != 0 || next.charge != 3 {
 		t.Fatalf("denied Charge returned %d and the wrapped Charge ran %d times; want 0 and 3", c, next.charge)
 	}
@@ -124,6 +125,10 @@ func exercise(t *testing.T, lim runtime.Limiter) {
 		t.Fatalf("Charge for another account: %v", err)
 	}
 }
+
+// here is the import path of this package, which starts the default
+// names of its limits.
+var here = reflect.TypeFor[Notifier]().PkgPath() + "."
 
 func checkDenied(t *testing.T, err error, name string) {
 	t.Helper()
@@ -270,7 +275,7 @@ func exerciseAlerts(t *testing.T, lim runtime.Limiter, clock *clock) {
 			t.Fatalf("Page call %d: %v", i+1, err)
 		}
 	}
-	checkDeniedBy(t, a.Page(ctx, "ops@example.com"), "Alerts.Page", 3, time.Minute)
+	checkDeniedBy(t, a.Page(ctx, "ops@example.com"), here+"Alerts.Page", 3, time.Minute)
 	if next.page != 3 {
 		t.Fatalf("the wrapped Page ran %d times; want 3", next.page)
 	}
@@ -301,7 +306,7 @@ func exerciseAlerts(t *testing.T, lim runtime.Limiter, clock *clock) {
 	if err := a.Digest(ctx, "ops@example.com", make([]string, 4)); err != nil {
 		t.Fatalf("Digest of 4 lines, the bucket's capacity: %v", err)
 	}
-	checkDeniedBy(t, a.Digest(ctx, "ops@example.com", make([]string, 1)), "Alerts.Digest", 10, time.Minute)
+	checkDeniedBy(t, a.Digest(ctx, "ops@example.com", make([]string, 1)), here+"Alerts.Digest", 10, time.Minute)
 	if next.digest != 1 {
 		t.Fatalf("the wrapped Digest ran %d times; want 1", next.digest)
 	}
@@ -340,7 +345,7 @@ func exerciseAlerts(t *testing.T, lim runtime.Limiter, clock *clock) {
 	if err := a.Bulk(ctx, "ops@example.com", 10); err != nil {
 		t.Fatalf("Bulk of 10: %v", err)
 	}
-	checkDeniedBy(t, a.Bulk(ctx, "ops@example.com", 1), "Alerts.Bulk", 10, time.Minute)
+	checkDeniedBy(t, a.Bulk(ctx, "ops@example.com", 1), here+"Alerts.Bulk", 10, time.Minute)
 	// The total had room for that call, which took none of it: nine other
 	// addresses can use the 90 units left, and then it is full.
 	for i := range 9 {

@@ -15,15 +15,15 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitNotifierSendCode = runtime.Limit{Name: "Notifier.SendCode", Window: time.Minute, Max: 3}
-	limitNotifierLookup   = runtime.Limit{Name: "Notifier.Lookup", Window: time.Minute, Max: 3}
-	limitNotifierCharge   = runtime.Limit{Name: "Notifier.Charge", Window: time.Minute, Max: 3}
-	limitAlertsPage       = runtime.Limit{Name: "Alerts.Page", Window: time.Minute, Max: 3}
+	limitNotifierSendCode = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.SendCode", Window: time.Minute, Max: 3}
+	limitNotifierLookup   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.Lookup", Window: time.Minute, Max: 3}
+	limitNotifierCharge   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.Charge", Window: time.Minute, Max: 3}
+	limitAlertsPage       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Page", Window: time.Minute, Max: 3}
 	limitAlertsPageHourly = runtime.Limit{Name: "Alerts.Page.hourly", Window: time.Hour, Max: 5}
-	limitAlertsDigest     = runtime.Limit{Name: "Alerts.Digest", Window: time.Minute, Max: 10, Algorithm: runtime.TokenBucket, Burst: 4}
-	limitAlertsUpload     = runtime.Limit{Name: "Alerts.Upload", Window: time.Minute, Max: 1000, Algorithm: runtime.SlidingWindow}
-	limitAlertsAdjust     = runtime.Limit{Name: "Alerts.Adjust", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
-	limitAlertsBulk       = runtime.Limit{Name: "Alerts.Bulk", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
+	limitAlertsDigest     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Digest", Window: time.Minute, Max: 10, Algorithm: runtime.TokenBucket, Burst: 4}
+	limitAlertsUpload     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Upload", Window: time.Minute, Max: 1000, Algorithm: runtime.SlidingWindow}
+	limitAlertsAdjust     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Adjust", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
+	limitAlertsBulk       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Bulk", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
 	limitAlertsBulkTotal  = runtime.Limit{Name: "Alerts.Bulk.total", Window: time.Minute, Max: 100, Algorithm: runtime.GCRA}
 )
 
@@ -41,8 +41,9 @@ func NewRateLimitedNotifier(next Notifier, limiter runtime.Limiter) *RateLimited
 	return &RateLimitedNotifier{next: next, limiter: limiter}
 }
 
-// Charge calls the wrapped Notifier's Charge if the limit "Notifier.Charge", 3
-// calls per minute for each value of (acct.Tenant, acct.ID), admits the call.
+// Charge calls the wrapped Notifier's Charge if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.Charge", 3 calls
+// per minute for each value of (acct.Tenant, acct.ID), admits the call.
 // Otherwise it returns a *runtime.LimitError, or the limiter's error if the
 // limiter could not decide.
 func (r *RateLimitedNotifier) Charge(ctx context.Context, acct Account, cents int) (int, error) {
@@ -59,10 +60,10 @@ func (r *RateLimitedNotifier) Charge(ctx context.Context, acct Account, cents in
 	return r.next.Charge(ctx, acct, cents)
 }
 
-// Lookup calls the wrapped Notifier's Lookup if the limit "Notifier.Lookup", 3
-// calls per minute for each value of id, admits the call. Otherwise it returns
-// a *runtime.LimitError, or the limiter's error if the limiter could not
-// decide.
+// Lookup calls the wrapped Notifier's Lookup if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.Lookup", 3 calls
+// per minute for each value of id, admits the call. Otherwise it returns a
+// *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *RateLimitedNotifier) Lookup(ctx context.Context, id int64) (string, error) {
 	d, err := r.limiter.Allow(ctx, limitNotifierLookup, strconv.FormatInt(id, 10))
 	if err != nil {
@@ -75,9 +76,10 @@ func (r *RateLimitedNotifier) Lookup(ctx context.Context, id int64) (string, err
 }
 
 // SendCode calls the wrapped Notifier's SendCode if the limit
-// "Notifier.SendCode", 3 calls per minute for each value of req.Email, admits
-// the call. Otherwise it returns a *runtime.LimitError, or the limiter's error
-// if the limiter could not decide.
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.SendCode", 3
+// calls per minute for each value of req.Email, admits the call. Otherwise it
+// returns a *runtime.LimitError, or the limiter's error if the limiter could
+// not decide.
 func (r *RateLimitedNotifier) SendCode(ctx context.Context, req SendCodeRequest) error {
 	d, err := r.limiter.Allow(ctx, limitNotifierSendCode, req.Email)
 	if err != nil {
@@ -103,9 +105,10 @@ func NewRateLimitedAlerts(next Alerts, limiter runtime.Limiter) *RateLimitedAler
 	return &RateLimitedAlerts{next: next, limiter: limiter}
 }
 
-// Adjust calls the wrapped Alerts's Adjust if the limit "Alerts.Adjust", 10
-// units per minute for each value of to (fixed-window), a call costing units
-// units, admits the call. Otherwise it returns a *runtime.LimitError, or the
+// Adjust calls the wrapped Alerts's Adjust if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Adjust", 10 units
+// per minute for each value of to (fixed-window), a call costing units units,
+// admits the call. Otherwise it returns a *runtime.LimitError, or the
 // limiter's error if the limiter could not decide. A cost below 1 or above the
 // limit's capacity is an error wrapping runtime.ErrCostExceedsMax, and the
 // limiter is not asked.
@@ -125,13 +128,14 @@ func (r *RateLimitedAlerts) Adjust(ctx context.Context, to string, units int64) 
 }
 
 // Bulk calls the wrapped Alerts's Bulk if every one of its limits admits the
-// call: "Alerts.Bulk", 10 units per minute for each value of to
-// (fixed-window), a call costing n units; "Alerts.Bulk.total", 100 units per
-// minute in total (gcra), a call costing n units. When one of them denies the
-// call, none of them counts it, and Bulk returns a *runtime.LimitError naming
-// the limit with the longest wait. It returns the limiter's error if the
-// limiter could not decide. A cost below 1 or above its limit's capacity is an
-// error wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
+// call: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Bulk", 10
+// units per minute for each value of to (fixed-window), a call costing n
+// units; "Alerts.Bulk.total", 100 units per minute in total (gcra), a call
+// costing n units. When one of them denies the call, none of them counts it,
+// and Bulk returns a *runtime.LimitError naming the limit with the longest
+// wait. It returns the limiter's error if the limiter could not decide. A cost
+// below 1 or above its limit's capacity is an error wrapping
+// runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedAlerts) Bulk(ctx context.Context, to string, n uint64) error {
 	cost := rateLimitCost(n)
 	if err := runtime.CheckCost(limitAlertsBulk, cost); err != nil {
@@ -154,9 +158,10 @@ func (r *RateLimitedAlerts) Bulk(ctx context.Context, to string, n uint64) error
 	return r.next.Bulk(ctx, to, n)
 }
 
-// Digest calls the wrapped Alerts's Digest if the limit "Alerts.Digest", 10
-// units per minute for each value of to (token-bucket, burst 4), a call
-// costing len(lines) units, admits the call. Otherwise it returns a
+// Digest calls the wrapped Alerts's Digest if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Digest", 10 units
+// per minute for each value of to (token-bucket, burst 4), a call costing
+// len(lines) units, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
 // A cost below 1 or above the limit's capacity is an error wrapping
 // runtime.ErrCostExceedsMax, and the limiter is not asked.
@@ -176,11 +181,12 @@ func (r *RateLimitedAlerts) Digest(ctx context.Context, to string, lines []strin
 }
 
 // Page calls the wrapped Alerts's Page if every one of its limits admits the
-// call: "Alerts.Page", 3 calls per minute for each value of to;
-// "Alerts.Page.hourly", 5 calls per hour for each value of to. When one of
-// them denies the call, none of them counts it, and Page returns a
-// *runtime.LimitError naming the limit with the longest wait. It returns the
-// limiter's error if the limiter could not decide.
+// call: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Page", 3
+// calls per minute for each value of to; "Alerts.Page.hourly", 5 calls per
+// hour for each value of to. When one of them denies the call, none of them
+// counts it, and Page returns a *runtime.LimitError naming the limit with the
+// longest wait. It returns the limiter's error if the limiter could not
+// decide.
 func (r *RateLimitedAlerts) Page(ctx context.Context, to string) error {
 	reqs := [...]runtime.Request{
 		{Limit: limitAlertsPage, Key: to},
@@ -196,9 +202,10 @@ func (r *RateLimitedAlerts) Page(ctx context.Context, to string) error {
 	return r.next.Page(ctx, to)
 }
 
-// Upload calls the wrapped Alerts's Upload if the limit "Alerts.Upload", 1000
-// units per minute for each value of to (sliding-window), a call costing size
-// units, admits the call. Otherwise it returns a *runtime.LimitError, or the
+// Upload calls the wrapped Alerts's Upload if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Upload", 1000 units
+// per minute for each value of to (sliding-window), a call costing size units,
+// admits the call. Otherwise it returns a *runtime.LimitError, or the
 // limiter's error if the limiter could not decide. A cost below 1 or above the
 // limit's capacity is an error wrapping runtime.ErrCostExceedsMax, and the
 // limiter is not asked.

@@ -13,7 +13,7 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitJobsStart = runtime.Limit{Name: "Jobs.Start", Window: time.Second, Max: 1}
+	limitJobsStart = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/nearmiss.Jobs.Start", Window: time.Second, Max: 1}
 )
 
 // RateLimitedJobs is a Jobs that asks a runtime.Limiter before each call of a
@@ -35,8 +35,9 @@ func (r *RateLimitedJobs) Run(id string) error {
 	return r.next.Run(id)
 }
 
-// Start calls the wrapped Jobs's Start if the limit "Jobs.Start", 1 call per
-// second for each value of id, admits the call. Otherwise it returns a
+// Start calls the wrapped Jobs's Start if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/nearmiss.Jobs.Start", 1 call
+// per second for each value of id, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *RateLimitedJobs) Start(id string) error {
 	d, err := r.limiter.Allow(context.Background(), limitJobsStart, id)

@@ -8,13 +8,18 @@
 //
 // becomes, in ratelimit_gen.go beside the source, a RateLimitedNotifier
 // that builds the key with plain Go and asks a runtime.Limiter before each
-// call. Run it with
+// call. Install it as a tool of your module, which keeps the generator and
+// the runtime on one version,
 //
-//	//go:generate go run github.com/ratelimitgen/ratelimitgen/cmd/ratelimitgen
+//	go get -tool github.com/ratelimitgen/ratelimitgen/cmd/ratelimitgen
+//
+// and run it with
+//
+//	//go:generate go tool ratelimitgen
 //
 // Usage:
 //
-//	ratelimitgen [-output file.go] [-check] [packages]
+//	ratelimitgen [-output file.go] [-check] [-version] [packages]
 //
 // The packages default to ".". Every problem is reported as
 // file.go:line:col: message, all at once, and nothing is written. With
@@ -29,6 +34,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"github.com/ratelimitgen/ratelimitgen/internal/generate"
 )
@@ -44,12 +50,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	flags.SetOutput(stderr)
 	output := flags.String("output", generate.DefaultOutput, "name of the generated file in each package's directory")
 	check := flags.Bool("check", false, "write nothing; exit with status 1 naming the generated files that are out of date")
+	showVersion := flags.Bool("version", false, "print the version of ratelimitgen (and so of the runtime it generates code for) and exit")
 	flags.Usage = func() {
-		fmt.Fprintf(stderr, "usage: ratelimitgen [-output file.go] [-check] [packages]\n\n")
+		fmt.Fprintf(stderr, "usage: ratelimitgen [-output file.go] [-check] [-version] [packages]\n\n")
 		flags.PrintDefaults()
 	}
 	if err := flags.Parse(args); err != nil {
 		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, version(debug.ReadBuildInfo()))
+		return 0
 	}
 	wd, err := os.Getwd()
 	if err != nil {

@@ -19,7 +19,7 @@ func newModule(t *testing.T) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	write(t, filepath.Join(dir, "go.mod"), "module example.com/cmdtest\n\ngo 1.26\n\nrequire github.com/ratelimitgen/ratelimitgen v0.0.0\n\nreplace github.com/ratelimitgen/ratelimitgen => "+repo+"\n")
+	write(t, filepath.Join(dir, "go.mod"), "module example.com/cmdtest\n\ngo 1.25\n\nrequire github.com/ratelimitgen/ratelimitgen v0.0.0\n\nreplace github.com/ratelimitgen/ratelimitgen => "+repo+"\n")
 	sum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
 	if err != nil {
 		t.Fatal(err)

@@ -153,7 +153,7 @@ func TestGolden(t *testing.T) {
 func newTestModule(t *testing.T, repo string) (dir string, env []string) {
 	t.Helper()
 	dir = t.TempDir()
-	goMod := "module " + testModulePath + "\n\ngo 1.26\n\nrequire github.com/ratelimitgen/ratelimitgen v0.0.0\n\nreplace github.com/ratelimitgen/ratelimitgen => " + repo + "\n"
+	goMod := "module " + testModulePath + "\n\ngo 1.25\n\nrequire github.com/ratelimitgen/ratelimitgen v0.0.0\n\nreplace github.com/ratelimitgen/ratelimitgen => " + repo + "\n"
 	writeFile(t, filepath.Join(dir, "go.mod"), []byte(goMod))
 	sum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
 	if err != nil {

@@ -4,7 +4,7 @@
 // and enforced by the generated RateLimitedCodeService (ratelimit_gen.go).
 package notify
 
-//go:generate go run github.com/ratelimitgen/ratelimitgen/cmd/ratelimitgen
+//go:generate go tool ratelimitgen
 
 import (
 	"context"

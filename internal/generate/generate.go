@@ -67,6 +67,7 @@ func Generate(ctx context.Context, cfg Config, patterns ...string) (*Result, err
 	slices.SortFunc(pkgs, func(a, b *packages.Package) int { return cmp.Compare(a.PkgPath, b.PkgPath) })
 
 	ds := &diagnostics{}
+	imports := newImportResolver(ctx, cfg)
 	var models []*pkgModel
 	generated := map[string]bool{} // "Name" and "pkgname.Name" of every generated declaration
 	for _, pkg := range pkgs {
@@ -81,7 +82,7 @@ func Generate(ctx context.Context, cfg Config, patterns ...string) (*Result, err
 		if pkg.Types == nil || pkg.TypesInfo == nil {
 			continue
 		}
-		m := buildModel(pkg, ds)
+		m := buildModel(pkg, imports, ds)
 		models = append(models, m)
 		for _, name := range m.generatedNames() {
 			generated[name] = true

@@ -29,7 +29,7 @@ func load(ctx context.Context, cfg Config, patterns []string) ([]*packages.Packa
 		Mode:       loadMode,
 		Dir:        cfg.Dir,
 		Env:        cfg.Env,
-		BuildFlags: []string{"-tags=" + BuildTag},
+		BuildFlags: buildFlags(cfg),
 	}
 	pkgs, err := packages.Load(pcfg, patterns...)
 	if err != nil {
@@ -39,4 +39,9 @@ func load(ctx context.Context, cfg Config, patterns []string) ([]*packages.Packa
 		return nil, errors.New("no packages match " + fmt.Sprint(patterns))
 	}
 	return pkgs, nil
+}
+
+// buildFlags are the go command's flags for loading packages.
+func buildFlags(cfg Config) []string {
+	return []string{"-tags=" + BuildTag}
 }

@@ -76,14 +76,14 @@ type pkgModel struct {
 
 // buildModel finds the directives of pkg, checks them and derives the
 // wrappers to generate. Problems go to ds.
-func buildModel(pkg *packages.Package, ds *diagnostics) *pkgModel {
+func buildModel(pkg *packages.Package, imports *importResolver, ds *diagnostics) *pkgModel {
 	m := &pkgModel{pkg: pkg}
 	limits := map[*types.Func][]*limit{}
 	var owners []*types.TypeName
 	hasOwner := map[*types.TypeName]bool{}
 	for _, file := range pkg.Syntax {
 		for _, a := range scanFile(pkg.Fset, pkg.TypesInfo, file, ds) {
-			ls := buildLimits(pkg, file, a, ds)
+			ls := buildLimits(pkg, file, a, imports, ds)
 			if ls == nil {
 				continue
 			}
@@ -120,7 +120,7 @@ func countDirectives(file *ast.File) int {
 
 // buildLimits checks the directives of one method and returns its limits,
 // in source order. It returns nil if they have any problem.
-func buildLimits(pkg *packages.Package, file *ast.File, a *annotated, ds *diagnostics) []*limit {
+func buildLimits(pkg *packages.Package, file *ast.File, a *annotated, imports *importResolver, ds *diagnostics) []*limit {
 	ok := true
 	for _, d := range a.directives {
 		for _, e := range d.errs {
@@ -165,7 +165,7 @@ func buildLimits(pkg *packages.Package, file *ast.File, a *annotated, ds *diagno
 			multi:  len(a.directives) > 1,
 		}
 		if len(d.parsed.Key) > 0 || d.parsed.Cost != nil {
-			es, err := newExprScope(pkg.Fset, pkg.Types, pkg.TypesInfo.Scopes[file], d.comment, sig, tparams)
+			es, err := newExprScope(pkg.Fset, pkg.Types, pkg.TypesInfo.Scopes[file], d.comment, sig, tparams, imports)
 			if err != nil {
 				ds.errorf(d.pos, "cannot check the directive's expressions: %v", err)
 				ok = false

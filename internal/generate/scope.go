@@ -70,6 +70,11 @@ type exprScope struct {
 	// paramNames and recvName are for messages.
 	paramNames []string
 	recvName   string
+	// unnamedParams is set when a parameter of the method has no name
+	// (or is _), as in generated gRPC interfaces.
+	unnamedParams bool
+	// imports finds the packages the file does not import.
+	imports *importResolver
 }
 
 // newExprScope builds the scope in which the expressions of the directive
@@ -78,7 +83,7 @@ type exprScope struct {
 // directive comment, where no other scope lies. Its variables are fresh
 // copies of the parameters: the real ones are visible only after the
 // signature.
-func newExprScope(fset *token.FileSet, pkg *types.Package, fileScope *types.Scope, c *ast.Comment, sig *types.Signature, tparams *types.TypeParamList) (*exprScope, error) {
+func newExprScope(fset *token.FileSet, pkg *types.Package, fileScope *types.Scope, c *ast.Comment, sig *types.Signature, tparams *types.TypeParamList, imports *importResolver) (*exprScope, error) {
 	// The directive of a generic interface's method lies in the scope of
 	// the type's parameters.
 	if fileScope == nil {
@@ -89,11 +94,12 @@ func newExprScope(fset *token.FileSet, pkg *types.Package, fileScope *types.Scop
 		return nil, errors.New("the directive lies outside its file's scope")
 	}
 	es := &exprScope{
-		fset:   fset,
-		pkg:    pkg,
-		at:     c.Slash,
-		scope:  types.NewScope(parent, c.Slash, c.End(), "ratelimit directive"),
-		params: map[*types.Var]int{},
+		fset:    fset,
+		pkg:     pkg,
+		at:      c.Slash,
+		scope:   types.NewScope(parent, c.Slash, c.End(), "ratelimit directive"),
+		params:  map[*types.Var]int{},
+		imports: imports,
 	}
 	if fileScope.Innermost(c.Slash) != es.scope {
 		return nil, errors.New("the directive lies inside another scope")
@@ -107,6 +113,7 @@ func newExprScope(fset *token.FileSet, pkg *types.Package, fileScope *types.Scop
 	for i := 0; i < sig.Params().Len(); i++ {
 		p := sig.Params().At(i)
 		if p.Name() == "" || p.Name() == "_" {
+			es.unnamedParams = true
 			continue
 		}
 		v := types.NewParam(token.NoPos, pkg, p.Name(), p.Type())
@@ -124,12 +131,13 @@ func newExprScope(fset *token.FileSet, pkg *types.Package, fileScope *types.Scop
 // "cost", and an example of a good one.
 type exprRole struct {
 	what    string
+	option  string
 	example string
 }
 
 var (
-	keyRole  = exprRole{what: "key part", example: "key=req.ID"}
-	costRole = exprRole{what: "cost", example: "cost=len(req.Items)"}
+	keyRole  = exprRole{what: "key part", option: "key", example: "key=req.ID"}
+	costRole = exprRole{what: "cost", option: "cost", example: "cost=len(req.Items)"}
 )
 
 // check parses and type-checks one expression, which must be a single
@@ -148,6 +156,9 @@ func (es *exprScope) check(e parse.Expr, role exprRole, ds *diagnostics) (*check
 	}
 	base := es.fset.File(expr.Pos()).Base()
 	offset := func(p token.Pos) int { return int(p) - base }
+	if !es.importPackages(expr, e, role, offset, ds) {
+		return nil, nil
+	}
 
 	info := &types.Info{
 		Types:      map[ast.Expr]types.TypeAndValue{},
@@ -189,6 +200,25 @@ func (es *exprScope) check(e parse.Expr, role exprRole, ds *diagnostics) (*check
 	return ce, expr
 }
 
+// importPackages declares in the directive's scope the packages that expr
+// names without the file importing them (see importResolver). It reports
+// ambiguous names and returns false if there are any; a name that no
+// package has is left for go/types to report as undefined.
+func (es *exprScope) importPackages(expr ast.Expr, e parse.Expr, role exprRole, offset func(token.Pos) int, ds *diagnostics) bool {
+	ok := true
+	for _, id := range unresolvedQualifiers(expr, es.scope, es.at) {
+		p, msg := es.imports.resolve(es.pkg, id.Name)
+		switch {
+		case p != nil:
+			es.scope.Insert(types.NewPkgName(token.NoPos, es.pkg, id.Name, p))
+		case msg != "":
+			ds.errorf(shift(e.Pos, offset(id.Pos())), "%s %s: %s", role.what, e.Text, msg)
+			ok = false
+		}
+	}
+	return ok
+}
+
 // shift returns the position n bytes after p on the same line.
 func shift(p token.Position, n int) token.Position {
 	p.Offset += n
@@ -206,11 +236,18 @@ func (es *exprScope) explain(msg, text string, role exprRole) string {
 	if name == es.recvName {
 		return fmt.Sprintf("%s %s: undefined: %s: the receiver is not available in a directive; use the method's parameters (%s)", role.what, text, name, strings.Join(es.paramNames, ", "))
 	}
-	if s, ok := closest(name, es.paramNames); ok {
-		return fmt.Sprintf("%s %s: undefined: %s; did you mean %s?", role.what, text, name, s)
+	if es.unnamedParams {
+		return fmt.Sprintf("%s %s: undefined: %s: the method's parameters are unnamed; name them to use them in %s=, e.g. (ctx context.Context, req *Request)", role.what, text, name, role.option)
+	}
+	suggestion := ""
+	if s, ok := closestParam(name, es.paramNames); ok {
+		suggestion = "; did you mean " + s + "?"
 	}
 	if strings.Contains(text, name+".") {
-		return fmt.Sprintf("%s %s: undefined: %s: if %s is a package, import it in %s (and use it outside the directive too, as Go requires): a directive sees the imports of the file that declares the method", role.what, text, name, name, filepath.Base(es.fset.Position(es.at).Filename))
+		return fmt.Sprintf("%s %s: undefined: %s%s (no package of that name is imported by %s, in the standard library or imported by the package's other files; if %s is a package, import it where the package uses it)", role.what, text, name, suggestion, filepath.Base(es.fset.Position(es.at).Filename), name)
+	}
+	if suggestion != "" {
+		return fmt.Sprintf("%s %s: undefined: %s%s", role.what, text, name, suggestion)
 	}
 	params := "the method has no named parameters"
 	if len(es.paramNames) > 0 {

@@ -3,6 +3,8 @@ package generate
 import (
 	"fmt"
 	"go/ast"
+	"go/constant"
+	"go/parser"
 	"go/types"
 	"strings"
 
@@ -213,4 +215,38 @@ func suggestField(t types.Type) (string, bool) {
 		}
 	}
 	return fields[0], true
+}
+
+// checkKeyVaries reports a key whose every part is a constant, such as
+// key="req.Email" (a SpEL habit) or key=1: it would count every call under
+// one key, which is what omitting key= says plainly. A constant part beside
+// others (key=req.Tenant,"v2") is fine. It returns false on error.
+func checkKeyVaries(key []*keyPart, exprs []parse.Expr, ds *diagnostics) bool {
+	for _, kp := range key {
+		if kp.value == nil {
+			return true
+		}
+	}
+	texts := make([]string, len(key))
+	for i, kp := range key {
+		texts[i] = kp.text
+	}
+	what := "key=" + texts[0]
+	if len(key) > 1 {
+		what = "every part of key=" + strings.Join(texts, ",")
+	}
+	msg := fmt.Sprintf("%s is a constant, so every call would count under one key: for one limit shared by all callers, omit key=", what)
+	if len(key) == 1 && key[0].value.Kind() == constant.String {
+		if s := constant.StringVal(key[0].value); s != "" && isGoExpr(s) {
+			msg += fmt.Sprintf("; to key on the expression, write it without quotes: key=%s", s)
+		}
+	}
+	ds.errorf(exprs[0].Pos, "%s", msg)
+	return false
+}
+
+// isGoExpr reports whether s parses as a Go expression.
+func isGoExpr(s string) bool {
+	_, err := parser.ParseExpr(s)
+	return err == nil
 }

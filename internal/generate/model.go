@@ -179,6 +179,9 @@ func buildLimits(pkg *packages.Package, file *ast.File, a *annotated, imports *i
 				}
 				l.key = append(l.key, kp)
 			}
+			if len(l.key) > 0 && len(l.key) == len(d.parsed.Key) && !checkKeyVaries(l.key, d.parsed.Key, ds) {
+				ok = false
+			}
 			if d.parsed.Cost != nil {
 				if l.cost = es.checkCost(*d.parsed.Cost, ds); l.cost == nil {
 					ok = false

@@ -4,6 +4,9 @@ package errkey
 
 import "context"
 
+// Prefix is a constant.
+const Prefix = "orders"
+
 // Order has fields of several kinds.
 type Order struct {
 	ID    string
@@ -53,6 +56,18 @@ type Keys interface {
 
 	//ratelimit:key=request.ID window=1m max=3
 	Abbreviated(ctx context.Context, req Order) error
+
+	//ratelimit:key="req.ID" window=1m max=3
+	Quoted(ctx context.Context, req Order) error
+
+	//ratelimit:key=1 window=1m max=3
+	Number(ctx context.Context, req Order) error
+
+	//ratelimit:key=Prefix,len(Prefix) window=1m max=3
+	AllConstant(ctx context.Context, req Order) error
+
+	//ratelimit:key=Prefix,req.ID window=1m max=3
+	ConstantPart(ctx context.Context, req Order) error
 }
 
 // Svc is a concrete type.

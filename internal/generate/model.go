@@ -301,8 +301,11 @@ func checkLimitValues(l *limit, d *directive, ds *diagnostics) bool {
 		}
 		pos := d.parsed.Cost.Pos
 		switch c, exact := l.cost.constantCost(); {
-		case exact && c < 1 || l.cost.value.Kind() == constant.Int && constant.Sign(l.cost.value) < 0:
-			ds.errorf(pos, "%s is less than 1; a cost must be at least 1", subject)
+		case exact && c == 0:
+			ds.errorf(pos, "%s is zero: a call that costs nothing is admitted and never counted, so this limit would do nothing; remove the directive, or give a cost of at least 1", subject)
+			ok = false
+		case exact && c < 0 || l.cost.value.Kind() == constant.Int && constant.Sign(l.cost.value) < 0:
+			ds.errorf(pos, "%s is negative; a cost must be at least 1 (or, when computed, 0 for a call that is not counted)", subject)
 			ok = false
 		case !exact || c > int64(capacity):
 			ds.errorf(pos, "%s is more than the limit's capacity of %d (%s): such a call could never be admitted", subject, capacity, capacityWords(l))

@@ -39,10 +39,14 @@ func NewRateLimitedAPI(next API, limiter runtime.Limiter) *RateLimitedAPI {
 // units per minute for each value of strings.ToLower(req.Email), a call
 // costing len(strings.Fields(req.Query)) units, admits the call. Otherwise it
 // returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide. A cost below 1 or above the limit's capacity is an error
-// wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
+// not decide. A cost of 0 admits the call without asking the limiter, which
+// records nothing. A negative cost or one above the limit's capacity is an
+// error wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedAPI) Search(ctx context.Context, req Request) error {
 	cost := len(strings.Fields(req.Query))
+	if cost == 0 {
+		return r.next.Search(ctx, req)
+	}
 	if err := runtime.CheckCost(limitAPISearch, cost); err != nil {
 		return err
 	}

@@ -93,26 +93,34 @@ func (r1 *RateLimitedService) Do(runtime string, strconv int, limiter bool, key 
 // rateLimitRequestCost units. When one of them denies the call, none of them
 // counts it, and Multi returns a *runtime.LimitError naming the limit with the
 // longest wait. It returns the limiter's error if the limiter could not
-// decide. A cost below 1 or above its limit's capacity is an error wrapping
+// decide. A limit whose cost is 0 is left out and records nothing; when every
+// cost is 0 the call is forwarded without asking the limiter. A negative cost
+// or one above its limit's capacity is an error wrapping
 // runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r1 *RateLimitedService) Multi(reqs string, ds string, err string, key string, cost string, rateLimitCost uint, rateLimitRequestCost int) error {
 	cost1 := rateLimitCost1(rateLimitCost)
-	if err1 := runtime1.CheckCost(limitServiceMulti, cost1); err1 != nil {
-		return err1
+	reqs1 := make([]runtime1.Request, 0, 2)
+	if cost1 != 0 {
+		if err1 := runtime1.CheckCost(limitServiceMulti, cost1); err1 != nil {
+			return err1
+		}
+		reqs1 = append(reqs1, runtime1.Request{Limit: limitServiceMulti, Key: key, Cost: cost1})
 	}
-	if err1 := runtime1.CheckCost(limitServiceMultiHourly1, rateLimitRequestCost); err1 != nil {
-		return err1
+	if rateLimitRequestCost != 0 {
+		if err1 := runtime1.CheckCost(limitServiceMultiHourly1, rateLimitRequestCost); err1 != nil {
+			return err1
+		}
+		reqs1 = append(reqs1, runtime1.Request{Limit: limitServiceMultiHourly1, Key: key, Cost: rateLimitRequestCost})
 	}
-	reqs1 := [...]runtime1.Request{
-		{Limit: limitServiceMulti, Key: key, Cost: cost1},
-		{Limit: limitServiceMultiHourly1, Key: key, Cost: rateLimitRequestCost},
+	if len(reqs1) == 0 {
+		return r1.next1.Multi(reqs, ds, err, key, cost, rateLimitCost, rateLimitRequestCost)
 	}
-	ds1, err1 := runtime1.AllowAll(context1.Background(), r1.limiter1, reqs1[:]...)
+	ds1, err1 := runtime1.AllowAll(context1.Background(), r1.limiter1, reqs1...)
 	if err1 != nil {
 		return err1
 	}
 	if !ds1.Allowed {
-		return ds1.LimitError(reqs1[:])
+		return ds1.LimitError(reqs1)
 	}
 	return r1.next1.Multi(reqs, ds, err, key, cost, rateLimitCost, rateLimitRequestCost)
 }
@@ -121,11 +129,15 @@ func (r1 *RateLimitedService) Multi(reqs string, ds string, err string, key stri
 // "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.One", 3
 // units per minute for each value of d, a call costing len(cost) units, admits
 // the call. Otherwise it returns a *runtime.LimitError, or the limiter's error
-// if the limiter could not decide. A cost below 1 or above the limit's
+// if the limiter could not decide. A cost of 0 admits the call without asking
+// the limiter, which records nothing. A negative cost or one above the limit's
 // capacity is an error wrapping runtime.ErrCostExceedsMax, and the limiter is
 // not asked.
 func (r1 *RateLimitedService) One(d string, err int, cost []byte) error {
 	cost1 := len(cost)
+	if cost1 == 0 {
+		return r1.next1.One(d, err, cost)
+	}
 	if err1 := runtime1.CheckCost(limitServiceOne, cost1); err1 != nil {
 		return err1
 	}

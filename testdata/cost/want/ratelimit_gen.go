@@ -45,10 +45,14 @@ func NewRateLimitedBatcher(next Batcher, limiter runtime.Limiter) *RateLimitedBa
 // per minute for each value of n (fixed-window), a call costing
 // bytes2.Count(b, sep)+1 units, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
-// A cost below 1 or above the limit's capacity is an error wrapping
-// runtime.ErrCostExceedsMax, and the limiter is not asked.
+// A cost of 0 admits the call without asking the limiter, which records
+// nothing. A negative cost or one above the limit's capacity is an error
+// wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedBatcher) Count(n string, b []byte, sep []byte) (int, error) {
 	cost := bytes2.Count(b, sep) + 1
+	if cost == 0 {
+		return r.next.Count(n, b, sep)
+	}
 	if err := runtime.CheckCost(limitBatcherCount, cost); err != nil {
 		return 0, err
 	}
@@ -83,16 +87,20 @@ func (r *RateLimitedBatcher) Heavy(ctx context.Context, tenant string) error {
 // per minute for each value of (up.Owner, up.Parts) (gcra, burst 50), a call
 // costing up.Parts units, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
-// A cost below 1 or above the limit's capacity is an error wrapping
-// runtime.ErrCostExceedsMax, and the limiter is not asked.
+// A cost of 0 admits the call without asking the limiter, which records
+// nothing. A negative cost or one above the limit's capacity is an error
+// wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedBatcher) Parts(ctx context.Context, up Upload) error {
-	var buf [64]byte
-	b1 := runtime.AppendKeyPart(buf[:0], up.Owner)
-	b1 = runtime.AppendKeyInt(b1, up.Parts)
 	cost := rateLimitCost(up.Parts)
+	if cost == 0 {
+		return r.next.Parts(ctx, up)
+	}
 	if err := runtime.CheckCost(limitBatcherParts, cost); err != nil {
 		return err
 	}
+	var buf [64]byte
+	b1 := runtime.AppendKeyPart(buf[:0], up.Owner)
+	b1 = runtime.AppendKeyInt(b1, up.Parts)
 	d, err := runtime.AllowN(ctx, r.limiter, limitBatcherParts, string(b1), cost)
 	if err != nil {
 		return err
@@ -108,10 +116,14 @@ func (r *RateLimitedBatcher) Parts(ctx context.Context, up Upload) error {
 // per minute for each value of tenant (sliding-window), a call costing
 // len(items) units, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
-// A cost below 1 or above the limit's capacity is an error wrapping
-// runtime.ErrCostExceedsMax, and the limiter is not asked.
+// A cost of 0 admits the call without asking the limiter, which records
+// nothing. A negative cost or one above the limit's capacity is an error
+// wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedBatcher) Send(ctx context.Context, tenant string, items []Item) error {
 	cost := len(items)
+	if cost == 0 {
+		return r.next.Send(ctx, tenant, items)
+	}
 	if err := runtime.CheckCost(limitBatcherSend, cost); err != nil {
 		return err
 	}
@@ -129,11 +141,15 @@ func (r *RateLimitedBatcher) Send(ctx context.Context, tenant string, items []It
 // "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Small", 300 units
 // per minute in total (fixed-window), a call costing up.Small units, admits
 // the call. Otherwise it returns a *runtime.LimitError, or the limiter's error
-// if the limiter could not decide. A cost below 1 or above the limit's
+// if the limiter could not decide. A cost of 0 admits the call without asking
+// the limiter, which records nothing. A negative cost or one above the limit's
 // capacity is an error wrapping runtime.ErrCostExceedsMax, and the limiter is
 // not asked.
 func (r *RateLimitedBatcher) Small(ctx context.Context, up Upload) error {
 	cost := int(up.Small)
+	if cost == 0 {
+		return r.next.Small(ctx, up)
+	}
 	if err := runtime.CheckCost(limitBatcherSmall, cost); err != nil {
 		return err
 	}
@@ -152,10 +168,14 @@ func (r *RateLimitedBatcher) Small(ctx context.Context, up Upload) error {
 // 1000000000 units per hour for each value of up.Owner (sliding-window), a
 // call costing up.Size units, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
-// A cost below 1 or above the limit's capacity is an error wrapping
-// runtime.ErrCostExceedsMax, and the limiter is not asked.
+// A cost of 0 admits the call without asking the limiter, which records
+// nothing. A negative cost or one above the limit's capacity is an error
+// wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedBatcher) Store(ctx context.Context, up Upload) error {
 	cost := rateLimitCost(up.Size)
+	if cost == 0 {
+		return r.next.Store(ctx, up)
+	}
 	if err := runtime.CheckCost(limitBatcherStore, cost); err != nil {
 		return err
 	}
@@ -203,11 +223,15 @@ func NewRateLimitedQueue[N ~int32 | ~uint32](next Queue[N], limiter runtime.Limi
 // "github.com/ratelimitgen/ratelimitgen/testmod/cost.Queue.Push", 100 units
 // per second in total (token-bucket, burst 200), a call costing n units,
 // admits the call. Otherwise it returns a *runtime.LimitError, or the
-// limiter's error if the limiter could not decide. A cost below 1 or above the
-// limit's capacity is an error wrapping runtime.ErrCostExceedsMax, and the
-// limiter is not asked.
+// limiter's error if the limiter could not decide. A cost of 0 admits the call
+// without asking the limiter, which records nothing. A negative cost or one
+// above the limit's capacity is an error wrapping runtime.ErrCostExceedsMax,
+// and the limiter is not asked.
 func (r *RateLimitedQueue[N]) Push(ctx context.Context, n N) error {
 	cost := rateLimitCost(n)
+	if cost == 0 {
+		return r.next.Push(ctx, n)
+	}
 	if err := runtime.CheckCost(limitQueuePush, cost); err != nil {
 		return err
 	}
@@ -239,11 +263,15 @@ func NewRateLimitedMeter(next *Meter, limiter runtime.Limiter) *RateLimitedMeter
 // "github.com/ratelimitgen/ratelimitgen/testmod/cost.Meter.Record", 64 units
 // per second for each value of name (sliding-window), a call costing len(name)
 // units, admits the call. Otherwise it returns a *runtime.LimitError, or the
-// limiter's error if the limiter could not decide. A cost below 1 or above the
-// limit's capacity is an error wrapping runtime.ErrCostExceedsMax, and the
-// limiter is not asked.
+// limiter's error if the limiter could not decide. A cost of 0 admits the call
+// without asking the limiter, which records nothing. A negative cost or one
+// above the limit's capacity is an error wrapping runtime.ErrCostExceedsMax,
+// and the limiter is not asked.
 func (r *RateLimitedMeter) Record(name string) error {
 	cost := len(name)
+	if cost == 0 {
+		return r.Meter.Record(name)
+	}
 	if err := runtime.CheckCost(limitMeterRecord, cost); err != nil {
 		return err
 	}

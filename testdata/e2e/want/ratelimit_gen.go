@@ -109,11 +109,15 @@ func NewRateLimitedAlerts(next Alerts, limiter runtime.Limiter) *RateLimitedAler
 // "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Adjust", 10 units
 // per minute for each value of to (fixed-window), a call costing units units,
 // admits the call. Otherwise it returns a *runtime.LimitError, or the
-// limiter's error if the limiter could not decide. A cost below 1 or above the
-// limit's capacity is an error wrapping runtime.ErrCostExceedsMax, and the
-// limiter is not asked.
+// limiter's error if the limiter could not decide. A cost of 0 admits the call
+// without asking the limiter, which records nothing. A negative cost or one
+// above the limit's capacity is an error wrapping runtime.ErrCostExceedsMax,
+// and the limiter is not asked.
 func (r *RateLimitedAlerts) Adjust(ctx context.Context, to string, units int64) error {
 	cost := rateLimitCost(units)
+	if cost == 0 {
+		return r.next.Adjust(ctx, to, units)
+	}
 	if err := runtime.CheckCost(limitAlertsAdjust, cost); err != nil {
 		return err
 	}
@@ -133,27 +137,35 @@ func (r *RateLimitedAlerts) Adjust(ctx context.Context, to string, units int64) 
 // units; "Alerts.Bulk.total", 100 units per minute in total (gcra), a call
 // costing n units. When one of them denies the call, none of them counts it,
 // and Bulk returns a *runtime.LimitError naming the limit with the longest
-// wait. It returns the limiter's error if the limiter could not decide. A cost
-// below 1 or above its limit's capacity is an error wrapping
-// runtime.ErrCostExceedsMax, and the limiter is not asked.
+// wait. It returns the limiter's error if the limiter could not decide. A
+// limit whose cost is 0 is left out and records nothing; when every cost is 0
+// the call is forwarded without asking the limiter. A negative cost or one
+// above its limit's capacity is an error wrapping runtime.ErrCostExceedsMax,
+// and the limiter is not asked.
 func (r *RateLimitedAlerts) Bulk(ctx context.Context, to string, n uint64) error {
 	cost := rateLimitCost(n)
-	if err := runtime.CheckCost(limitAlertsBulk, cost); err != nil {
-		return err
+	reqs := make([]runtime.Request, 0, 2)
+	if cost != 0 {
+		if err := runtime.CheckCost(limitAlertsBulk, cost); err != nil {
+			return err
+		}
+		reqs = append(reqs, runtime.Request{Limit: limitAlertsBulk, Key: to, Cost: cost})
 	}
-	if err := runtime.CheckCost(limitAlertsBulkTotal, cost); err != nil {
-		return err
+	if cost != 0 {
+		if err := runtime.CheckCost(limitAlertsBulkTotal, cost); err != nil {
+			return err
+		}
+		reqs = append(reqs, runtime.Request{Limit: limitAlertsBulkTotal, Key: "", Cost: cost})
 	}
-	reqs := [...]runtime.Request{
-		{Limit: limitAlertsBulk, Key: to, Cost: cost},
-		{Limit: limitAlertsBulkTotal, Key: "", Cost: cost},
+	if len(reqs) == 0 {
+		return r.next.Bulk(ctx, to, n)
 	}
-	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
+	ds, err := runtime.AllowAll(ctx, r.limiter, reqs...)
 	if err != nil {
 		return err
 	}
 	if !ds.Allowed {
-		return ds.LimitError(reqs[:])
+		return ds.LimitError(reqs)
 	}
 	return r.next.Bulk(ctx, to, n)
 }
@@ -163,10 +175,14 @@ func (r *RateLimitedAlerts) Bulk(ctx context.Context, to string, n uint64) error
 // per minute for each value of to (token-bucket, burst 4), a call costing
 // len(lines) units, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
-// A cost below 1 or above the limit's capacity is an error wrapping
-// runtime.ErrCostExceedsMax, and the limiter is not asked.
+// A cost of 0 admits the call without asking the limiter, which records
+// nothing. A negative cost or one above the limit's capacity is an error
+// wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedAlerts) Digest(ctx context.Context, to string, lines []string) error {
 	cost := len(lines)
+	if cost == 0 {
+		return r.next.Digest(ctx, to, lines)
+	}
 	if err := runtime.CheckCost(limitAlertsDigest, cost); err != nil {
 		return err
 	}
@@ -206,11 +222,15 @@ func (r *RateLimitedAlerts) Page(ctx context.Context, to string) error {
 // "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Upload", 1000 units
 // per minute for each value of to (sliding-window), a call costing size units,
 // admits the call. Otherwise it returns a *runtime.LimitError, or the
-// limiter's error if the limiter could not decide. A cost below 1 or above the
-// limit's capacity is an error wrapping runtime.ErrCostExceedsMax, and the
-// limiter is not asked.
+// limiter's error if the limiter could not decide. A cost of 0 admits the call
+// without asking the limiter, which records nothing. A negative cost or one
+// above the limit's capacity is an error wrapping runtime.ErrCostExceedsMax,
+// and the limiter is not asked.
 func (r *RateLimitedAlerts) Upload(ctx context.Context, to string, size uint64) error {
 	cost := rateLimitCost(size)
+	if cost == 0 {
+		return r.next.Upload(ctx, to, size)
+	}
 	if err := runtime.CheckCost(limitAlertsUpload, cost); err != nil {
 		return err
 	}

@@ -76,10 +76,15 @@ func (r *RateLimitedStore[K, V]) Put(ctx context.Context, k K, item V) error {
 // "github.com/ratelimitgen/ratelimitgen/testmod/generic.Store.Take", 5 units
 // per minute in total, a call costing len(ids) units, admits the call.
 // Otherwise it returns a *runtime.LimitError, or the limiter's error if the
-// limiter could not decide. A cost below 1 or above the limit's capacity is an
-// error wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
+// limiter could not decide. A cost of 0 admits the call without asking the
+// limiter, which records nothing. A negative cost or one above the limit's
+// capacity is an error wrapping runtime.ErrCostExceedsMax, and the limiter is
+// not asked.
 func (r *RateLimitedStore[K, V]) Take(ctx context.Context, ids []K) (V, error) {
 	cost := len(ids)
+	if cost == 0 {
+		return r.next.Take(ctx, ids)
+	}
 	if err := runtime.CheckCost(limitStoreTake, cost); err != nil {
 		var zero V
 		return zero, err

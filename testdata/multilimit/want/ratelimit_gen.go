@@ -51,28 +51,30 @@ func NewRateLimitedNotifier(next Notifier, limiter runtime.Limiter) *RateLimited
 // minute for each value of (m.Tenant, m.Email) (gcra). When one of them denies
 // the call, none of them counts it, and Broadcast returns a
 // *runtime.LimitError naming the limit with the longest wait. It returns the
-// limiter's error if the limiter could not decide. A cost below 1 or above its
-// limit's capacity is an error wrapping runtime.ErrCostExceedsMax, and the
-// limiter is not asked.
+// limiter's error if the limiter could not decide. A limit whose cost is 0 is
+// left out and records nothing. A negative cost or one above its limit's
+// capacity is an error wrapping runtime.ErrCostExceedsMax, and the limiter is
+// not asked.
 func (r *RateLimitedNotifier) Broadcast(ctx context.Context, m Message) (int, error) {
 	var buf [64]byte
 	b := runtime.AppendKeyPart(buf[:0], m.Tenant)
 	b = runtime.AppendKeyPart(b, m.Email)
 	cost := len(m.Parts)
-	if err := runtime.CheckCost(limitNotifierBroadcast, cost); err != nil {
-		return 0, err
+	reqs := make([]runtime.Request, 0, 3)
+	if cost != 0 {
+		if err := runtime.CheckCost(limitNotifierBroadcast, cost); err != nil {
+			return 0, err
+		}
+		reqs = append(reqs, runtime.Request{Limit: limitNotifierBroadcast, Key: m.Tenant, Cost: cost})
 	}
-	reqs := [...]runtime.Request{
-		{Limit: limitNotifierBroadcast, Key: m.Tenant, Cost: cost},
-		{Limit: limitNotifierBroadcastBroadcastTotal, Key: ""},
-		{Limit: limitNotifierBroadcastPerRecipient, Key: string(b)},
-	}
-	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
+	reqs = append(reqs, runtime.Request{Limit: limitNotifierBroadcastBroadcastTotal, Key: ""})
+	reqs = append(reqs, runtime.Request{Limit: limitNotifierBroadcastPerRecipient, Key: string(b)})
+	ds, err := runtime.AllowAll(ctx, r.limiter, reqs...)
 	if err != nil {
 		return 0, err
 	}
 	if !ds.Allowed {
-		return 0, ds.LimitError(reqs[:])
+		return 0, ds.LimitError(reqs)
 	}
 	return r.next.Broadcast(ctx, m)
 }
@@ -85,24 +87,25 @@ func (r *RateLimitedNotifier) Broadcast(ctx context.Context, m Message) (int, er
 // tenant (sliding-window), a call costing bytes units. When one of them denies
 // the call, none of them counts it, and Charge returns a *runtime.LimitError
 // naming the limit with the longest wait. It returns the limiter's error if
-// the limiter could not decide. A cost below 1 or above its limit's capacity
-// is an error wrapping runtime.ErrCostExceedsMax, and the limiter is not
-// asked.
+// the limiter could not decide. A limit whose cost is 0 is left out and
+// records nothing. A negative cost or one above its limit's capacity is an
+// error wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedNotifier) Charge(ctx context.Context, tenant string, bytes uint64) error {
 	cost := rateLimitCost(bytes)
-	if err := runtime.CheckCost(limitNotifierChargeBytes, cost); err != nil {
-		return err
+	reqs := make([]runtime.Request, 0, 2)
+	reqs = append(reqs, runtime.Request{Limit: limitNotifierCharge, Key: tenant, Cost: 2})
+	if cost != 0 {
+		if err := runtime.CheckCost(limitNotifierChargeBytes, cost); err != nil {
+			return err
+		}
+		reqs = append(reqs, runtime.Request{Limit: limitNotifierChargeBytes, Key: tenant, Cost: cost})
 	}
-	reqs := [...]runtime.Request{
-		{Limit: limitNotifierCharge, Key: tenant, Cost: 2},
-		{Limit: limitNotifierChargeBytes, Key: tenant, Cost: cost},
-	}
-	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
+	ds, err := runtime.AllowAll(ctx, r.limiter, reqs...)
 	if err != nil {
 		return err
 	}
 	if !ds.Allowed {
-		return ds.LimitError(reqs[:])
+		return ds.LimitError(reqs)
 	}
 	return r.next.Charge(ctx, tenant, bytes)
 }
@@ -154,27 +157,35 @@ func NewRateLimitedWorker(next *Worker, limiter runtime.Limiter) *RateLimitedWor
 // in total (sliding-window), a call costing len(strings.Fields(job)) units.
 // When one of them denies the call, none of them counts it, and Batch returns
 // a *runtime.LimitError naming the limit with the longest wait. It returns the
-// limiter's error if the limiter could not decide. A cost below 1 or above its
-// limit's capacity is an error wrapping runtime.ErrCostExceedsMax, and the
-// limiter is not asked.
+// limiter's error if the limiter could not decide. A limit whose cost is 0 is
+// left out and records nothing; when every cost is 0 the call is forwarded
+// without asking the limiter. A negative cost or one above its limit's
+// capacity is an error wrapping runtime.ErrCostExceedsMax, and the limiter is
+// not asked.
 func (r *RateLimitedWorker) Batch(ctx context.Context, job string) error {
 	cost := len(strings.Fields(job))
-	if err := runtime.CheckCost(limitWorkerBatch, cost); err != nil {
-		return err
+	reqs := make([]runtime.Request, 0, 2)
+	if cost != 0 {
+		if err := runtime.CheckCost(limitWorkerBatch, cost); err != nil {
+			return err
+		}
+		reqs = append(reqs, runtime.Request{Limit: limitWorkerBatch, Key: job, Cost: cost})
 	}
-	if err := runtime.CheckCost(limitWorkerBatchTotal, cost); err != nil {
-		return err
+	if cost != 0 {
+		if err := runtime.CheckCost(limitWorkerBatchTotal, cost); err != nil {
+			return err
+		}
+		reqs = append(reqs, runtime.Request{Limit: limitWorkerBatchTotal, Key: "", Cost: cost})
 	}
-	reqs := [...]runtime.Request{
-		{Limit: limitWorkerBatch, Key: job, Cost: cost},
-		{Limit: limitWorkerBatchTotal, Key: "", Cost: cost},
+	if len(reqs) == 0 {
+		return r.Worker.Batch(ctx, job)
 	}
-	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
+	ds, err := runtime.AllowAll(ctx, r.limiter, reqs...)
 	if err != nil {
 		return err
 	}
 	if !ds.Allowed {
-		return ds.LimitError(reqs[:])
+		return ds.LimitError(reqs)
 	}
 	return r.Worker.Batch(ctx, job)
 }

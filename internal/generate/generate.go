@@ -27,6 +27,11 @@ type Config struct {
 	// Output is the name of the generated file, in each package's
 	// directory; DefaultOutput if empty.
 	Output string
+	// NearMissWarnings reports comments that look like misspelt
+	// directives (// ratelimit:, //rateLimit:, /* ratelimit: */) as
+	// warnings. By default they are errors: such a comment leaves its
+	// method unlimited without a word.
+	NearMissWarnings bool
 }
 
 // File is the output of one package.
@@ -45,9 +50,9 @@ type Result struct {
 	// nil Content per package whose earlier output must be removed, sorted
 	// by path.
 	Files []File
-	// Warnings are comments that look like misspelt directives and
-	// directives that work but are likely costly, sorted by position. They
-	// do not stop generation.
+	// Warnings are directives that work but are likely costly and, with
+	// Config.NearMissWarnings, comments that look like misspelt
+	// directives, sorted by position. They do not stop generation.
 	Warnings []Diagnostic
 }
 
@@ -66,7 +71,7 @@ func Generate(ctx context.Context, cfg Config, patterns ...string) (*Result, err
 	}
 	slices.SortFunc(pkgs, func(a, b *packages.Package) int { return cmp.Compare(a.PkgPath, b.PkgPath) })
 
-	ds := &diagnostics{}
+	ds := &diagnostics{nearMissWarnings: cfg.NearMissWarnings}
 	imports := newImportResolver(ctx, cfg)
 	var models []*pkgModel
 	generated := map[string]bool{} // "Name" and "pkgname.Name" of every generated declaration
@@ -123,6 +128,13 @@ func Generate(ctx context.Context, cfg Config, patterns ...string) (*Result, err
 		if f != nil {
 			res.Files = append(res.Files, *f)
 		}
+		// Output written earlier under another -output name would
+		// redeclare every wrapper.
+		earlier, err := earlierOutputs(m, output)
+		if err != nil {
+			return res, err
+		}
+		res.Files = append(res.Files, earlier...)
 	}
 	if len(errs) > 0 {
 		return res, sortDiagnostics(errs)
@@ -145,13 +157,18 @@ func checkOutputName(name string) error {
 	return nil
 }
 
+// packageDir returns the directory of m's package, or "" if it has none.
+func packageDir(m *pkgModel) string {
+	if m.pkg.Dir == "" && len(m.pkg.GoFiles) > 0 {
+		return filepath.Dir(m.pkg.GoFiles[0])
+	}
+	return m.pkg.Dir
+}
+
 // outputFile returns the file of m: its generated code, a removal if m has
 // no wrappers but an earlier run left a file, or nil.
 func outputFile(m *pkgModel, output string) (*File, error) {
-	dir := m.pkg.Dir
-	if dir == "" && len(m.pkg.GoFiles) > 0 {
-		dir = filepath.Dir(m.pkg.GoFiles[0])
-	}
+	dir := packageDir(m)
 	if dir == "" {
 		return nil, nil
 	}

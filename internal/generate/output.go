@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"go/token"
+	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 )
 
 // Write writes each file whose content differs from what is on disk and
@@ -45,6 +48,52 @@ func Stale(files []File) ([]string, error) {
 		}
 	}
 	return stale, nil
+}
+
+// earlierOutputs returns removals for the files of m's directory, other
+// than output, that this generator wrote: those that start with Header.
+// They are what an earlier run with another -output left behind; a file
+// without the header is never touched.
+func earlierOutputs(m *pkgModel, output string) ([]File, error) {
+	dir := packageDir(m)
+	if dir == "" {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []File
+	for _, e := range entries {
+		if e.IsDir() || e.Name() == output || !strings.HasSuffix(e.Name(), ".go") {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		ours, err := startsWithHeader(path)
+		if err != nil {
+			return nil, err
+		}
+		if ours {
+			out = append(out, File{Path: path})
+		}
+	}
+	return out, nil
+}
+
+// startsWithHeader reports whether the file at path starts with Header on
+// a line of its own, reading no more than that.
+func startsWithHeader(path string) (bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	buf := make([]byte, len(Header)+1)
+	n, err := io.ReadFull(f, buf)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	return string(buf[:n]) == Header+"\n", nil
 }
 
 // positionOf is the position of a whole file, for diagnostics about it.

@@ -63,7 +63,7 @@ func scanFile(fset *token.FileSet, info *types.Info, file *ast.File, ds *diagnos
 			d, errs := parse.Line(c.Text, pos)
 			if d == nil && len(errs) == 0 {
 				if w := parse.NearMiss(c.Text, pos); w != nil {
-					ds.warnf(w.Pos, "%s", w.Msg)
+					ds.nearMiss(w.Pos, w.Msg)
 				}
 				continue
 			}

@@ -23,6 +23,7 @@ const (
 	keyBool                       // strconv.FormatBool
 	keyBytes                      // a byte slice: string(x)
 	keyStringer                   // x.String()
+	keyTime                       // a time.Time: its UnixNano, in decimal
 )
 
 // keyPart is one type-checked part of a key= option.
@@ -54,6 +55,11 @@ func (es *exprScope) checkKey(e parse.Expr, ds *diagnostics) *keyPart {
 func classify(t types.Type) (keyKind, bool) {
 	if tp, ok := types.Unalias(t).(*types.TypeParam); ok {
 		return classifyTypeParam(tp)
+	}
+	if isTime(t) {
+		// Its String method would put the zone and the monotonic clock
+		// reading in the key: one instant would have many keys.
+		return keyTime, true
 	}
 	switch u := types.Unalias(t).Underlying().(type) {
 	case *types.Basic:
@@ -96,7 +102,8 @@ func classifyTypeParam(tp *types.TypeParam) (keyKind, bool) {
 	var kinds []keyKind
 	for _, t := range terms {
 		k, ok := classify(t)
-		if !ok {
+		if !ok || k == keyTime {
+			// A type parameter has the methods of its constraint only.
 			return 0, false
 		}
 		switch k {
@@ -249,4 +256,10 @@ func checkKeyVaries(key []*keyPart, exprs []parse.Expr, ds *diagnostics) bool {
 func isGoExpr(s string) bool {
 	_, err := parser.ParseExpr(s)
 	return err == nil
+}
+
+// isTime reports whether t is time.Time itself.
+func isTime(t types.Type) bool {
+	n, ok := types.Unalias(t).(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "time" && n.Obj().Name() == "Time"
 }

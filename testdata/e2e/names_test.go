@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
-	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 	"github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices"
 	"github.com/ratelimitgen/ratelimitgen/testmod/e2e/orders"
@@ -47,6 +45,5 @@ func TestNamesMemory(t *testing.T) {
 }
 
 func TestNamesRedis(t *testing.T) {
-	s := redistest.StartServer(t)
-	exerciseNames(t, runtime.NewRedisLimiter(s.Client(t), runtime.WithFailurePolicy(runtime.FailClosed), runtime.WithTimeout(10*time.Second)))
+	exerciseNames(t, newRedisLimiter(t))
 }

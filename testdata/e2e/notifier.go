@@ -2,7 +2,10 @@
 // calls the wrapper on the memory limiter and on a real Redis.
 package e2e
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // SendCodeRequest asks for a login code.
 type SendCodeRequest struct {
@@ -56,4 +59,14 @@ type Alerts interface {
 	//ratelimit:key=to cost=n window=1m max=10 algo=fixed-window
 	//ratelimit:cost=n window=1m max=100 algo=gcra name=Alerts.Bulk.total
 	Bulk(ctx context.Context, to string, n uint64) error
+}
+
+// Slots books time slots: one booking per instant, however the time.Time
+// was built.
+type Slots interface {
+	//ratelimit:key=at window=1m max=1
+	Book(ctx context.Context, at time.Time) error
+
+	//ratelimit:key=room,at window=1m max=1
+	BookRoom(ctx context.Context, room string, at time.Time) error
 }

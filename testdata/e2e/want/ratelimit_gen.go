@@ -25,6 +25,8 @@ var (
 	limitAlertsAdjust     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Adjust", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
 	limitAlertsBulk       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Bulk", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
 	limitAlertsBulkTotal  = runtime.Limit{Name: "Alerts.Bulk.total", Window: time.Minute, Max: 100, Algorithm: runtime.GCRA}
+	limitSlotsBook        = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Slots.Book", Window: time.Minute, Max: 1}
+	limitSlotsBookRoom    = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Slots.BookRoom", Window: time.Minute, Max: 1}
 )
 
 // RateLimitedNotifier is a Notifier that asks a runtime.Limiter before each
@@ -242,6 +244,54 @@ func (r *RateLimitedAlerts) Upload(ctx context.Context, to string, size uint64) 
 		return runtime.NewLimitError(limitAlertsUpload, d)
 	}
 	return r.next.Upload(ctx, to, size)
+}
+
+// RateLimitedSlots is a Slots that asks a runtime.Limiter before each call of
+// a rate-limited method and forwards to the Slots it wraps only the calls the
+// limiter admits.
+type RateLimitedSlots struct {
+	next    Slots
+	limiter runtime.Limiter
+}
+
+// NewRateLimitedSlots returns a RateLimitedSlots that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedSlots(next Slots, limiter runtime.Limiter) *RateLimitedSlots {
+	return &RateLimitedSlots{next: next, limiter: limiter}
+}
+
+// Book calls the wrapped Slots's Book if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Slots.Book", 1 call per
+// minute for each value of at, admits the call. Otherwise it returns a
+// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+func (r *RateLimitedSlots) Book(ctx context.Context, at time.Time) error {
+	d, err := r.limiter.Allow(ctx, limitSlotsBook, strconv.FormatInt(at.UnixNano(), 10))
+	if err != nil {
+		return err
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitSlotsBook, d)
+	}
+	return r.next.Book(ctx, at)
+}
+
+// BookRoom calls the wrapped Slots's BookRoom if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Slots.BookRoom", 1 call
+// per minute for each value of (room, at), admits the call. Otherwise it
+// returns a *runtime.LimitError, or the limiter's error if the limiter could
+// not decide.
+func (r *RateLimitedSlots) BookRoom(ctx context.Context, room string, at time.Time) error {
+	var buf [64]byte
+	b := runtime.AppendKeyPart(buf[:0], room)
+	b = runtime.AppendKeyInt(b, at.UnixNano())
+	d, err := r.limiter.Allow(ctx, limitSlotsBookRoom, string(b))
+	if err != nil {
+		return err
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitSlotsBookRoom, d)
+	}
+	return r.next.BookRoom(ctx, room, at)
 }
 
 // rateLimitCost converts a cost= value to the int that the runtime takes. A

@@ -19,7 +19,7 @@
 //
 // Usage:
 //
-//	ratelimitgen [-output file.go] [-check] [-warn-near-misses] [-version] [packages]
+//	ratelimitgen [-output file.go] [-tags list] [-check] [-warn-near-misses] [-version] [packages]
 //
 // The packages default to ".". Every problem is reported as
 // file.go:line:col: message, all at once, and nothing is written. With
@@ -35,6 +35,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/ratelimitgen/ratelimitgen/internal/generate"
 )
@@ -50,10 +51,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	flags.SetOutput(stderr)
 	output := flags.String("output", generate.DefaultOutput, "name of the generated file in each package's directory")
 	check := flags.Bool("check", false, "write nothing; exit with status 1 naming the generated files that are out of date")
+	tags := flags.String("tags", "", "comma-separated build tags to load the packages with, as go build -tags (GOFLAGS's -tags are added)")
 	nearMissWarnings := flags.Bool("warn-near-misses", false, "report comments that look like misspelt directives (// ratelimit:, //rateLimit:, /* ratelimit: */) as warnings instead of errors")
 	showVersion := flags.Bool("version", false, "print the version of ratelimitgen (and so of the runtime it generates code for) and exit")
 	flags.Usage = func() {
-		fmt.Fprintf(stderr, "usage: ratelimitgen [-output file.go] [-check] [-warn-near-misses] [-version] [packages]\n\n")
+		fmt.Fprintf(stderr, "usage: ratelimitgen [-output file.go] [-tags list] [-check] [-warn-near-misses] [-version] [packages]\n\n")
 		flags.PrintDefaults()
 	}
 	if err := flags.Parse(args); err != nil {
@@ -69,7 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 
-	res, err := generate.Generate(ctx, generate.Config{Dir: wd, Output: *output, NearMissWarnings: *nearMissWarnings}, flags.Args()...)
+	res, err := generate.Generate(ctx, generate.Config{Dir: wd, Output: *output, Tags: strings.Split(*tags, ","), NearMissWarnings: *nearMissWarnings}, flags.Args()...)
 	if res != nil {
 		for _, w := range res.Warnings {
 			fmt.Fprintln(stderr, w.Format(wd))

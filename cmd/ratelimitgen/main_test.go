@@ -294,3 +294,48 @@ func read(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// A directive behind a build tag is generated with -tags (or GOFLAGS's
+// -tags) into a file under the same tag, which runs without the tag warn
+// about and leave alone.
+func TestTags(t *testing.T) {
+	dir := newModule(t)
+	write(t, filepath.Join(dir, "basic", "integ.go"), `//go:build integration
+
+package basic
+
+import "context"
+
+// Integ exists in integration builds only.
+type Integ interface {
+	//ratelimit:window=1m max=3
+	Run(ctx context.Context) error
+}
+`)
+	tagged := filepath.Join(dir, "basic", "ratelimit_gen.integration.go")
+	code, _, stderr := ratelimitgen(t, "./basic")
+	if code != 0 || !strings.Contains(stderr, "integ.go:9:2: warning: integ.go is left out by its build constraints") {
+		t.Fatalf("without the tag: status %d, stderr:\n%s\nwant status 0 and a warning", code, stderr)
+	}
+	if _, err := os.Stat(tagged); !os.IsNotExist(err) {
+		t.Fatalf("without the tag, %s was written (%v)", tagged, err)
+	}
+
+	if code, _, stderr := ratelimitgen(t, "-tags", "integration", "./basic"); code != 0 {
+		t.Fatalf("-tags integration: status %d, stderr:\n%s", code, stderr)
+	}
+	if got := read(t, tagged); !strings.Contains(got, "//go:build !ratelimitgen && integration\n") || !strings.Contains(got, "func NewRateLimitedInteg(") {
+		t.Fatalf("%s:\n%s", tagged, got)
+	}
+	// Without the tag the file is another configuration's: kept.
+	if code, _, stderr := ratelimitgen(t, "./basic"); code != 0 {
+		t.Fatalf("again without the tag: status %d, stderr:\n%s", code, stderr)
+	}
+	if _, err := os.Stat(tagged); err != nil {
+		t.Fatalf("a run without the tag removed the tagged output: %v", err)
+	}
+	t.Setenv("GOFLAGS", "-mod=mod -tags=integration")
+	if code, _, stderr := ratelimitgen(t, "-check", "./basic"); code != 0 || stderr != "" {
+		t.Fatalf("-check with GOFLAGS=-tags=integration: status %d, stderr:\n%s", code, stderr)
+	}
+}

@@ -135,6 +135,12 @@ func TestGolden(t *testing.T) {
 	// Every generated file compiles and vets, and the end-to-end package
 	// runs against Redis and in memory.
 	goCmd(t, mod, env, append([]string{"vet"}, patterns(okCases)...)...)
+	// Wrappers of types under build constraints are generated under the
+	// same constraints, so the package builds where those files are left
+	// out as well as where they are built.
+	for _, goos := range []string{"linux", "windows"} {
+		goCmd(t, mod, append(env, "GOOS="+goos), "vet", "./buildtags/")
+	}
 	goCmd(t, mod, env, "test", "-count=1", "./e2e/")
 	// On a 32-bit platform int(x) would wrap a large uint64 or int64 cost
 	// around to a small one: the memory half runs there too (the Redis

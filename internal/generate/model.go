@@ -3,6 +3,7 @@ package generate
 import (
 	"fmt"
 	"go/ast"
+	"go/build/constraint"
 	"go/constant"
 	"go/token"
 	"go/types"
@@ -25,6 +26,9 @@ type limit struct {
 	// pos is the position of the directive, for messages about limits
 	// that share a name.
 	pos token.Position
+	// constraint is the build constraint of the directive's file, or nil:
+	// the limit is declared in the generated file for it.
+	constraint constraint.Expr
 	// name is the runtime.Limit's Name: name= or path/to/pkg.Type.Method.
 	name   string
 	window time.Duration
@@ -52,6 +56,9 @@ type wrapper struct {
 	methods []*wrapperMethod
 	// name and ctor are the names of the generated type and constructor.
 	name, ctor string
+	// constraint is the build constraint of the files that declare the
+	// type and its limited methods, or nil.
+	constraint constraint.Expr
 }
 
 // wrapperMethod is one method of a wrapper: rate-limited when it has
@@ -96,8 +103,23 @@ func buildModel(pkg *packages.Package, imports *importResolver, ds *diagnostics)
 		}
 		m.directives += countDirectives(file)
 	}
+	constraints := map[string]constraint.Expr{}
+	for _, file := range pkg.Syntax {
+		name := pkg.Fset.Position(file.Package).Filename
+		constraints[name] = fileConstraint(file, name)
+	}
+	for _, l := range m.limits {
+		l.constraint = constraints[l.pos.Filename]
+	}
 	for _, owner := range owners {
 		if w := buildWrapper(pkg, owner, limits, ds); w != nil {
+			exprs := []constraint.Expr{constraints[pkg.Fset.Position(owner.Pos()).Filename]}
+			for _, wm := range w.methods {
+				for _, l := range wm.limits {
+					exprs = append(exprs, constraints[l.pos.Filename])
+				}
+			}
+			w.constraint = andAll(exprs)
 			m.wrappers = append(m.wrappers, w)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -51,10 +52,13 @@ func Stale(files []File) ([]string, error) {
 }
 
 // earlierOutputs returns removals for the files of m's directory, other
-// than output, that this generator wrote: those that start with Header.
-// They are what an earlier run with another -output left behind; a file
+// than those of this run, that this generator wrote (they start with
+// Header) and that the build configuration of this run would compile: an
+// earlier run with another -output, or for a build constraint that no
+// wrapper has any more, left them behind. A file for another platform or
+// tag set is left alone, since this run cannot see its types; a file
 // without the header is never touched.
-func earlierOutputs(m *pkgModel, output string) ([]File, error) {
+func earlierOutputs(m *pkgModel, produced []File, matches *fileMatcher) ([]File, error) {
 	dir := packageDir(m)
 	if dir == "" {
 		return nil, nil
@@ -65,15 +69,15 @@ func earlierOutputs(m *pkgModel, output string) ([]File, error) {
 	}
 	var out []File
 	for _, e := range entries {
-		if e.IsDir() || e.Name() == output || !strings.HasSuffix(e.Name(), ".go") {
+		path := filepath.Join(dir, e.Name())
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || slices.ContainsFunc(produced, func(f File) bool { return f.Path == path }) {
 			continue
 		}
-		path := filepath.Join(dir, e.Name())
 		ours, err := startsWithHeader(path)
 		if err != nil {
 			return nil, err
 		}
-		if ours {
+		if ours && matches.file(dir, e.Name()) {
 			out = append(out, File{Path: path})
 		}
 	}

@@ -339,3 +339,37 @@ type Integ interface {
 		t.Fatalf("-check with GOFLAGS=-tags=integration: status %d, stderr:\n%s", code, stderr)
 	}
 }
+
+// A type that embeds a limited type of a package outside the run gets a
+// wrapper with that limit: the generator reads the other package's
+// directives itself.
+func TestEmbeddingFromAPackageOutsideTheRun(t *testing.T) {
+	dir := newModule(t)
+	if err := os.MkdirAll(filepath.Join(dir, "consumer"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "consumer", "consumer.go"), `package consumer
+
+import "example.com/cmdtest/basic"
+
+// Relay gets SendCode, limited in package basic, by embedding.
+type Relay struct {
+	basic.Notifier
+}
+`)
+	if code, _, stderr := ratelimitgen(t, "./consumer"); code != 0 {
+		t.Fatalf("status %d, stderr:\n%s", code, stderr)
+	}
+	got := read(t, filepath.Join(dir, "consumer", "ratelimit_gen.go"))
+	for _, want := range []string{
+		`Name: "example.com/cmdtest/basic.Notifier.SendCode", Window: time.Minute, Max: 3}`,
+		"func (r *RateLimitedRelay) SendCode(ctx context.Context, req basic.SendCodeRequest) error {",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the generated file lacks %q:\n%s", want, got)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "basic", "ratelimit_gen.go")); !os.IsNotExist(err) {
+		t.Errorf("basic, outside the run, was generated (%v)", err)
+	}
+}

@@ -77,11 +77,17 @@ func emitPackage(m *pkgModel) ([]fileGroup, [][]byte, error) {
 		g := group(l.constraint)
 		g.limits = append(g.limits, l)
 	}
+	// Copies of other packages' limits compile everywhere.
+	for _, l := range m.foreign {
+		g := group(nil)
+		g.limits = append(g.limits, l)
+	}
 	keys := slices.Sorted(maps.Keys(byKey))
 
-	all := &emitter{m: m, pkg: m.pkg.Types, wrappers: m.wrappers, used: m.limits, limitVars: map[*limit]string{}}
+	declared := append(slices.Clone(m.limits), m.foreign...)
+	all := &emitter{m: m, pkg: m.pkg.Types, wrappers: m.wrappers, used: declared, limitVars: map[*limit]string{}}
 	all.reserveUserNames()
-	for _, l := range m.limits {
+	for _, l := range declared {
 		all.limitVars[l] = all.packageLevel(limitVarBase(l))
 	}
 	costFuncs := map[string]string{}

@@ -134,9 +134,12 @@ func (e *emitter) exprCode(ce *checkedExpr, params []string) *jen.Statement {
 		if r.start > at {
 			s.Op(ce.text[at:r.start])
 		}
-		if r.param >= 0 {
+		switch {
+		case r.param >= 0:
 			s.Id(params[r.param])
-		} else {
+		case r.pkg.Path() == e.pkg.Path():
+			s.Id(r.name) // the directive's own package, or a promoted method's
+		default:
 			s.Qual(r.pkg.Path(), r.name)
 		}
 		at = r.end

@@ -93,9 +93,13 @@ func Generate(ctx context.Context, cfg Config, patterns ...string) (*Result, err
 		m := buildModel(pkg, imports, ds)
 		checkExcludedFiles(m, ds)
 		models = append(models, m)
+	}
+	index := newLimitIndex(models, loadDirectives(func() *packages.Config { return packagesConfig(ctx, cfg) }, imports))
+	for _, m := range models {
+		buildWrappers(m, index, ds)
 		for _, name := range m.generatedNames() {
 			generated[name] = true
-			generated[pkg.Name+"."+name] = true
+			generated[m.pkg.Name+"."+name] = true
 		}
 	}
 	checkSharedNames(models, ds)
@@ -103,7 +107,7 @@ func Generate(ctx context.Context, cfg Config, patterns ...string) (*Result, err
 	// loaded because a pattern matched them. Code that calls the wrappers
 	// of this run is expected not to compile until they are generated.
 	for _, m := range models {
-		if m.directives == 0 {
+		if m.directives == 0 && len(m.wrappers) == 0 {
 			continue
 		}
 		for _, e := range m.pkg.TypeErrors {

@@ -28,14 +28,7 @@ func load(ctx context.Context, cfg Config, patterns []string) ([]*packages.Packa
 	if len(patterns) == 0 {
 		patterns = []string{"."}
 	}
-	pcfg := &packages.Config{
-		Context:    ctx,
-		Mode:       loadMode,
-		Dir:        cfg.Dir,
-		Env:        cfg.Env,
-		BuildFlags: buildFlags(cfg),
-	}
-	pkgs, err := packages.Load(pcfg, patterns...)
+	pkgs, err := packages.Load(packagesConfig(ctx, cfg), patterns...)
 	if err != nil {
 		return nil, fmt.Errorf("loading %v: %w", patterns, err)
 	}
@@ -43,6 +36,17 @@ func load(ctx context.Context, cfg Config, patterns []string) ([]*packages.Packa
 		return nil, errors.New("no packages match " + fmt.Sprint(patterns))
 	}
 	return pkgs, nil
+}
+
+// packagesConfig is how the run loads packages.
+func packagesConfig(ctx context.Context, cfg Config) *packages.Config {
+	return &packages.Config{
+		Context:    ctx,
+		Mode:       loadMode,
+		Dir:        cfg.Dir,
+		Env:        cfg.Env,
+		BuildFlags: buildFlags(cfg),
+	}
 }
 
 // buildFlags are the go command's flags for loading packages: the user's

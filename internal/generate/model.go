@@ -7,6 +7,7 @@ import (
 	"go/constant"
 	"go/token"
 	"go/types"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -74,19 +75,30 @@ type wrapperMethod struct {
 
 // pkgModel is what one package asks the generator for.
 type pkgModel struct {
-	pkg      *packages.Package
-	limits   []*limit
+	pkg *packages.Package
+	// limits are the limits of the package's directives, byFunc the same
+	// by method, and owners the types whose methods carry them.
+	limits []*limit
+	byFunc map[*types.Func][]*limit
+	owners []*types.TypeName
+	// foreign are the limits of other packages' methods that the
+	// package's wrappers use (promoted or embedded methods): the
+	// generated file declares a copy, which counts with the original
+	// since a limit is counted by name.
+	foreign  []*limit
 	wrappers []*wrapper
 	// directives counts the //ratelimit: comments found, valid or not.
 	directives int
+	// constraints holds the build constraint of each file, by name.
+	constraints map[string]constraint.Expr
 }
 
-// buildModel finds the directives of pkg, checks them and derives the
-// wrappers to generate. Problems go to ds.
+// buildModel finds the directives of pkg and checks them. Problems go to
+// ds. The wrappers come later (buildWrappers), when the limits of every
+// package of the run are known.
 func buildModel(pkg *packages.Package, imports *importResolver, ds *diagnostics) *pkgModel {
-	m := &pkgModel{pkg: pkg}
-	limits := map[*types.Func][]*limit{}
-	var owners []*types.TypeName
+	m := &pkgModel{pkg: pkg, byFunc: map[*types.Func][]*limit{}}
+	limits := m.byFunc
 	hasOwner := map[*types.TypeName]bool{}
 	for _, file := range pkg.Syntax {
 		for _, a := range scanFile(pkg.Fset, pkg.TypesInfo, file, ds) {
@@ -98,32 +110,53 @@ func buildModel(pkg *packages.Package, imports *importResolver, ds *diagnostics)
 			m.limits = append(m.limits, ls...)
 			if !hasOwner[a.owner] {
 				hasOwner[a.owner] = true
-				owners = append(owners, a.owner)
+				m.owners = append(m.owners, a.owner)
 			}
 		}
 		m.directives += countDirectives(file)
 	}
-	constraints := map[string]constraint.Expr{}
+	m.constraints = map[string]constraint.Expr{}
 	for _, file := range pkg.Syntax {
 		name := pkg.Fset.Position(file.Package).Filename
-		constraints[name] = fileConstraint(file, name)
+		m.constraints[name] = fileConstraint(file, name)
 	}
 	for _, l := range m.limits {
-		l.constraint = constraints[l.pos.Filename]
-	}
-	for _, owner := range owners {
-		if w := buildWrapper(pkg, owner, limits, ds); w != nil {
-			exprs := []constraint.Expr{constraints[pkg.Fset.Position(owner.Pos()).Filename]}
-			for _, wm := range w.methods {
-				for _, l := range wm.limits {
-					exprs = append(exprs, constraints[l.pos.Filename])
-				}
-			}
-			w.constraint = andAll(exprs)
-			m.wrappers = append(m.wrappers, w)
-		}
+		l.constraint = m.constraints[l.pos.Filename]
 	}
 	return m
+}
+
+// buildWrappers derives the wrappers of m: one for each type with a
+// directive, and one for each other type of the package that has a limited
+// method by embedding (see embedding.go).
+func buildWrappers(m *pkgModel, index *limitIndex, ds *diagnostics) {
+	pkg := m.pkg
+	lookup := func(fn *types.Func) []*limit {
+		if fn.Pkg() == pkg.Types {
+			return m.byFunc[fn.Origin()]
+		}
+		return index.lookup(fn)
+	}
+	owners := append(slices.Clone(m.owners), embeddingOwners(m, lookup)...)
+	foreign := map[*limit]bool{}
+	for _, owner := range owners {
+		w := buildWrapper(pkg, owner, lookup, ds)
+		if w == nil || !foreignExprsVisible(pkg, w, ds) {
+			continue
+		}
+		exprs := []constraint.Expr{m.constraints[pkg.Fset.Position(owner.Pos()).Filename]}
+		for _, wm := range w.methods {
+			for _, l := range wm.limits {
+				exprs = append(exprs, m.constraints[l.pos.Filename])
+				if l.fn.Pkg() != pkg.Types && !foreign[l] {
+					foreign[l] = true
+					m.foreign = append(m.foreign, l)
+				}
+			}
+		}
+		w.constraint = andAll(exprs)
+		m.wrappers = append(m.wrappers, w)
+	}
 }
 
 // countDirectives counts the comments of file that start with the
@@ -377,9 +410,29 @@ func returnsError(sig *types.Signature) bool {
 	return n > 0 && types.Identical(sig.Results().At(n-1).Type(), types.Universe.Lookup("error").Type())
 }
 
+// foreignExprsVisible reports, for the methods that w gets from another
+// package, whether their keys and costs use only what that package
+// exports: the generated code, in w's package, spells them.
+func foreignExprsVisible(pkg *packages.Package, w *wrapper, ds *diagnostics) bool {
+	for _, wm := range w.methods {
+		for _, l := range wm.limits {
+			if l.fn.Pkg() == pkg.Types {
+				continue
+			}
+			for _, ce := range l.exprs() {
+				if ce.unexported != "" {
+					ds.errorf(pkg.Fset.Position(w.owner.Pos()), "cannot wrap %s: its method %s comes from %s, whose limit (%s) uses %s in %q, which package %s does not export; export it, or key on exported names", w.owner.Name(), wm.name, l.owner.Name(), l.pos, ce.unexported, ce.text, l.fn.Pkg().Path())
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
 // buildWrapper derives the wrapper of owner, which has at least one valid
 // limit.
-func buildWrapper(pkg *packages.Package, owner *types.TypeName, limits map[*types.Func][]*limit, ds *diagnostics) *wrapper {
+func buildWrapper(pkg *packages.Package, owner *types.TypeName, limits func(*types.Func) []*limit, ds *diagnostics) *wrapper {
 	named, ok := owner.Type().(*types.Named)
 	pos := pkg.Fset.Position(owner.Pos())
 	if !ok {
@@ -401,7 +454,7 @@ func buildWrapper(pkg *packages.Package, owner *types.TypeName, limits map[*type
 				ds.errorf(pos, "cannot wrap %s: it has the unexported method %s of package %s, which code outside that package cannot implement", owner.Name(), fn.Name(), fn.Pkg().Path())
 				return nil
 			}
-			w.methods = append(w.methods, &wrapperMethod{name: fn.Name(), sig: fn.Type().(*types.Signature), limits: limits[fn.Origin()]})
+			w.methods = append(w.methods, &wrapperMethod{name: fn.Name(), sig: fn.Type().(*types.Signature), limits: limits(fn)})
 		}
 	} else {
 		w.byValue = true
@@ -417,7 +470,7 @@ func buildWrapper(pkg *packages.Package, owner *types.TypeName, limits map[*type
 		ms := types.NewMethodSet(recv)
 		for i := 0; i < ms.Len(); i++ {
 			fn := ms.At(i).Obj().(*types.Func)
-			if ls := limits[fn.Origin()]; ls != nil {
+			if ls := limits(fn); ls != nil {
 				w.methods = append(w.methods, &wrapperMethod{name: fn.Name(), sig: fn.Type().(*types.Signature), limits: ls})
 			}
 		}

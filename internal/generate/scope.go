@@ -40,6 +40,11 @@ type checkedExpr struct {
 	// plain is set when the expression is a name or a chain of field
 	// selections, which costs nothing to evaluate twice.
 	plain bool
+	// unexported is the first name the expression uses that only its
+	// own package may use (a package-level name, field or method), or "":
+	// the wrapper of a type that gets the method by embedding in another
+	// package cannot spell it.
+	unexported string
 }
 
 // exprRef is one identifier (or pkg.Name selector) of an expression, at
@@ -48,8 +53,9 @@ type exprRef struct {
 	start, end int
 	// param is the index of the parameter the identifier denotes, or -1.
 	param int
-	// pkg and name denote a package-level object of another package when
-	// param is -1.
+	// pkg and name denote a package-level object when param is -1: of
+	// another package, or of the directive's own, which the wrapper of a
+	// type embedding the method in another package must qualify.
 	pkg  *types.Package
 	name string
 	// importName is how the source file names pkg, the preferred import
@@ -196,7 +202,7 @@ func (es *exprScope) check(e parse.Expr, role exprRole, ds *diagnostics) (*check
 		return nil, nil
 	}
 	ce := &checkedExpr{text: e.Text, typ: tv.Type, value: tv.Value, parens: !isPrimary(expr), plain: isPlain(expr, info)}
-	ce.refs, ce.idents = es.refs(expr, info, offset)
+	ce.refs, ce.idents, ce.unexported = es.refs(expr, info, offset)
 	return ce, expr
 }
 
@@ -289,9 +295,15 @@ func isPrimary(expr ast.Expr) bool {
 
 // refs returns the identifiers of expr that the generated code spells
 // differently (see checkedExpr.refs) and the names of all its identifiers.
-func (es *exprScope) refs(expr ast.Expr, info *types.Info, offset func(token.Pos) int) ([]exprRef, []string) {
+func (es *exprScope) refs(expr ast.Expr, info *types.Info, offset func(token.Pos) int) ([]exprRef, []string, string) {
 	var refs []exprRef
 	var idents []string
+	unexported := ""
+	hide := func(name string) {
+		if unexported == "" && !token.IsExported(name) {
+			unexported = name
+		}
+	}
 	ast.Inspect(expr, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.SelectorExpr:
@@ -307,16 +319,30 @@ func (es *exprScope) refs(expr ast.Expr, info *types.Info, offset func(token.Pos
 			}
 			// The selected field or method keeps its name; info.Uses
 			// maps it to a field or method, never to a parameter.
+			if sel, ok := info.Selections[n]; ok && sel.Obj().Pkg() == es.pkg {
+				hide(sel.Obj().Name())
+			}
 			return true
 		case *ast.Ident:
 			idents = append(idents, n.Name)
-			switch obj := info.Uses[n].(type) {
-			case *types.Var:
-				if i, ok := es.params[obj]; ok {
+			obj := info.Uses[n]
+			if v, ok := obj.(*types.Var); ok {
+				if i, ok := es.params[v]; ok {
 					refs = append(refs, exprRef{start: offset(n.Pos()), end: offset(n.End()), param: i})
+					return true
 				}
-			case nil:
+			}
+			switch obj.(type) {
+			case nil, *types.Builtin, *types.Nil:
 			default:
+				if p := obj.Pkg(); p == es.pkg && obj.Parent() == p.Scope() {
+					hide(n.Name)
+					refs = append(refs, exprRef{
+						start: offset(n.Pos()), end: offset(n.End()), param: -1,
+						pkg: p, name: n.Name, importName: p.Name(),
+					})
+					break
+				}
 				// An object of another package named without a qualifier:
 				// the file dot-imports it.
 				if p := obj.Pkg(); p != nil && p != es.pkg && obj.Parent() == p.Scope() {
@@ -330,5 +356,5 @@ func (es *exprScope) refs(expr ast.Expr, info *types.Info, offset func(token.Pos
 		return true
 	})
 	slices.SortFunc(refs, func(a, b exprRef) int { return a.start - b.start })
-	return refs, idents
+	return refs, idents, unexported
 }

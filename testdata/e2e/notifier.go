@@ -5,6 +5,9 @@ package e2e
 import (
 	"context"
 	"time"
+
+	"github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices"
+	"github.com/ratelimitgen/ratelimitgen/testmod/e2e/orders"
 )
 
 // SendCodeRequest asks for a login code.
@@ -69,4 +72,17 @@ type Slots interface {
 
 	//ratelimit:key=room,at window=1m max=1
 	BookRoom(ctx context.Context, room string, at time.Time) error
+}
+
+// Gateway gets Get, limited in package orders, by embedding an
+// orders.Service: its wrapper keeps the limit.
+type Gateway struct {
+	orders.Service
+}
+
+// Lookups embeds invoices.Service: Get keeps the invoices limit, Count has
+// none.
+type Lookups interface {
+	invoices.Service
+	Count(ctx context.Context) (int, error)
 }

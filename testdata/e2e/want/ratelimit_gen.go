@@ -27,6 +27,8 @@ var (
 	limitAlertsBulkTotal  = runtime.Limit{Name: "Alerts.Bulk.total", Window: time.Minute, Max: 100, Algorithm: runtime.GCRA}
 	limitSlotsBook        = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Slots.Book", Window: time.Minute, Max: 1}
 	limitSlotsBookRoom    = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Slots.BookRoom", Window: time.Minute, Max: 1}
+	limitServiceGet       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/orders.Service.Get", Window: time.Minute, Max: 2}
+	limitServiceGet1      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices.Service.Get", Window: time.Minute, Max: 2}
 )
 
 // RateLimitedNotifier is a Notifier that asks a runtime.Limiter before each
@@ -292,6 +294,71 @@ func (r *RateLimitedSlots) BookRoom(ctx context.Context, room string, at time.Ti
 		return runtime.NewLimitError(limitSlotsBookRoom, d)
 	}
 	return r.next.BookRoom(ctx, room, at)
+}
+
+// RateLimitedGateway is a Gateway whose rate-limited methods ask a
+// runtime.Limiter before each call and call the embedded Gateway's method only
+// when the limiter admits the call. Its other methods are promoted unchanged.
+type RateLimitedGateway struct {
+	Gateway
+	limiter runtime.Limiter
+}
+
+// NewRateLimitedGateway returns a RateLimitedGateway that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedGateway(next Gateway, limiter runtime.Limiter) *RateLimitedGateway {
+	return &RateLimitedGateway{Gateway: next, limiter: limiter}
+}
+
+// Get calls the wrapped Gateway's Get if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e/orders.Service.Get", 2
+// calls per minute for each value of id, admits the call. Otherwise it returns
+// a *runtime.LimitError, or the limiter's error if the limiter could not
+// decide.
+func (r *RateLimitedGateway) Get(ctx context.Context, id string) error {
+	d, err := r.limiter.Allow(ctx, limitServiceGet, id)
+	if err != nil {
+		return err
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitServiceGet, d)
+	}
+	return r.Gateway.Get(ctx, id)
+}
+
+// RateLimitedLookups is a Lookups that asks a runtime.Limiter before each call
+// of a rate-limited method and forwards to the Lookups it wraps only the calls
+// the limiter admits. Its other methods forward every call unchanged.
+type RateLimitedLookups struct {
+	next    Lookups
+	limiter runtime.Limiter
+}
+
+// NewRateLimitedLookups returns a RateLimitedLookups that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedLookups(next Lookups, limiter runtime.Limiter) *RateLimitedLookups {
+	return &RateLimitedLookups{next: next, limiter: limiter}
+}
+
+// Count calls the wrapped Lookups's Count; it has no limit.
+func (r *RateLimitedLookups) Count(ctx context.Context) (int, error) {
+	return r.next.Count(ctx)
+}
+
+// Get calls the wrapped Lookups's Get if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices.Service.Get", 2
+// calls per minute for each value of id, admits the call. Otherwise it returns
+// a *runtime.LimitError, or the limiter's error if the limiter could not
+// decide.
+func (r *RateLimitedLookups) Get(ctx context.Context, id string) error {
+	d, err := r.limiter.Allow(ctx, limitServiceGet1, id)
+	if err != nil {
+		return err
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitServiceGet1, d)
+	}
+	return r.next.Get(ctx, id)
 }
 
 // rateLimitCost converts a cost= value to the int that the runtime takes. A

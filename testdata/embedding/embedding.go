@@ -1,0 +1,34 @@
+// Package embedding has types that get limited methods by embedding, from
+// another package and from this one, without a directive of their own:
+// each gets a wrapper that keeps the methods' limits.
+package embedding
+
+import (
+	"context"
+
+	"github.com/ratelimitgen/ratelimitgen/testmod/embedding/base"
+)
+
+// Server gets Get, limited in package base, from the embedded Service.
+type Server struct {
+	*base.Service
+	Name string
+}
+
+// Cache embeds base.Store: Load keeps its limit, Flush is forwarded.
+type Cache interface {
+	base.Store
+	Flush(ctx context.Context) error
+}
+
+// Local has a limited method.
+type Local interface {
+	//ratelimit:window=1s max=1
+	Ping(ctx context.Context) error
+}
+
+// Outer embeds Local from this package.
+type Outer interface {
+	Local
+	Close() error
+}

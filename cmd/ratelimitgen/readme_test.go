@@ -39,7 +39,8 @@ func readmeSnippets(t *testing.T) []string {
 // module: go get -tool, the Quick start's file as package notify, go
 // generate, go mod tidy. It then compiles every other snippet of the
 // generator's sections in the context the README gives it: a block of
-// directives and a method is an interface of a package of its own, a func
+// directives and a method is an interface of a package of its own, a
+// directive on a type is a package of its own with the TenantOf it uses, a func
 // is a declaration and anything else is statements, both in a main
 // package that has the Quick start's names (ctx, req, realNotifier,
 // redisClient) at hand.
@@ -54,6 +55,10 @@ func TestReadmeSnippetsCompile(t *testing.T) {
 		switch {
 		case strings.HasPrefix(s, "package notify\n"):
 			writeIn(t, dir, "notify/notify.go", s)
+		case strings.HasPrefix(s, "//ratelimit:") && strings.Contains(s, "\ntype "):
+			pkg := "types" + string(rune('a'+i))
+			writeIn(t, dir, pkg+"/"+pkg+".go", "package "+pkg+"\n\n//go:generate go tool ratelimitgen\n\nimport \"context\"\n\n"+
+				"func TenantOf(ctx context.Context) string { return \"\" }\n\n"+s)
 		case strings.HasPrefix(s, "//ratelimit:"):
 			pkg := "methods" + string(rune('a'+i))
 			writeIn(t, dir, pkg+"/"+pkg+".go", "package "+pkg+"\n\n//go:generate go tool ratelimitgen\n\nimport \"context\"\n\n"+

@@ -159,7 +159,7 @@ func (e *emitter) render(c constraint.Expr) ([]byte, error) {
 		}
 		defs := make([]jen.Code, len(e.declared))
 		for i, l := range e.declared {
-			defs[i] = jen.Id(e.limitVars[l]).Op("=").Add(e.limitValue(l))
+			defs[i] = jen.Id(e.limitVar(l)).Op("=").Add(e.limitValue(l))
 		}
 		e.f.Var().Defs(defs...)
 	}
@@ -302,6 +302,15 @@ func (e *emitter) allocateImports() {
 	}
 }
 
+// limitVar is the variable that holds l, or the type-level limit that l
+// is a method's copy of.
+func (e *emitter) limitVar(l *limit) string {
+	if l.canonical != nil {
+		l = l.canonical
+	}
+	return e.limitVars[l]
+}
+
 // limitValue spells l as a runtime.Limit literal.
 func (e *emitter) limitValue(l *limit) *jen.Statement {
 	n, unit := windowUnit(l.window)
@@ -327,11 +336,14 @@ func (e *emitter) limitValue(l *limit) *jen.Statement {
 // a method's first limit, followed for the others by their name= in
 // camel case (limitNotifierSendCodeDaily for Notifier.SendCode.daily).
 func limitVarBase(l *limit) string {
-	base := "limit" + upperFirst(l.owner.Name()) + upperFirst(l.fn.Name())
+	method, base := l.owner.Name(), "limit"+upperFirst(l.owner.Name())
+	if l.fn != nil {
+		method += "." + l.fn.Name()
+		base += upperFirst(l.fn.Name())
+	}
 	if l.index == 0 {
 		return base
 	}
-	method := l.owner.Name() + "." + l.fn.Name()
 	name := strings.TrimPrefix(strings.TrimPrefix(l.name, method), ".")
 	if name == "" {
 		name = l.name

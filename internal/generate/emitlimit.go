@@ -29,7 +29,7 @@ type methodCall struct {
 // or runtime.AllowN with a cost, then the call.
 func (e *emitter) singleLimit(mc methodCall) []jen.Code {
 	l := mc.wm.limits[0]
-	lv := e.limitVars[l]
+	lv := e.limitVar(l)
 	doc := fmt.Sprintf("%s calls the wrapped %s's %s if the limit %s, admits the call. Otherwise it returns a *runtime.LimitError, or the limiter's error if the limiter could not decide.",
 		mc.wm.name, mc.w.owner.Name(), mc.wm.name, limitWords(l))
 	if computedCost(l) {
@@ -129,7 +129,7 @@ func (e *emitter) multiLimit(mc methodCall) []jen.Code {
 	reqs := mc.scope.fresh("reqs")
 	fields := func(i int) []jen.Code {
 		fs := []jen.Code{
-			jen.Id("Limit").Op(":").Id(e.limitVars[ls[i]]),
+			jen.Id("Limit").Op(":").Id(e.limitVar(ls[i])),
 			jen.Id("Key").Op(":").Add(keys[i]),
 		}
 		if ls[i].cost != nil {
@@ -150,7 +150,7 @@ func (e *emitter) multiLimit(mc methodCall) []jen.Code {
 				body = append(body, add)
 				continue
 			}
-			body = append(body, jen.If(jen.Add(costs[i]).Op("!=").Lit(0)).Block(e.checkCost(mc, e.limitVars[l], costs[i]), add))
+			body = append(body, jen.If(jen.Add(costs[i]).Op("!=").Lit(0)).Block(e.checkCost(mc, e.limitVar(l), costs[i]), add))
 		}
 		if !slices.ContainsFunc(ls, func(l *limit) bool { return !computedCost(l) }) {
 			body = append(body, jen.If(jen.Len(jen.Id(reqs)).Op("==").Lit(0)).Block(mc.forward))

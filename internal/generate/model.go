@@ -44,6 +44,9 @@ type limit struct {
 	cost *costExpr
 	// index is the directive's rank among its method's, from 0.
 	index int
+	// canonical is, for a copy of a type-level limit made for one method,
+	// the limit as declared, whose variable the copy uses.
+	canonical *limit
 	// multi is set when the method has several limits.
 	multi bool
 }
@@ -91,17 +94,39 @@ type pkgModel struct {
 	directives int
 	// constraints holds the build constraint of each file, by name.
 	constraints map[string]constraint.Expr
+	// typeLevel holds the type-level limits by type, and exempt the
+	// methods that opt out of them.
+	typeLevel map[*types.TypeName]*typeLimits
+	exempt    map[*types.Func]bool
+	imports   *importResolver
 }
 
 // buildModel finds the directives of pkg and checks them. Problems go to
 // ds. The wrappers come later (buildWrappers), when the limits of every
 // package of the run are known.
 func buildModel(pkg *packages.Package, imports *importResolver, ds *diagnostics) *pkgModel {
-	m := &pkgModel{pkg: pkg, byFunc: map[*types.Func][]*limit{}}
+	m := &pkgModel{pkg: pkg, byFunc: map[*types.Func][]*limit{}, typeLevel: map[*types.TypeName]*typeLimits{}, exempt: map[*types.Func]bool{}, imports: imports}
 	limits := m.byFunc
 	hasOwner := map[*types.TypeName]bool{}
 	for _, file := range pkg.Syntax {
 		for _, a := range scanFile(pkg.Fset, pkg.TypesInfo, file, ds) {
+			if a.fn == nil {
+				if tl := buildTypeLimits(a, file, ds); tl != nil {
+					m.typeLevel[a.owner] = tl
+					m.limits = append(m.limits, tl.limits...)
+					if !hasOwner[a.owner] {
+						hasOwner[a.owner] = true
+						m.owners = append(m.owners, a.owner)
+					}
+				}
+				continue
+			}
+			if a.exempt {
+				m.exempt[a.fn] = true
+				if len(a.directives) == 0 {
+					continue
+				}
+			}
 			ls := buildLimits(pkg, file, a, imports, ds)
 			if ls == nil {
 				continue
@@ -139,9 +164,25 @@ func buildWrappers(m *pkgModel, index *limitIndex, ds *diagnostics) {
 	}
 	owners := append(slices.Clone(m.owners), embeddingOwners(m, lookup)...)
 	foreign := map[*limit]bool{}
+	for fn := range m.exempt {
+		if owner := receiverTypeName(fn); owner == nil || m.typeLevel[owner] == nil {
+			ds.errorf(pkg.Fset.Position(fn.Pos()), "//ratelimit:exempt on %s, but its type has no type-level //ratelimit: directive to opt out of: remove it", fn.Name())
+		}
+	}
 	for _, owner := range owners {
-		w := buildWrapper(pkg, owner, lookup, ds)
+		ownerLookup := lookup
+		if tl := m.typeLevel[owner]; tl != nil {
+			ownerLookup = func(fn *types.Func) []*limit {
+				exempt := fn.Pkg() == pkg.Types && m.exempt[fn.Origin()]
+				return append(tl.forMethod(pkg, fn, exempt, m.imports, ds), lookup(fn)...)
+			}
+		}
+		w := buildWrapper(pkg, owner, ownerLookup, ds)
 		if w == nil || !foreignExprsVisible(pkg, w, ds) {
+			continue
+		}
+		if tl := m.typeLevel[owner]; tl != nil && !slices.ContainsFunc(w.methods, func(wm *wrapperMethod) bool { return len(wm.limits) > 0 }) {
+			ds.errorf(tl.a.directives[0].pos, "type %s has a type-level //ratelimit: directive but no method it could limit: declare methods on %s, or put the directive on the type whose methods it should count", owner.Name(), owner.Name())
 			continue
 		}
 		exprs := []constraint.Expr{m.constraints[pkg.Fset.Position(owner.Pos()).Filename]}
@@ -207,40 +248,11 @@ func buildLimits(pkg *packages.Package, file *ast.File, a *annotated, imports *i
 			ok = false
 			continue
 		}
-		l := &limit{
-			fn:     a.fn,
-			owner:  a.owner,
-			pos:    d.pos,
-			name:   limitName(a, d, i),
-			window: d.parsed.Window,
-			max:    d.parsed.Max,
-			algo:   d.parsed.Algorithm,
-			burst:  d.parsed.Burst,
-			index:  i,
-			multi:  len(a.directives) > 1,
-		}
-		if len(d.parsed.Key) > 0 || d.parsed.Cost != nil {
-			es, err := newExprScope(pkg.Fset, pkg.Types, pkg.TypesInfo.Scopes[file], d.comment, sig, tparams, imports)
-			if err != nil {
-				ds.errorf(d.pos, "cannot check the directive's expressions: %v", err)
-				ok = false
+		l := newLimit(a, d, i)
+		if !checkLimitExprs(pkg, file, d, sig, tparams, imports, l, ds) {
+			ok = false
+			if l.key == nil && l.cost == nil && (len(d.parsed.Key) > 0 || d.parsed.Cost != nil) {
 				continue
-			}
-			for _, e := range d.parsed.Key {
-				kp := es.checkKey(e, ds)
-				if kp == nil {
-					ok = false
-					continue
-				}
-				l.key = append(l.key, kp)
-			}
-			if len(l.key) > 0 && len(l.key) == len(d.parsed.Key) && !checkKeyVaries(l.key, d.parsed.Key, ds) {
-				ok = false
-			}
-			if d.parsed.Cost != nil {
-				if l.cost = es.checkCost(*d.parsed.Cost, ds); l.cost == nil {
-					ok = false
-				}
 			}
 		}
 		if len(d.errs) == 0 && !checkLimitValues(l, d, ds) {
@@ -254,6 +266,55 @@ func buildLimits(pkg *packages.Package, file *ast.File, a *annotated, imports *i
 	return out
 }
 
+// newLimit returns the limit of a's i-th directive d, which parsed,
+// without its key and cost.
+func newLimit(a *annotated, d *directive, i int) *limit {
+	return &limit{
+		fn:     a.fn,
+		owner:  a.owner,
+		pos:    d.pos,
+		name:   limitName(a, d, i),
+		window: d.parsed.Window,
+		max:    d.parsed.Max,
+		algo:   d.parsed.Algorithm,
+		burst:  d.parsed.Burst,
+		index:  i,
+		multi:  len(a.directives) > 1,
+	}
+}
+
+// checkLimitExprs type-checks the key and cost of directive d, on a
+// method with signature sig, and sets them on l. It reports problems to ds
+// and returns false if there are any.
+func checkLimitExprs(pkg *packages.Package, file *ast.File, d *directive, sig *types.Signature, tparams *types.TypeParamList, imports *importResolver, l *limit, ds *diagnostics) bool {
+	if len(d.parsed.Key) == 0 && d.parsed.Cost == nil {
+		return true
+	}
+	es, err := newExprScope(pkg.Fset, pkg.Types, pkg.TypesInfo.Scopes[file], d.comment, sig, tparams, imports)
+	if err != nil {
+		ds.errorf(d.pos, "cannot check the directive's expressions: %v", err)
+		return false
+	}
+	ok := true
+	for _, e := range d.parsed.Key {
+		kp := es.checkKey(e, ds)
+		if kp == nil {
+			ok = false
+			continue
+		}
+		l.key = append(l.key, kp)
+	}
+	if len(l.key) > 0 && len(l.key) == len(d.parsed.Key) && !checkKeyVaries(l.key, d.parsed.Key, ds) {
+		ok = false
+	}
+	if d.parsed.Cost != nil {
+		if l.cost = es.checkCost(*d.parsed.Cost, ds); l.cost == nil {
+			ok = false
+		}
+	}
+	return ok
+}
+
 // limitName returns the name of the limit of a's i-th directive d: its
 // name=, or for the first the method's full name, import path included
 // (example.com/shop/orders.Service.Get). Limits are counted by name, and
@@ -263,6 +324,9 @@ func buildLimits(pkg *packages.Package, file *ast.File, a *annotated, imports *i
 func limitName(a *annotated, d *directive, i int) string {
 	if d.parsed != nil && d.parsed.Name != "" {
 		return d.parsed.Name
+	}
+	if i == 0 && a.fn == nil {
+		return a.owner.Pkg().Path() + "." + a.owner.Name()
 	}
 	if i == 0 {
 		return defaultLimitName(a.owner, a.fn)
@@ -286,7 +350,7 @@ func checkLimitNames(a *annotated, ds *diagnostics) bool {
 		return true
 	}
 	ok := true
-	method := a.owner.Name() + "." + a.fn.Name()
+	method := a.label()
 	first := map[string]token.Position{}
 	for i, d := range a.directives {
 		if d.parsed == nil {

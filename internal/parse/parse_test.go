@@ -508,3 +508,15 @@ func TestSuggest(t *testing.T) {
 		assert.False(t, ok, "%s suggested %s", name, got)
 	}
 }
+
+func TestExempt(t *testing.T) {
+	for _, text := range []string{"//ratelimit:exempt", "//ratelimit:exempt  "} {
+		d, errs := Line(text, token.Position{Filename: "a.go", Line: 1, Column: 1})
+		if len(errs) > 0 || d == nil || !d.Exempt || len(d.Options) > 0 {
+			t.Errorf("Line(%q) = %+v, %v; want an exempt directive", text, d, errs)
+		}
+	}
+	if d, errs := Line("//ratelimit:exempt window=1s", token.Position{}); len(errs) == 0 || d.Exempt {
+		t.Errorf("exempt with options: %+v, %v; want errors and no exemption", d, errs)
+	}
+}

@@ -86,3 +86,30 @@ type Lookups interface {
 	invoices.Service
 	Count(ctx context.Context) (int, error)
 }
+
+type tenantKey struct{}
+
+// WithTenant returns ctx for tenant.
+func WithTenant(ctx context.Context, tenant string) context.Context {
+	return context.WithValue(ctx, tenantKey{}, tenant)
+}
+
+// TenantOf returns the tenant of ctx.
+func TenantOf(ctx context.Context) string {
+	s, _ := ctx.Value(tenantKey{}).(string)
+	return s
+}
+
+// Tenants counts every call per tenant, and Get per id too; Ping opts
+// out.
+//
+//ratelimit:key=TenantOf(ctx) window=1m max=3
+type Tenants interface {
+	//ratelimit:key=id window=1m max=2
+	Get(ctx context.Context, id string) error
+
+	List(ctx context.Context) error
+
+	//ratelimit:exempt
+	Ping(ctx context.Context) error
+}

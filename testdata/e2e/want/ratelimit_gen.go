@@ -27,6 +27,8 @@ var (
 	limitAlertsBulkTotal  = runtime.Limit{Name: "Alerts.Bulk.total", Window: time.Minute, Max: 100, Algorithm: runtime.GCRA}
 	limitSlotsBook        = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Slots.Book", Window: time.Minute, Max: 1}
 	limitSlotsBookRoom    = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Slots.BookRoom", Window: time.Minute, Max: 1}
+	limitTenants          = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Tenants", Window: time.Minute, Max: 3}
+	limitTenantsGet       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Tenants.Get", Window: time.Minute, Max: 2}
 	limitServiceGet       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/orders.Service.Get", Window: time.Minute, Max: 2}
 	limitServiceGet1      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices.Service.Get", Window: time.Minute, Max: 2}
 )
@@ -294,6 +296,64 @@ func (r *RateLimitedSlots) BookRoom(ctx context.Context, room string, at time.Ti
 		return runtime.NewLimitError(limitSlotsBookRoom, d)
 	}
 	return r.next.BookRoom(ctx, room, at)
+}
+
+// RateLimitedTenants is a Tenants that asks a runtime.Limiter before each call
+// of a rate-limited method and forwards to the Tenants it wraps only the calls
+// the limiter admits. Its other methods forward every call unchanged.
+type RateLimitedTenants struct {
+	next    Tenants
+	limiter runtime.Limiter
+}
+
+// NewRateLimitedTenants returns a RateLimitedTenants that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedTenants(next Tenants, limiter runtime.Limiter) *RateLimitedTenants {
+	return &RateLimitedTenants{next: next, limiter: limiter}
+}
+
+// Get calls the wrapped Tenants's Get if every one of its limits admits the
+// call: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Tenants", 3 calls
+// per minute for each value of TenantOf(ctx);
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Tenants.Get", 2 calls per
+// minute for each value of id. When one of them denies the call, none of them
+// counts it, and Get returns a *runtime.LimitError naming the limit with the
+// longest wait. It returns the limiter's error if the limiter could not
+// decide.
+func (r *RateLimitedTenants) Get(ctx context.Context, id string) error {
+	reqs := [...]runtime.Request{
+		{Limit: limitTenants, Key: TenantOf(ctx)},
+		{Limit: limitTenantsGet, Key: id},
+	}
+	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
+	if err != nil {
+		return err
+	}
+	if !ds.Allowed {
+		return ds.LimitError(reqs[:])
+	}
+	return r.next.Get(ctx, id)
+}
+
+// List calls the wrapped Tenants's List if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Tenants", 3 calls per
+// minute for each value of TenantOf(ctx), admits the call. Otherwise it
+// returns a *runtime.LimitError, or the limiter's error if the limiter could
+// not decide.
+func (r *RateLimitedTenants) List(ctx context.Context) error {
+	d, err := r.limiter.Allow(ctx, limitTenants, TenantOf(ctx))
+	if err != nil {
+		return err
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitTenants, d)
+	}
+	return r.next.List(ctx)
+}
+
+// Ping calls the wrapped Tenants's Ping; it has no limit.
+func (r *RateLimitedTenants) Ping(ctx context.Context) error {
+	return r.next.Ping(ctx)
 }
 
 // RateLimitedGateway is a Gateway whose rate-limited methods ask a

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dave/jennifer/jen"
 	"golang.org/x/tools/imports"
@@ -43,6 +44,9 @@ type emitter struct {
 	// costFunc names the generated function that converts a cost= value
 	// to an int without wrapping around, or is "" when no limit needs it.
 	costFunc string
+	// sleepFunc names the generated function that waits for room (wait=),
+	// or is "" when no limit needs it.
+	sleepFunc string
 }
 
 // fileGroup is what one generated file of a package declares: the
@@ -90,10 +94,14 @@ func emitPackage(m *pkgModel) ([]fileGroup, [][]byte, error) {
 	for _, l := range declared {
 		all.limitVars[l] = all.packageLevel(limitVarBase(l))
 	}
-	costFuncs := map[string]string{}
+	costFuncs, sleepFuncs := map[string]string{}, map[string]string{}
 	for _, key := range keys {
-		if costFuncNeeded(usedLimits(byKey[key].wrappers)) {
+		used := usedLimits(byKey[key].wrappers)
+		if costFuncNeeded(used) {
 			costFuncs[key] = all.packageLevel("rateLimitCost" + constraintWords(byKey[key].constraint))
+		}
+		if slices.ContainsFunc(used, func(l *limit) bool { return l.wait > 0 }) {
+			sleepFuncs[key] = all.packageLevel("rateLimitSleep" + constraintWords(byKey[key].constraint))
 		}
 	}
 
@@ -110,12 +118,16 @@ func emitPackage(m *pkgModel) ([]fileGroup, [][]byte, error) {
 			used:      usedLimits(g.wrappers),
 			limitVars: all.limitVars,
 			costFunc:  costFuncs[key],
+			sleepFunc: sleepFuncs[key],
 		}
 		e.reserveUserNames()
 		for _, name := range all.limitVars {
 			e.file.reserve(name)
 		}
 		for _, name := range costFuncs {
+			e.file.reserve(name)
+		}
+		for _, name := range sleepFuncs {
 			e.file.reserve(name)
 		}
 		src, err := e.render(g.constraint)
@@ -168,6 +180,7 @@ func (e *emitter) render(c constraint.Expr) ([]byte, error) {
 		e.wrapper(w)
 	}
 	e.costFuncs()
+	e.sleepFuncDecl()
 	var buf bytes.Buffer
 	if err := e.f.Render(&buf); err != nil {
 		return nil, fmt.Errorf("rendering the generated code of %s (a bug in ratelimitgen): %w", e.m.pkg.PkgPath, err)
@@ -292,6 +305,9 @@ func (e *emitter) allocateImports() {
 	if e.costFunc != "" {
 		want("math", "math", "math")
 	}
+	if e.sleepFunc != "" {
+		want("context", "context", "context")
+	}
 	for _, p := range paths {
 		name := e.file.freshImport(preferred[p])
 		if name == realName[p] && name == path.Base(p) {
@@ -313,11 +329,7 @@ func (e *emitter) limitVar(l *limit) string {
 
 // limitValue spells l as a runtime.Limit literal.
 func (e *emitter) limitValue(l *limit) *jen.Statement {
-	n, unit := windowUnit(l.window)
-	window := jen.Qual("time", durationUnits[unit].name)
-	if n != 1 {
-		window = jen.Lit(int(n)).Op("*").Add(window)
-	}
+	window := durationCode(l.window)
 	fields := []jen.Code{
 		jen.Id("Name").Op(":").Lit(l.name),
 		jen.Id("Window").Op(":").Add(window),
@@ -330,6 +342,17 @@ func (e *emitter) limitValue(l *limit) *jen.Statement {
 		fields = append(fields, jen.Id("Burst").Op(":").Lit(l.burst))
 	}
 	return jen.Qual(RuntimePath, "Limit").Values(fields...)
+}
+
+// durationCode spells d with the time package's largest unit that
+// divides it: time.Minute, 90 * time.Second.
+func durationCode(d time.Duration) *jen.Statement {
+	n, unit := windowUnit(d)
+	s := jen.Qual("time", durationUnits[unit].name)
+	if n != 1 {
+		s = jen.Lit(int(n)).Op("*").Add(s)
+	}
+	return s
 }
 
 // limitVarBase is the preferred name of l's variable: limitTypeMethod for

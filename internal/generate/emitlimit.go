@@ -35,7 +35,7 @@ func (e *emitter) singleLimit(mc methodCall) []jen.Code {
 	if computedCost(l) {
 		doc += " A cost of 0 admits the call without asking the limiter, which records nothing. A negative cost or one above the limit's capacity is an error wrapping runtime.ErrCostExceedsMax, and the limiter is not asked."
 	}
-	e.comment(doc)
+	e.comment(doc + waitDoc(mc.wm))
 
 	// The cost comes first: a call that costs nothing needs no key.
 	var body []jen.Code
@@ -57,9 +57,11 @@ func (e *emitter) singleLimit(mc methodCall) []jen.Code {
 	}
 	d, errName := mc.scope.fresh("d"), mc.scope.fresh("err")
 	sig := mc.wm.sig
-	return append(body,
+	body = append(body,
 		jen.List(jen.Id(d), jen.Id(errName)).Op(":=").Add(ask),
-		jen.If(jen.Id(errName).Op("!=").Nil()).Block(e.returnZero(sig, mc.scope, jen.Id(errName))...),
+		jen.If(jen.Id(errName).Op("!=").Nil()).Block(e.returnZero(sig, mc.scope, jen.Id(errName))...))
+	body = append(body, e.waitLoop(mc, d, func() *jen.Statement { return jen.Id(d).Dot("RetryAfter") }, ask, errName)...)
+	return append(body,
 		jen.If(jen.Op("!").Id(d).Dot("Allowed")).Block(e.returnZero(sig, mc.scope, jen.Qual(RuntimePath, "NewLimitError").Call(jen.Id(lv), jen.Id(d)))...),
 		mc.forward,
 	)
@@ -84,7 +86,7 @@ func (e *emitter) multiLimit(mc methodCall) []jen.Code {
 		}
 		doc += ". A negative cost or one above its limit's capacity is an error wrapping runtime.ErrCostExceedsMax, and the limiter is not asked."
 	}
-	e.comment(doc)
+	e.comment(doc + waitDoc(mc.wm))
 
 	var body []jen.Code
 	// A key shared by several limits is computed once, unless it is a
@@ -170,9 +172,13 @@ func (e *emitter) multiLimit(mc methodCall) []jen.Code {
 	}
 	ds, errName := mc.scope.fresh("ds"), mc.scope.fresh("err")
 	sig := mc.wm.sig
+	ask := jen.Qual(RuntimePath, "AllowAll").Call(mc.ctx, jen.Id(mc.id.recv).Dot(mc.id.limiter), all.Clone().Op("..."))
+	body = append(body,
+		jen.List(jen.Id(ds), jen.Id(errName)).Op(":=").Add(ask),
+		jen.If(jen.Id(errName).Op("!=").Nil()).Block(e.returnZero(sig, mc.scope, jen.Id(errName))...))
+	retry := func() *jen.Statement { return jen.Id(ds).Dot("LimitError").Call(all.Clone()).Dot("RetryAfter") }
+	body = append(body, e.waitLoop(mc, ds, retry, ask, errName)...)
 	return append(body,
-		jen.List(jen.Id(ds), jen.Id(errName)).Op(":=").Qual(RuntimePath, "AllowAll").Call(mc.ctx, jen.Id(mc.id.recv).Dot(mc.id.limiter), all.Clone().Op("...")),
-		jen.If(jen.Id(errName).Op("!=").Nil()).Block(e.returnZero(sig, mc.scope, jen.Id(errName))...),
 		jen.If(jen.Op("!").Id(ds).Dot("Allowed")).Block(e.returnZero(sig, mc.scope, jen.Id(ds).Dot("LimitError").Call(all.Clone()))...),
 		mc.forward,
 	)

@@ -38,6 +38,8 @@ type limit struct {
 	algo string
 	// burst is the burst= value, or 0 for the runtime's default (max).
 	burst int
+	// wait is the wait= value, or 0: how long a call may wait for room.
+	wait time.Duration
 	// key is empty when the directive has no key=.
 	key []*keyPart
 	// cost is nil when the directive has no cost= (one unit per call).
@@ -278,6 +280,7 @@ func newLimit(a *annotated, d *directive, i int) *limit {
 		max:    d.parsed.Max,
 		algo:   d.parsed.Algorithm,
 		burst:  d.parsed.Burst,
+		wait:   d.parsed.Wait,
 		index:  i,
 		multi:  len(a.directives) > 1,
 	}

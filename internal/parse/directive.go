@@ -44,6 +44,9 @@ type Directive struct {
 	Cost *Expr
 	// Name is the name= override, or "" for the default Type.Method.
 	Name string
+	// Wait is the wait= duration, > 0, or 0 when absent: how long a call
+	// may wait for room instead of being denied.
+	Wait time.Duration
 
 	// Options holds every option as written, in source order, including the
 	// ones above; the generator uses their positions in its own errors.

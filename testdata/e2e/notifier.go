@@ -113,3 +113,19 @@ type Tenants interface {
 	//ratelimit:exempt
 	Ping(ctx context.Context) error
 }
+
+// Outbound calls a third-party API: denied calls wait for room (wait=).
+type Outbound interface {
+	//ratelimit:window=50ms max=1 wait=10s
+	Call(ctx context.Context) error
+
+	//ratelimit:window=1h max=1 wait=10ms
+	Short(ctx context.Context) error
+
+	//ratelimit:window=1h max=1 wait=2h
+	Long(ctx context.Context) error
+
+	//ratelimit:key=id window=50ms max=1 wait=10s
+	//ratelimit:window=1h max=100 name=Outbound.Multi.total
+	Multi(ctx context.Context, id string) error
+}

@@ -15,22 +15,27 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitNotifierSendCode = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.SendCode", Window: time.Minute, Max: 3}
-	limitNotifierLookup   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.Lookup", Window: time.Minute, Max: 3}
-	limitNotifierCharge   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.Charge", Window: time.Minute, Max: 3}
-	limitAlertsPage       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Page", Window: time.Minute, Max: 3}
-	limitAlertsPageHourly = runtime.Limit{Name: "Alerts.Page.hourly", Window: time.Hour, Max: 5}
-	limitAlertsDigest     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Digest", Window: time.Minute, Max: 10, Algorithm: runtime.TokenBucket, Burst: 4}
-	limitAlertsUpload     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Upload", Window: time.Minute, Max: 1000, Algorithm: runtime.SlidingWindow}
-	limitAlertsAdjust     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Adjust", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
-	limitAlertsBulk       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Bulk", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
-	limitAlertsBulkTotal  = runtime.Limit{Name: "Alerts.Bulk.total", Window: time.Minute, Max: 100, Algorithm: runtime.GCRA}
-	limitSlotsBook        = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Slots.Book", Window: time.Minute, Max: 1}
-	limitSlotsBookRoom    = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Slots.BookRoom", Window: time.Minute, Max: 1}
-	limitTenants          = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Tenants", Window: time.Minute, Max: 3}
-	limitTenantsGet       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Tenants.Get", Window: time.Minute, Max: 2}
-	limitServiceGet       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/orders.Service.Get", Window: time.Minute, Max: 2}
-	limitServiceGet1      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices.Service.Get", Window: time.Minute, Max: 2}
+	limitNotifierSendCode   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.SendCode", Window: time.Minute, Max: 3}
+	limitNotifierLookup     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.Lookup", Window: time.Minute, Max: 3}
+	limitNotifierCharge     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.Charge", Window: time.Minute, Max: 3}
+	limitAlertsPage         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Page", Window: time.Minute, Max: 3}
+	limitAlertsPageHourly   = runtime.Limit{Name: "Alerts.Page.hourly", Window: time.Hour, Max: 5}
+	limitAlertsDigest       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Digest", Window: time.Minute, Max: 10, Algorithm: runtime.TokenBucket, Burst: 4}
+	limitAlertsUpload       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Upload", Window: time.Minute, Max: 1000, Algorithm: runtime.SlidingWindow}
+	limitAlertsAdjust       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Adjust", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
+	limitAlertsBulk         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Bulk", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
+	limitAlertsBulkTotal    = runtime.Limit{Name: "Alerts.Bulk.total", Window: time.Minute, Max: 100, Algorithm: runtime.GCRA}
+	limitSlotsBook          = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Slots.Book", Window: time.Minute, Max: 1}
+	limitSlotsBookRoom      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Slots.BookRoom", Window: time.Minute, Max: 1}
+	limitTenants            = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Tenants", Window: time.Minute, Max: 3}
+	limitTenantsGet         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Tenants.Get", Window: time.Minute, Max: 2}
+	limitOutboundCall       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Call", Window: 50 * time.Millisecond, Max: 1}
+	limitOutboundShort      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Short", Window: time.Hour, Max: 1}
+	limitOutboundLong       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Long", Window: time.Hour, Max: 1}
+	limitOutboundMulti      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Multi", Window: 50 * time.Millisecond, Max: 1}
+	limitOutboundMultiTotal = runtime.Limit{Name: "Outbound.Multi.total", Window: time.Hour, Max: 100}
+	limitServiceGet         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/orders.Service.Get", Window: time.Minute, Max: 2}
+	limitServiceGet1        = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices.Service.Get", Window: time.Minute, Max: 2}
 )
 
 // RateLimitedNotifier is a Notifier that asks a runtime.Limiter before each
@@ -356,6 +361,159 @@ func (r *RateLimitedTenants) Ping(ctx context.Context) error {
 	return r.next.Ping(ctx)
 }
 
+// RateLimitedOutbound is an Outbound that asks a runtime.Limiter before each
+// call of a rate-limited method and forwards to the Outbound it wraps only the
+// calls the limiter admits.
+type RateLimitedOutbound struct {
+	next    Outbound
+	limiter runtime.Limiter
+}
+
+// NewRateLimitedOutbound returns a RateLimitedOutbound that forwards to next
+// the calls that limiter admits.
+func NewRateLimitedOutbound(next Outbound, limiter runtime.Limiter) *RateLimitedOutbound {
+	return &RateLimitedOutbound{next: next, limiter: limiter}
+}
+
+// Call calls the wrapped Outbound's Call if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Call", 1 call per
+// 50 milliseconds in total, admits the call. Otherwise it returns a
+// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Before it denies a call it waits for room, for up to 10s in all, each time
+// as long as the limiter says, but never past the deadline of the call's
+// context; if the context is done meanwhile, it returns the context's error.
+func (r *RateLimitedOutbound) Call(ctx context.Context) error {
+	d, err := r.limiter.Allow(ctx, limitOutboundCall, "")
+	if err != nil {
+		return err
+	}
+	for waited := time.Duration(0); !d.Allowed; {
+		retry := d.RetryAfter
+		if retry <= 0 || waited+retry > 10*time.Second {
+			break
+		}
+		waited += retry
+		if ok, err1 := rateLimitSleep(ctx, retry); err1 != nil {
+			return err1
+		} else if !ok {
+			break
+		}
+		if d, err = r.limiter.Allow(ctx, limitOutboundCall, ""); err != nil {
+			return err
+		}
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitOutboundCall, d)
+	}
+	return r.next.Call(ctx)
+}
+
+// Long calls the wrapped Outbound's Long if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Long", 1 call per
+// hour in total, admits the call. Otherwise it returns a *runtime.LimitError,
+// or the limiter's error if the limiter could not decide. Before it denies a
+// call it waits for room, for up to 2h0m0s in all, each time as long as the
+// limiter says, but never past the deadline of the call's context; if the
+// context is done meanwhile, it returns the context's error.
+func (r *RateLimitedOutbound) Long(ctx context.Context) error {
+	d, err := r.limiter.Allow(ctx, limitOutboundLong, "")
+	if err != nil {
+		return err
+	}
+	for waited := time.Duration(0); !d.Allowed; {
+		retry := d.RetryAfter
+		if retry <= 0 || waited+retry > 2*time.Hour {
+			break
+		}
+		waited += retry
+		if ok, err1 := rateLimitSleep(ctx, retry); err1 != nil {
+			return err1
+		} else if !ok {
+			break
+		}
+		if d, err = r.limiter.Allow(ctx, limitOutboundLong, ""); err != nil {
+			return err
+		}
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitOutboundLong, d)
+	}
+	return r.next.Long(ctx)
+}
+
+// Multi calls the wrapped Outbound's Multi if every one of its limits admits
+// the call: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Multi",
+// 1 call per 50 milliseconds for each value of id; "Outbound.Multi.total", 100
+// calls per hour in total. When one of them denies the call, none of them
+// counts it, and Multi returns a *runtime.LimitError naming the limit with the
+// longest wait. It returns the limiter's error if the limiter could not
+// decide. Before it denies a call it waits for room, for up to 10s in all,
+// each time as long as the limiter says, but never past the deadline of the
+// call's context; if the context is done meanwhile, it returns the context's
+// error.
+func (r *RateLimitedOutbound) Multi(ctx context.Context, id string) error {
+	reqs := [...]runtime.Request{
+		{Limit: limitOutboundMulti, Key: id},
+		{Limit: limitOutboundMultiTotal, Key: ""},
+	}
+	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
+	if err != nil {
+		return err
+	}
+	for waited := time.Duration(0); !ds.Allowed; {
+		retry := ds.LimitError(reqs[:]).RetryAfter
+		if retry <= 0 || waited+retry > 10*time.Second {
+			break
+		}
+		waited += retry
+		if ok, err1 := rateLimitSleep(ctx, retry); err1 != nil {
+			return err1
+		} else if !ok {
+			break
+		}
+		if ds, err = runtime.AllowAll(ctx, r.limiter, reqs[:]...); err != nil {
+			return err
+		}
+	}
+	if !ds.Allowed {
+		return ds.LimitError(reqs[:])
+	}
+	return r.next.Multi(ctx, id)
+}
+
+// Short calls the wrapped Outbound's Short if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Short", 1 call
+// per hour in total, admits the call. Otherwise it returns a
+// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Before it denies a call it waits for room, for up to 10ms in all, each time
+// as long as the limiter says, but never past the deadline of the call's
+// context; if the context is done meanwhile, it returns the context's error.
+func (r *RateLimitedOutbound) Short(ctx context.Context) error {
+	d, err := r.limiter.Allow(ctx, limitOutboundShort, "")
+	if err != nil {
+		return err
+	}
+	for waited := time.Duration(0); !d.Allowed; {
+		retry := d.RetryAfter
+		if retry <= 0 || waited+retry > 10*time.Millisecond {
+			break
+		}
+		waited += retry
+		if ok, err1 := rateLimitSleep(ctx, retry); err1 != nil {
+			return err1
+		} else if !ok {
+			break
+		}
+		if d, err = r.limiter.Allow(ctx, limitOutboundShort, ""); err != nil {
+			return err
+		}
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitOutboundShort, d)
+	}
+	return r.next.Short(ctx)
+}
+
 // RateLimitedGateway is a Gateway whose rate-limited methods ask a
 // runtime.Limiter before each call and call the embedded Gateway's method only
 // when the limiter admits the call. Its other methods are promoted unchanged.
@@ -437,4 +595,21 @@ func rateLimitCost[T ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | 
 		return math.MaxInt
 	}
 	return int(n)
+}
+
+// rateLimitSleep waits for d, for a wait= limit. It reports false without
+// waiting when ctx's deadline comes first, and returns ctx's error if ctx is
+// done meanwhile.
+func rateLimitSleep(ctx context.Context, d time.Duration) (bool, error) {
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
+		return false, nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-t.C:
+		return true, nil
+	}
 }

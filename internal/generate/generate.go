@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"go/token"
 	"os"
 	"path/filepath"
 	"slices"
@@ -110,11 +111,22 @@ func Generate(ctx context.Context, cfg Config, patterns ...string) (*Result, err
 		if m.directives == 0 && len(m.wrappers) == 0 {
 			continue
 		}
+		blocking := 0
+		var first token.Position
 		for _, e := range m.pkg.TypeErrors {
 			if name, ok := strings.CutPrefix(e.Msg, "undefined: "); ok && generated[name] {
 				continue
 			}
-			ds.errorf(e.Fset.Position(e.Pos), "%s", e.Msg)
+			pos := e.Fset.Position(e.Pos)
+			ds.errorf(pos, "%s", e.Msg)
+			if blocking == 0 {
+				first = token.Position{Filename: pos.Filename}
+			}
+			blocking++
+		}
+		if blocking > 0 {
+			// Compiler errors alone read as if the generator broke.
+			ds.errorf(first, "package %s does not compile (%d error(s) listed here): ratelimitgen checks directives against the package's types and generates nothing until it compiles", m.pkg.PkgPath, blocking)
 		}
 	}
 

@@ -259,7 +259,7 @@ func (es *exprScope) explain(msg, text string, role exprRole) string {
 	if len(es.paramNames) > 0 {
 		params = "the method's parameters are " + strings.Join(es.paramNames, ", ")
 	}
-	return fmt.Sprintf("%s %s: undefined: %s (a directive may use the method's parameters, the package's identifiers and the file's imports; %s)", role.what, text, name, params)
+	return fmt.Sprintf("%s %s: undefined: %s (a directive may use the method's parameters, the package's identifiers and packages; %s)", role.what, text, name, params)
 }
 
 // isPlain reports whether expr is a variable or constant, or a chain of

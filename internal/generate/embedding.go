@@ -1,10 +1,14 @@
 package generate
 
 import (
+	"bytes"
 	"go/types"
+	"os"
 	"strings"
 
 	"golang.org/x/tools/go/packages"
+
+	"github.com/ratelimitgen/ratelimitgen/internal/parse"
 )
 
 // A limited method is limited wherever it is declared: a type that gets
@@ -117,11 +121,29 @@ func embeddingOwners(m *pkgModel, limits func(*types.Func) []*limit) []*types.Ty
 	return out
 }
 
+// anyFileMentions reports whether one of the files contains s.
+func anyFileMentions(paths []string, s string) bool {
+	for _, p := range paths {
+		if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(s)) {
+			return true
+		}
+	}
+	return false
+}
+
 // loadDirectives returns a function that reads the directives of a
 // package outside the run. Problems in them are that package's to report
 // when it is generated; a package whose limits have problems is left out.
 func loadDirectives(pcfg func() *packages.Config, imports *importResolver) func(string) *pkgModel {
 	return func(path string) *pkgModel {
+		// Listing the files is cheap; type-checking a package from
+		// source is not, and most embedded types have no directive.
+		files := pcfg()
+		files.Mode = packages.NeedName | packages.NeedFiles
+		listed, err := packages.Load(files, path)
+		if err != nil || len(listed) != 1 || !anyFileMentions(listed[0].GoFiles, parse.Prefix) {
+			return nil
+		}
 		pkgs, err := packages.Load(pcfg(), path)
 		if err != nil || len(pkgs) != 1 || pkgs[0].Types == nil || pkgs[0].TypesInfo == nil {
 			return nil

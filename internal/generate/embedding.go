@@ -23,6 +23,9 @@ import (
 // are read on demand.
 type limitIndex struct {
 	byKey map[string][]*limit
+	// models holds the models of the indexed packages, by path, for their
+	// type-level limits.
+	models map[string]*pkgModel
 	// indexed holds the package paths whose limits are in byKey.
 	indexed map[string]bool
 	// load reads the directives of a package outside the run, or
@@ -31,7 +34,7 @@ type limitIndex struct {
 }
 
 func newLimitIndex(models []*pkgModel, load func(string) *pkgModel) *limitIndex {
-	x := &limitIndex{byKey: map[string][]*limit{}, indexed: map[string]bool{}, load: load}
+	x := &limitIndex{byKey: map[string][]*limit{}, models: map[string]*pkgModel{}, indexed: map[string]bool{}, load: load}
 	for _, m := range models {
 		x.add(m)
 	}
@@ -40,13 +43,15 @@ func newLimitIndex(models []*pkgModel, load func(string) *pkgModel) *limitIndex 
 
 func (x *limitIndex) add(m *pkgModel) {
 	x.indexed[m.pkg.PkgPath] = true
+	x.models[m.pkg.PkgPath] = m
 	for fn, ls := range m.byFunc {
 		x.byKey[methodKey(fn)] = ls
 	}
 }
 
-// lookup returns the limits of another package's method fn, or nil.
-func (x *limitIndex) lookup(fn *types.Func) []*limit {
+// lookup returns the limits of another package's method fn, its type's
+// type-level limits first, or nil.
+func (x *limitIndex) lookup(fn *types.Func, ds *diagnostics) []*limit {
 	p := fn.Pkg()
 	if p == nil {
 		return nil
@@ -60,7 +65,21 @@ func (x *limitIndex) lookup(fn *types.Func) []*limit {
 			}
 		}
 	}
-	return x.byKey[methodKey(fn)]
+	var out []*limit
+	if m := x.models[p.Path()]; m != nil {
+		// The declaring package's own view of the method, whose scope
+		// its type-level keys are checked in.
+		if owner := receiverTypeName(fn.Origin()); owner != nil {
+			if tn, ok := m.pkg.Types.Scope().Lookup(owner.Name()).(*types.TypeName); ok {
+				if own, _, _ := types.LookupFieldOrMethod(tn.Type(), true, m.pkg.Types, fn.Name()); own != nil {
+					if f, ok := own.(*types.Func); ok {
+						out = m.declaringTypeLimits(f, ds)
+					}
+				}
+			}
+		}
+	}
+	return append(out, x.byKey[methodKey(fn)]...)
 }
 
 // methodKey names a method across type-checks of its package:

@@ -160,9 +160,9 @@ func buildWrappers(m *pkgModel, index *limitIndex, ds *diagnostics) {
 	pkg := m.pkg
 	lookup := func(fn *types.Func) []*limit {
 		if fn.Pkg() == pkg.Types {
-			return m.byFunc[fn.Origin()]
+			return append(m.declaringTypeLimits(fn, ds), m.byFunc[fn.Origin()]...)
 		}
-		return index.lookup(fn)
+		return index.lookup(fn, ds)
 	}
 	owners := append(slices.Clone(m.owners), embeddingOwners(m, lookup)...)
 	foreign := map[*limit]bool{}
@@ -174,9 +174,13 @@ func buildWrappers(m *pkgModel, index *limitIndex, ds *diagnostics) {
 	for _, owner := range owners {
 		ownerLookup := lookup
 		if tl := m.typeLevel[owner]; tl != nil {
+			// The owner's type-level limits count the methods it gets by
+			// embedding too; its own methods have them from lookup.
 			ownerLookup = func(fn *types.Func) []*limit {
-				exempt := fn.Pkg() == pkg.Types && m.exempt[fn.Origin()]
-				return append(tl.forMethod(pkg, fn, exempt, m.imports, ds), lookup(fn)...)
+				if receiverTypeName(fn.Origin()) == owner {
+					return lookup(fn)
+				}
+				return append(tl.forMethod(pkg, fn, false, m.imports, ds), lookup(fn)...)
 			}
 		}
 		w := buildWrapper(pkg, owner, ownerLookup, ds)
@@ -191,9 +195,13 @@ func buildWrappers(m *pkgModel, index *limitIndex, ds *diagnostics) {
 		for _, wm := range w.methods {
 			for _, l := range wm.limits {
 				exprs = append(exprs, m.constraints[l.pos.Filename])
-				if l.fn.Pkg() != pkg.Types && !foreign[l] {
-					foreign[l] = true
-					m.foreign = append(m.foreign, l)
+				decl := l
+				if l.canonical != nil {
+					decl = l.canonical // a method's copy of a type-level limit
+				}
+				if l.fn.Pkg() != pkg.Types && !foreign[decl] {
+					foreign[decl] = true
+					m.foreign = append(m.foreign, decl)
 				}
 			}
 		}

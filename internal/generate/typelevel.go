@@ -95,6 +95,18 @@ func (tl *typeLimits) forMethod(pkg *packages.Package, fn *types.Func, exempt bo
 	return out
 }
 
+// declaringTypeLimits returns the type-level limits that method fn, of
+// m's package, counts against: those of the type that declares it, unless
+// it is exempt. A type that gets fn by embedding keeps them.
+func (m *pkgModel) declaringTypeLimits(fn *types.Func, ds *diagnostics) []*limit {
+	fn = fn.Origin()
+	owner := receiverTypeName(fn)
+	if owner == nil || m.typeLevel[owner] == nil {
+		return nil
+	}
+	return m.typeLevel[owner].forMethod(m.pkg, fn, m.exempt[fn], m.imports, ds)
+}
+
 // label names what a's directives are on, for messages: Type.Method, or
 // Type for a type-level directive.
 func (a *annotated) label() string {

@@ -32,3 +32,20 @@ type Outer interface {
 	Local
 	Close() error
 }
+
+// Job gets Do, counted by base.Tenanted's type-level limit, by embedding.
+type Job struct {
+	base.Tenanted
+}
+
+// Counted counts every call of its methods.
+//
+//ratelimit:window=1s max=20
+type Counted interface {
+	Run(ctx context.Context) error
+}
+
+// Runner embeds Counted: Run keeps Counted's type-level limit.
+type Runner struct {
+	Counted
+}

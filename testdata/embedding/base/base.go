@@ -23,3 +23,18 @@ type Store interface {
 	//ratelimit:key=id window=1m max=3
 	Load(ctx context.Context, id string) ([]byte, error)
 }
+
+type tenantKey struct{}
+
+// TenantOf returns the tenant of ctx.
+func TenantOf(ctx context.Context) string {
+	s, _ := ctx.Value(tenantKey{}).(string)
+	return s
+}
+
+// Tenanted counts every call per tenant, with a type-level directive.
+//
+//ratelimit:key=TenantOf(ctx) window=1m max=10
+type Tenanted interface {
+	Do(ctx context.Context) error
+}

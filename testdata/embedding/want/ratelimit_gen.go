@@ -15,7 +15,9 @@ import (
 // method uses the method's limits, so they share its counts.
 var (
 	limitLocalPing  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedding.Local.Ping", Window: time.Second, Max: 1}
+	limitCounted    = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedding.Counted", Window: time.Second, Max: 20}
 	limitStoreLoad  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Store.Load", Window: time.Minute, Max: 3}
+	limitTenanted   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Tenanted", Window: time.Minute, Max: 10}
 	limitServiceGet = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Service.Get", Window: time.Minute, Max: 2}
 )
 
@@ -46,6 +48,35 @@ func (r *RateLimitedLocal) Ping(ctx context.Context) error {
 		return runtime.NewLimitError(limitLocalPing, d)
 	}
 	return r.next.Ping(ctx)
+}
+
+// RateLimitedCounted is a Counted that asks a runtime.Limiter before each call
+// of a rate-limited method and forwards to the Counted it wraps only the calls
+// the limiter admits.
+type RateLimitedCounted struct {
+	next    Counted
+	limiter runtime.Limiter
+}
+
+// NewRateLimitedCounted returns a RateLimitedCounted that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedCounted(next Counted, limiter runtime.Limiter) *RateLimitedCounted {
+	return &RateLimitedCounted{next: next, limiter: limiter}
+}
+
+// Run calls the wrapped Counted's Run if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedding.Counted", 20 calls
+// per second in total, admits the call. Otherwise it returns a
+// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+func (r *RateLimitedCounted) Run(ctx context.Context) error {
+	d, err := r.limiter.Allow(ctx, limitCounted, "")
+	if err != nil {
+		return err
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitCounted, d)
+	}
+	return r.next.Run(ctx)
 }
 
 // RateLimitedCache is a Cache that asks a runtime.Limiter before each call of
@@ -83,6 +114,36 @@ func (r *RateLimitedCache) Load(ctx context.Context, id string) ([]byte, error) 
 	return r.next.Load(ctx, id)
 }
 
+// RateLimitedJob is a Job whose rate-limited methods ask a runtime.Limiter
+// before each call and call the embedded Job's method only when the limiter
+// admits the call. Its other methods are promoted unchanged.
+type RateLimitedJob struct {
+	Job
+	limiter runtime.Limiter
+}
+
+// NewRateLimitedJob returns a RateLimitedJob that forwards to next the calls
+// that limiter admits.
+func NewRateLimitedJob(next Job, limiter runtime.Limiter) *RateLimitedJob {
+	return &RateLimitedJob{Job: next, limiter: limiter}
+}
+
+// Do calls the wrapped Job's Do if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Tenanted", 10
+// calls per minute for each value of TenantOf(ctx), admits the call. Otherwise
+// it returns a *runtime.LimitError, or the limiter's error if the limiter
+// could not decide.
+func (r *RateLimitedJob) Do(ctx context.Context) error {
+	d, err := r.limiter.Allow(ctx, limitTenanted, base.TenantOf(ctx))
+	if err != nil {
+		return err
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitTenanted, d)
+	}
+	return r.Job.Do(ctx)
+}
+
 // RateLimitedOuter is an Outer that asks a runtime.Limiter before each call of
 // a rate-limited method and forwards to the Outer it wraps only the calls the
 // limiter admits. Its other methods forward every call unchanged.
@@ -115,6 +176,35 @@ func (r *RateLimitedOuter) Ping(ctx context.Context) error {
 		return runtime.NewLimitError(limitLocalPing, d)
 	}
 	return r.next.Ping(ctx)
+}
+
+// RateLimitedRunner is a Runner whose rate-limited methods ask a
+// runtime.Limiter before each call and call the embedded Runner's method only
+// when the limiter admits the call. Its other methods are promoted unchanged.
+type RateLimitedRunner struct {
+	Runner
+	limiter runtime.Limiter
+}
+
+// NewRateLimitedRunner returns a RateLimitedRunner that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedRunner(next Runner, limiter runtime.Limiter) *RateLimitedRunner {
+	return &RateLimitedRunner{Runner: next, limiter: limiter}
+}
+
+// Run calls the wrapped Runner's Run if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedding.Counted", 20 calls
+// per second in total, admits the call. Otherwise it returns a
+// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+func (r *RateLimitedRunner) Run(ctx context.Context) error {
+	d, err := r.limiter.Allow(ctx, limitCounted, "")
+	if err != nil {
+		return err
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitCounted, d)
+	}
+	return r.Runner.Run(ctx)
 }
 
 // RateLimitedServer is a Server whose rate-limited methods ask a

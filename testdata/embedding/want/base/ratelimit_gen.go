@@ -15,6 +15,7 @@ import (
 var (
 	limitServiceGet = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Service.Get", Window: time.Minute, Max: 2}
 	limitStoreLoad  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Store.Load", Window: time.Minute, Max: 3}
+	limitTenanted   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Tenanted", Window: time.Minute, Max: 10}
 )
 
 // RateLimitedService is a Service whose rate-limited methods ask a
@@ -75,4 +76,34 @@ func (r *RateLimitedStore) Load(ctx context.Context, id string) ([]byte, error) 
 		return nil, runtime.NewLimitError(limitStoreLoad, d)
 	}
 	return r.next.Load(ctx, id)
+}
+
+// RateLimitedTenanted is a Tenanted that asks a runtime.Limiter before each
+// call of a rate-limited method and forwards to the Tenanted it wraps only the
+// calls the limiter admits.
+type RateLimitedTenanted struct {
+	next    Tenanted
+	limiter runtime.Limiter
+}
+
+// NewRateLimitedTenanted returns a RateLimitedTenanted that forwards to next
+// the calls that limiter admits.
+func NewRateLimitedTenanted(next Tenanted, limiter runtime.Limiter) *RateLimitedTenanted {
+	return &RateLimitedTenanted{next: next, limiter: limiter}
+}
+
+// Do calls the wrapped Tenanted's Do if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Tenanted", 10
+// calls per minute for each value of TenantOf(ctx), admits the call. Otherwise
+// it returns a *runtime.LimitError, or the limiter's error if the limiter
+// could not decide.
+func (r *RateLimitedTenanted) Do(ctx context.Context) error {
+	d, err := r.limiter.Allow(ctx, limitTenanted, TenantOf(ctx))
+	if err != nil {
+		return err
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitTenanted, d)
+	}
+	return r.next.Do(ctx)
 }

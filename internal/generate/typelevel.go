@@ -80,7 +80,7 @@ func (tl *typeLimits) forMethod(pkg *packages.Package, fn *types.Func, exempt bo
 	var out []*limit
 	for _, c := range tl.limits {
 		l := *c
-		l.fn, l.canonical = fn, c
+		l.fn, l.canonical, l.key, l.cost = fn, c, nil, nil
 		// Problems are the method's: say which.
 		sub := &diagnostics{}
 		if !checkLimitExprs(pkg, tl.file, tl.a.directives[c.index], sig, tparams, imports, &l, sub) {
@@ -88,6 +88,11 @@ func (tl *typeLimits) forMethod(pkg *packages.Package, fn *types.Func, exempt bo
 				ds.errorf(d.Pos, "for method %s.%s: %s (a type-level key must make sense in every method; opt a method out with //ratelimit:exempt)", owner, fn.Name(), d.Msg)
 			}
 			return nil
+		}
+		if c.key == nil {
+			// The key's types, for comparing limits that share a name,
+			// are the same in every method.
+			c.key = l.key
 		}
 		out = append(out, &l)
 	}

@@ -14,4 +14,7 @@ type Service interface {
 
 	//ratelimit:key=id name=shared window=1m max=2 algo=gcra
 	Put(ctx context.Context, id string) error
+
+	//ratelimit:key=id name=typed window=1m max=2
+	Typed(ctx context.Context, id int) error
 }

@@ -199,7 +199,7 @@ func buildWrappers(m *pkgModel, index *limitIndex, ds *diagnostics) {
 				if l.canonical != nil {
 					decl = l.canonical // a method's copy of a type-level limit
 				}
-				if l.fn.Pkg() != pkg.Types && !foreign[decl] {
+				if decl.owner.Pkg() != pkg.Types && !foreign[decl] {
 					foreign[decl] = true
 					m.foreign = append(m.foreign, decl)
 				}
@@ -485,18 +485,19 @@ func returnsError(sig *types.Signature) bool {
 	return n > 0 && types.Identical(sig.Results().At(n-1).Type(), types.Universe.Lookup("error").Type())
 }
 
-// foreignExprsVisible reports, for the methods that w gets from another
-// package, whether their keys and costs use only what that package
-// exports: the generated code, in w's package, spells them.
+// foreignExprsVisible reports, for the limits that w's methods get from
+// directives of another package, whether their keys and costs use only
+// what that package exports: the generated code, in w's package, spells
+// them.
 func foreignExprsVisible(pkg *packages.Package, w *wrapper, ds *diagnostics) bool {
 	for _, wm := range w.methods {
 		for _, l := range wm.limits {
-			if l.fn.Pkg() == pkg.Types {
-				continue
+			if l.owner.Pkg() == pkg.Types {
+				continue // declared here: its expressions are this package's
 			}
 			for _, ce := range l.exprs() {
 				if ce.unexported != "" {
-					ds.errorf(pkg.Fset.Position(w.owner.Pos()), "cannot wrap %s: its method %s comes from %s, whose limit (%s) uses %s in %q, which package %s does not export; export it, or key on exported names", w.owner.Name(), wm.name, l.owner.Name(), l.pos, ce.unexported, ce.text, l.fn.Pkg().Path())
+					ds.errorf(pkg.Fset.Position(w.owner.Pos()), "cannot wrap %s: its method %s comes from %s, whose limit (%s) uses %s in %q, which package %s does not export; export it, or key on exported names", w.owner.Name(), wm.name, l.owner.Name(), l.pos, ce.unexported, ce.text, l.owner.Pkg().Path())
 					return false
 				}
 			}

@@ -49,3 +49,14 @@ type Counted interface {
 type Runner struct {
 	Counted
 }
+
+// Front counts every call with a type-level limit: its own Hello, and Get,
+// which it gets from base.Service with Get's own limit.
+//
+//ratelimit:window=1s max=100
+type Front struct {
+	*base.Service
+}
+
+// Hello is Front's own method.
+func (f *Front) Hello(ctx context.Context) error { return nil }

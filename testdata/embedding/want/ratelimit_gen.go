@@ -16,9 +16,10 @@ import (
 var (
 	limitLocalPing  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedding.Local.Ping", Window: time.Second, Max: 1}
 	limitCounted    = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedding.Counted", Window: time.Second, Max: 20}
+	limitFront      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedding.Front", Window: time.Second, Max: 100}
+	limitServiceGet = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Service.Get", Window: time.Minute, Max: 2}
 	limitStoreLoad  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Store.Load", Window: time.Minute, Max: 3}
 	limitTenanted   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Tenanted", Window: time.Minute, Max: 10}
-	limitServiceGet = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Service.Get", Window: time.Minute, Max: 2}
 )
 
 // RateLimitedLocal is a Local that asks a runtime.Limiter before each call of
@@ -77,6 +78,58 @@ func (r *RateLimitedCounted) Run(ctx context.Context) error {
 		return runtime.NewLimitError(limitCounted, d)
 	}
 	return r.next.Run(ctx)
+}
+
+// RateLimitedFront is a Front whose rate-limited methods ask a runtime.Limiter
+// before each call and call the embedded Front's method only when the limiter
+// admits the call. Its other methods are promoted unchanged.
+type RateLimitedFront struct {
+	*Front
+	limiter runtime.Limiter
+}
+
+// NewRateLimitedFront returns a RateLimitedFront that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedFront(next *Front, limiter runtime.Limiter) *RateLimitedFront {
+	return &RateLimitedFront{Front: next, limiter: limiter}
+}
+
+// Get calls the wrapped Front's Get if every one of its limits admits the
+// call: "github.com/ratelimitgen/ratelimitgen/testmod/embedding.Front", 100
+// calls per second in total;
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Service.Get", 2
+// calls per minute for each value of Normalize(id). When one of them denies
+// the call, none of them counts it, and Get returns a *runtime.LimitError
+// naming the limit with the longest wait. It returns the limiter's error if
+// the limiter could not decide.
+func (r *RateLimitedFront) Get(ctx context.Context, id string) error {
+	reqs := [...]runtime.Request{
+		{Limit: limitFront, Key: ""},
+		{Limit: limitServiceGet, Key: base.Normalize(id)},
+	}
+	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
+	if err != nil {
+		return err
+	}
+	if !ds.Allowed {
+		return ds.LimitError(reqs[:])
+	}
+	return r.Front.Get(ctx, id)
+}
+
+// Hello calls the wrapped Front's Hello if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedding.Front", 100 calls
+// per second in total, admits the call. Otherwise it returns a
+// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+func (r *RateLimitedFront) Hello(ctx context.Context) error {
+	d, err := r.limiter.Allow(ctx, limitFront, "")
+	if err != nil {
+		return err
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitFront, d)
+	}
+	return r.Front.Hello(ctx)
 }
 
 // RateLimitedCache is a Cache that asks a runtime.Limiter before each call of

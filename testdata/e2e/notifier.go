@@ -129,3 +129,10 @@ type Outbound interface {
 	//ratelimit:window=1h max=100 name=Outbound.Multi.total
 	Multi(ctx context.Context, id string) error
 }
+
+// Cache is generic. Every instantiation shares the limit of Cache.Get: a
+// limit belongs to the declaration, and its key is what separates counts.
+type Cache[V any] interface {
+	//ratelimit:key=key window=1m max=2
+	Get(ctx context.Context, key string) (V, error)
+}

@@ -34,6 +34,7 @@ var (
 	limitOutboundLong       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Long", Window: time.Hour, Max: 1}
 	limitOutboundMulti      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Multi", Window: 50 * time.Millisecond, Max: 1}
 	limitOutboundMultiTotal = runtime.Limit{Name: "Outbound.Multi.total", Window: time.Hour, Max: 100}
+	limitCacheGet           = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Cache.Get", Window: time.Minute, Max: 2}
 	limitServiceGet         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/orders.Service.Get", Window: time.Minute, Max: 2}
 	limitServiceGet1        = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices.Service.Get", Window: time.Minute, Max: 2}
 )
@@ -512,6 +513,37 @@ func (r *RateLimitedOutbound) Short(ctx context.Context) error {
 		return runtime.NewLimitError(limitOutboundShort, d)
 	}
 	return r.next.Short(ctx)
+}
+
+// RateLimitedCache is a Cache that asks a runtime.Limiter before each call of
+// a rate-limited method and forwards to the Cache it wraps only the calls the
+// limiter admits.
+type RateLimitedCache[V any] struct {
+	next    Cache[V]
+	limiter runtime.Limiter
+}
+
+// NewRateLimitedCache returns a RateLimitedCache that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedCache[V any](next Cache[V], limiter runtime.Limiter) *RateLimitedCache[V] {
+	return &RateLimitedCache[V]{next: next, limiter: limiter}
+}
+
+// Get calls the wrapped Cache's Get if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Cache.Get", 2 calls per
+// minute for each value of key, admits the call. Otherwise it returns a
+// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+func (r *RateLimitedCache[V]) Get(ctx context.Context, key string) (V, error) {
+	d, err := r.limiter.Allow(ctx, limitCacheGet, key)
+	if err != nil {
+		var zero V
+		return zero, err
+	}
+	if !d.Allowed {
+		var zero V
+		return zero, runtime.NewLimitError(limitCacheGet, d)
+	}
+	return r.next.Get(ctx, key)
 }
 
 // RateLimitedGateway is a Gateway whose rate-limited methods ask a

@@ -99,7 +99,7 @@ type pkgModel struct {
 	// typeLevel holds the type-level limits by type, and exempt the
 	// methods that opt out of them.
 	typeLevel map[*types.TypeName]*typeLimits
-	exempt    map[*types.Func]bool
+	exempt    map[*types.Func]token.Position
 	imports   *importResolver
 }
 
@@ -107,7 +107,7 @@ type pkgModel struct {
 // ds. The wrappers come later (buildWrappers), when the limits of every
 // package of the run are known.
 func buildModel(pkg *packages.Package, imports *importResolver, ds *diagnostics) *pkgModel {
-	m := &pkgModel{pkg: pkg, byFunc: map[*types.Func][]*limit{}, typeLevel: map[*types.TypeName]*typeLimits{}, exempt: map[*types.Func]bool{}, imports: imports}
+	m := &pkgModel{pkg: pkg, byFunc: map[*types.Func][]*limit{}, typeLevel: map[*types.TypeName]*typeLimits{}, exempt: map[*types.Func]token.Position{}, imports: imports}
 	limits := m.byFunc
 	hasOwner := map[*types.TypeName]bool{}
 	for _, file := range pkg.Syntax {
@@ -123,8 +123,8 @@ func buildModel(pkg *packages.Package, imports *importResolver, ds *diagnostics)
 				}
 				continue
 			}
-			if a.exempt {
-				m.exempt[a.fn] = true
+			if a.exempt != nil {
+				m.exempt[a.fn] = *a.exempt
 				if len(a.directives) == 0 {
 					continue
 				}
@@ -166,9 +166,9 @@ func buildWrappers(m *pkgModel, index *limitIndex, ds *diagnostics) {
 	}
 	owners := append(slices.Clone(m.owners), embeddingOwners(m, lookup)...)
 	foreign := map[*limit]bool{}
-	for fn := range m.exempt {
+	for fn, pos := range m.exempt {
 		if owner := receiverTypeName(fn); owner == nil || m.typeLevel[owner] == nil {
-			ds.errorf(pkg.Fset.Position(fn.Pos()), "//ratelimit:exempt on %s, but its type has no type-level //ratelimit: directive to opt out of: remove it", fn.Name())
+			ds.errorf(pos, "//ratelimit:exempt on %s, but its type has no type-level //ratelimit: directive to opt out of: remove it", fn.Name())
 		}
 	}
 	for _, owner := range owners {

@@ -29,9 +29,9 @@ type annotated struct {
 	// namePos is the position of the method's name.
 	namePos    token.Position
 	directives []*directive
-	// exempt is set when the method opts out of its type's type-level
-	// limits with //ratelimit:exempt.
-	exempt bool
+	// exempt is the position of the method's //ratelimit:exempt, by
+	// which it opts out of its type's type-level limits, if it has one.
+	exempt *token.Position
 }
 
 // siteKind says what a comment group documents.
@@ -103,7 +103,7 @@ func scanFile(fset *token.FileSet, info *types.Info, file *ast.File, ds *diagnos
 				out = append(out, a)
 			}
 			if d != nil && d.Exempt {
-				a.exempt = true
+				a.exempt = &dir.pos
 				continue
 			}
 			a.directives = append(a.directives, dir)

@@ -109,7 +109,8 @@ func (m *pkgModel) declaringTypeLimits(fn *types.Func, ds *diagnostics) []*limit
 	if owner == nil || m.typeLevel[owner] == nil {
 		return nil
 	}
-	return m.typeLevel[owner].forMethod(m.pkg, fn, m.exempt[fn], m.imports, ds)
+	_, exempt := m.exempt[fn]
+	return m.typeLevel[owner].forMethod(m.pkg, fn, exempt, m.imports, ds)
 }
 
 // label names what a's directives are on, for messages: Type.Method, or

@@ -8,13 +8,18 @@
 //
 // becomes, in ratelimit_gen.go beside the source, a RateLimitedNotifier
 // that builds the key with plain Go and asks a runtime.Limiter before each
-// call. Run it with
+// call. Install it as a tool of your module, which keeps the generator and
+// the runtime on one version,
 //
-//	//go:generate go run github.com/ratelimitgen/ratelimitgen/cmd/ratelimitgen
+//	go get -tool github.com/ratelimitgen/ratelimitgen/cmd/ratelimitgen
+//
+// and run it with
+//
+//	//go:generate go tool ratelimitgen
 //
 // Usage:
 //
-//	ratelimitgen [-output file.go] [-check] [packages]
+//	ratelimitgen [-output file.go] [-tags list] [-check] [-warn-near-misses] [-version] [packages]
 //
 // The packages default to ".". Every problem is reported as
 // file.go:line:col: message, all at once, and nothing is written. With
@@ -29,6 +34,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
+	"strings"
 
 	"github.com/ratelimitgen/ratelimitgen/internal/generate"
 )
@@ -44,12 +51,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	flags.SetOutput(stderr)
 	output := flags.String("output", generate.DefaultOutput, "name of the generated file in each package's directory")
 	check := flags.Bool("check", false, "write nothing; exit with status 1 naming the generated files that are out of date")
+	tags := flags.String("tags", "", "comma-separated build tags to load the packages with, as go build -tags (GOFLAGS's -tags are added)")
+	nearMissWarnings := flags.Bool("warn-near-misses", false, "report comments that look like misspelt directives (// ratelimit:, //rateLimit:, /* ratelimit: */) as warnings instead of errors")
+	showVersion := flags.Bool("version", false, "print the version of ratelimitgen (and so of the runtime it generates code for) and exit")
 	flags.Usage = func() {
-		fmt.Fprintf(stderr, "usage: ratelimitgen [-output file.go] [-check] [packages]\n\n")
+		fmt.Fprintf(stderr, "usage: ratelimitgen [-output file.go] [-tags list] [-check] [-warn-near-misses] [-version] [packages]\n\n")
 		flags.PrintDefaults()
 	}
 	if err := flags.Parse(args); err != nil {
 		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, version(debug.ReadBuildInfo()))
+		return 0
 	}
 	wd, err := os.Getwd()
 	if err != nil {
@@ -57,7 +71,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 
-	res, err := generate.Generate(ctx, generate.Config{Dir: wd, Output: *output}, flags.Args()...)
+	res, err := generate.Generate(ctx, generate.Config{Dir: wd, Output: *output, Tags: strings.Split(*tags, ","), NearMissWarnings: *nearMissWarnings}, flags.Args()...)
 	if res != nil {
 		for _, w := range res.Warnings {
 			fmt.Fprintln(stderr, w.Format(wd))

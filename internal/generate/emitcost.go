@@ -16,10 +16,10 @@ func (l *limit) exprs() []*checkedExpr {
 	return out
 }
 
-// costFuncNeeded reports whether one of the package's limits converts a
-// computed cost through the generated function (see costFuncs).
-func (e *emitter) costFuncNeeded() bool {
-	for _, l := range e.m.limits {
+// costFuncNeeded reports whether one of limits converts a computed cost
+// through the generated function (see costFuncs).
+func costFuncNeeded(limits []*limit) bool {
+	for _, l := range limits {
 		if c := l.cost; c != nil && c.value == nil && !c.isInt && !c.fits {
 			return true
 		}

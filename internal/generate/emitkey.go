@@ -47,6 +47,8 @@ func (e *emitter) keyCode(key []*keyPart, params []string, scope *names, body *[
 			call = jen.Qual(RuntimePath, "AppendKeyInt").Call(into, e.convert(&kp.checkedExpr, params, types.Typ[types.Int64]))
 		case keyUnsigned:
 			call = jen.Qual(RuntimePath, "AppendKeyUint").Call(into, e.convert(&kp.checkedExpr, params, types.Typ[types.Uint64]))
+		case keyTime:
+			call = jen.Qual(RuntimePath, "AppendKeyInt").Call(into, e.unixNano(kp, params))
 		default:
 			call = jen.Qual(RuntimePath, "AppendKeyPart").Call(into, e.partString(kp, params))
 		}
@@ -80,8 +82,21 @@ func (e *emitter) partString(kp *keyPart, params []string) *jen.Statement {
 			x = jen.Parens(x)
 		}
 		return x.Dot("String").Call()
+	case keyTime:
+		return jen.Qual("strconv", "FormatInt").Call(e.unixNano(kp, params), jen.Lit(10))
 	}
 	panic(fmt.Sprintf("unknown key kind %d", kp.kind))
+}
+
+// unixNano spells the canonical form of a time.Time key part: the instant
+// in nanoseconds since the Unix epoch, which no zone, location or
+// monotonic clock reading changes.
+func (e *emitter) unixNano(kp *keyPart, params []string) *jen.Statement {
+	x := e.exprCode(&kp.checkedExpr, params)
+	if kp.parens {
+		x = jen.Parens(x)
+	}
+	return x.Dot("UnixNano").Call()
 }
 
 // usesStrconv reports whether spelling key calls the strconv package.
@@ -90,7 +105,7 @@ func usesStrconv(key []*keyPart) bool {
 		switch kp.kind {
 		case keyBool:
 			return true
-		case keyInt, keySigned, keyUnsigned:
+		case keyInt, keySigned, keyUnsigned, keyTime:
 			if len(key) == 1 {
 				return true
 			}
@@ -119,9 +134,12 @@ func (e *emitter) exprCode(ce *checkedExpr, params []string) *jen.Statement {
 		if r.start > at {
 			s.Op(ce.text[at:r.start])
 		}
-		if r.param >= 0 {
+		switch {
+		case r.param >= 0:
 			s.Id(params[r.param])
-		} else {
+		case r.pkg.Path() == e.pkg.Path():
+			s.Id(r.name) // the directive's own package, or a promoted method's
+		default:
 			s.Qual(r.pkg.Path(), r.name)
 		}
 		at = r.end

@@ -81,6 +81,19 @@ func (l ErrorList) Format(dir string) string {
 // diagnostics collects the problems of one run.
 type diagnostics struct {
 	list []Diagnostic
+	// nearMissWarnings makes near-misses warnings (Config.NearMissWarnings).
+	nearMissWarnings bool
+}
+
+// nearMiss reports a comment that looks like a misspelt directive: an
+// error unless the run asked for warnings, since a directive that silently
+// does nothing leaves a method unlimited.
+func (ds *diagnostics) nearMiss(pos token.Position, msg string) {
+	if ds.nearMissWarnings {
+		ds.warnf(pos, "%s", msg)
+		return
+	}
+	ds.errorf(pos, "%s (run ratelimitgen with -warn-near-misses to make this a warning)", msg)
 }
 
 func (ds *diagnostics) errorf(pos token.Position, format string, args ...any) {

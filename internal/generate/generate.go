@@ -1,10 +1,10 @@
 package generate
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"fmt"
+	"go/token"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,6 +27,14 @@ type Config struct {
 	// Output is the name of the generated file, in each package's
 	// directory; DefaultOutput if empty.
 	Output string
+	// Tags are build tags to load the packages with, as go build -tags
+	// takes them; those of GOFLAGS's -tags are added.
+	Tags []string
+	// NearMissWarnings reports comments that look like misspelt
+	// directives (// ratelimit:, //rateLimit:, /* ratelimit: */) as
+	// warnings. By default they are errors: such a comment leaves its
+	// method unlimited without a word.
+	NearMissWarnings bool
 }
 
 // File is the output of one package.
@@ -45,9 +53,9 @@ type Result struct {
 	// nil Content per package whose earlier output must be removed, sorted
 	// by path.
 	Files []File
-	// Warnings are comments that look like misspelt directives and
-	// directives that work but are likely costly, sorted by position. They
-	// do not stop generation.
+	// Warnings are directives that work but are likely costly and, with
+	// Config.NearMissWarnings, comments that look like misspelt
+	// directives, sorted by position. They do not stop generation.
 	Warnings []Diagnostic
 }
 
@@ -66,7 +74,9 @@ func Generate(ctx context.Context, cfg Config, patterns ...string) (*Result, err
 	}
 	slices.SortFunc(pkgs, func(a, b *packages.Package) int { return cmp.Compare(a.PkgPath, b.PkgPath) })
 
-	ds := &diagnostics{}
+	ds := &diagnostics{nearMissWarnings: cfg.NearMissWarnings}
+	matcher := newFileMatcher(cfg)
+	imports := newImportResolver(ctx, cfg)
 	var models []*pkgModel
 	generated := map[string]bool{} // "Name" and "pkgname.Name" of every generated declaration
 	for _, pkg := range pkgs {
@@ -81,25 +91,42 @@ func Generate(ctx context.Context, cfg Config, patterns ...string) (*Result, err
 		if pkg.Types == nil || pkg.TypesInfo == nil {
 			continue
 		}
-		m := buildModel(pkg, ds)
+		m := buildModel(pkg, imports, ds)
+		checkExcludedFiles(m, ds)
 		models = append(models, m)
+	}
+	index := newLimitIndex(models, loadDirectives(func() *packages.Config { return packagesConfig(ctx, cfg) }, imports))
+	for _, m := range models {
+		buildWrappers(m, index, ds)
 		for _, name := range m.generatedNames() {
 			generated[name] = true
-			generated[pkg.Name+"."+name] = true
+			generated[m.pkg.Name+"."+name] = true
 		}
 	}
+	checkSharedNames(models, ds)
 	// Type errors matter only in packages that use directives: others are
 	// loaded because a pattern matched them. Code that calls the wrappers
 	// of this run is expected not to compile until they are generated.
 	for _, m := range models {
-		if m.directives == 0 {
+		if m.directives == 0 && len(m.wrappers) == 0 {
 			continue
 		}
+		blocking := 0
+		var first token.Position
 		for _, e := range m.pkg.TypeErrors {
 			if name, ok := strings.CutPrefix(e.Msg, "undefined: "); ok && generated[name] {
 				continue
 			}
-			ds.errorf(e.Fset.Position(e.Pos), "%s", e.Msg)
+			pos := e.Fset.Position(e.Pos)
+			ds.errorf(pos, "%s", e.Msg)
+			if blocking == 0 {
+				first = token.Position{Filename: pos.Filename}
+			}
+			blocking++
+		}
+		if blocking > 0 {
+			// Compiler errors alone read as if the generator broke.
+			ds.errorf(first, "package %s does not compile (%d error(s) listed here): ratelimitgen checks directives against the package's types and generates nothing until it compiles", m.pkg.PkgPath, blocking)
 		}
 	}
 
@@ -110,7 +137,7 @@ func Generate(ctx context.Context, cfg Config, patterns ...string) (*Result, err
 		return res, errs
 	}
 	for _, m := range models {
-		f, err := outputFile(m, output)
+		fs, err := outputFiles(m, output)
 		if err != nil {
 			if el, ok := err.(ErrorList); ok {
 				errs = append(errs, el...)
@@ -118,9 +145,15 @@ func Generate(ctx context.Context, cfg Config, patterns ...string) (*Result, err
 			}
 			return res, err
 		}
-		if f != nil {
-			res.Files = append(res.Files, *f)
+		res.Files = append(res.Files, fs...)
+		// Output written earlier under another -output name, or for a
+		// constraint that no wrapper has any more, would redeclare
+		// wrappers.
+		earlier, err := earlierOutputs(m, fs, matcher)
+		if err != nil {
+			return res, err
 		}
+		res.Files = append(res.Files, earlier...)
 	}
 	if len(errs) > 0 {
 		return res, sortDiagnostics(errs)
@@ -143,37 +176,59 @@ func checkOutputName(name string) error {
 	return nil
 }
 
-// outputFile returns the file of m: its generated code, a removal if m has
-// no wrappers but an earlier run left a file, or nil.
-func outputFile(m *pkgModel, output string) (*File, error) {
-	dir := m.pkg.Dir
-	if dir == "" && len(m.pkg.GoFiles) > 0 {
-		dir = filepath.Dir(m.pkg.GoFiles[0])
+// packageDir returns the directory of m's package, or "" if it has none.
+func packageDir(m *pkgModel) string {
+	if m.pkg.Dir == "" && len(m.pkg.GoFiles) > 0 {
+		return filepath.Dir(m.pkg.GoFiles[0])
 	}
+	return m.pkg.Dir
+}
+
+// outputFiles returns the files of m: its generated code, one file per
+// build constraint of its wrappers (see constraints.go), or a removal if m
+// has no wrappers but an earlier run left a file.
+func outputFiles(m *pkgModel, output string) ([]File, error) {
+	dir := packageDir(m)
 	if dir == "" {
 		return nil, nil
 	}
-	path := filepath.Join(dir, output)
-	existing, err := os.ReadFile(path)
-	switch {
-	case err == nil:
-		if !bytes.HasPrefix(existing, []byte(Header+"\n")) {
-			return nil, ErrorList{{Pos: positionOf(path), Msg: fmt.Sprintf("%s exists and was not generated by ratelimitgen (it does not start with %q); refusing to overwrite it: rename it or choose another -output", output, Header)}}
-		}
-	case os.IsNotExist(err):
-		existing = nil
-	default:
-		return nil, err
-	}
+	base := filepath.Join(dir, output)
 	if len(m.wrappers) == 0 {
-		if existing != nil {
-			return &File{Path: path}, nil
-		}
-		return nil, nil
+		return nil, nil // an earlier run's files are removed by earlierOutputs
 	}
-	src, err := emit(m)
+	groups, srcs, err := emitPackage(m)
 	if err != nil {
 		return nil, err
 	}
-	return &File{Path: path, Content: src}, nil
+	var files []File
+	var errs ErrorList
+	for i, g := range groups {
+		path := base
+		if g.constraint != nil {
+			path = filepath.Join(dir, constrainedName(output, g.constraint))
+		}
+		if err := checkOverwrite(path); err != nil {
+			errs = append(errs, err...)
+			continue
+		}
+		files = append(files, File{Path: path, Content: srcs[i]})
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return files, nil
+}
+
+// checkOverwrite refuses to overwrite a file at path that the generator
+// did not write.
+func checkOverwrite(path string) ErrorList {
+	ours, err := startsWithHeader(path)
+	switch {
+	case os.IsNotExist(err) || ours:
+		return nil
+	case err != nil:
+		return ErrorList{{Pos: positionOf(path), Msg: err.Error()}}
+	}
+	name := filepath.Base(path)
+	return ErrorList{{Pos: positionOf(path), Msg: fmt.Sprintf("%s exists and was not generated by ratelimitgen (it does not start with %q); refusing to overwrite it: rename it or choose another -output", name, Header)}}
 }

@@ -136,6 +136,12 @@ func TestGolden(t *testing.T) {
 	// Every generated file compiles and vets, and the end-to-end package
 	// runs against Redis and in memory.
 	goCmd(t, mod, env, append([]string{"vet"}, patterns(okCases)...)...)
+	// Wrappers of types under build constraints are generated under the
+	// same constraints, so the package builds where those files are left
+	// out as well as where they are built.
+	for _, goos := range []string{"linux", "windows"} {
+		goCmd(t, mod, append(env, "GOOS="+goos), "vet", "./buildtags/")
+	}
 	goCmd(t, mod, env, "test", "-count=1", "./e2e/")
 	// On a 32-bit platform int(x) would wrap a large uint64 or int64 cost
 	// around to a small one: the memory half runs there too (the Redis
@@ -163,7 +169,7 @@ func TestGolden(t *testing.T) {
 func newTestModule(t *testing.T, repo string) (dir string, env []string) {
 	t.Helper()
 	dir = t.TempDir()
-	goMod := "module " + testModulePath + "\n\ngo 1.26\n\nrequire github.com/ratelimitgen/ratelimitgen v0.0.0\n\nreplace github.com/ratelimitgen/ratelimitgen => " + repo + "\n"
+	goMod := "module " + testModulePath + "\n\ngo 1.25\n\nrequire github.com/ratelimitgen/ratelimitgen v0.0.0\n\nreplace github.com/ratelimitgen/ratelimitgen => " + repo + "\n"
 	writeFile(t, filepath.Join(dir, "go.mod"), []byte(goMod))
 	sum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
 	if err != nil {

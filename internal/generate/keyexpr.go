@@ -3,6 +3,8 @@ package generate
 import (
 	"fmt"
 	"go/ast"
+	"go/constant"
+	"go/parser"
 	"go/types"
 	"strings"
 
@@ -21,6 +23,7 @@ const (
 	keyBool                       // strconv.FormatBool
 	keyBytes                      // a byte slice: string(x)
 	keyStringer                   // x.String()
+	keyTime                       // a time.Time: its UnixNano, in decimal
 )
 
 // keyPart is one type-checked part of a key= option.
@@ -52,6 +55,11 @@ func (es *exprScope) checkKey(e parse.Expr, ds *diagnostics) *keyPart {
 func classify(t types.Type) (keyKind, bool) {
 	if tp, ok := types.Unalias(t).(*types.TypeParam); ok {
 		return classifyTypeParam(tp)
+	}
+	if isTime(t) {
+		// Its String method would put the zone and the monotonic clock
+		// reading in the key: one instant would have many keys.
+		return keyTime, true
 	}
 	switch u := types.Unalias(t).Underlying().(type) {
 	case *types.Basic:
@@ -94,7 +102,8 @@ func classifyTypeParam(tp *types.TypeParam) (keyKind, bool) {
 	var kinds []keyKind
 	for _, t := range terms {
 		k, ok := classify(t)
-		if !ok {
+		if !ok || k == keyTime {
+			// A type parameter has the methods of its constraint only.
 			return 0, false
 		}
 		switch k {
@@ -213,4 +222,44 @@ func suggestField(t types.Type) (string, bool) {
 		}
 	}
 	return fields[0], true
+}
+
+// checkKeyVaries reports a key whose every part is a constant, such as
+// key="req.Email" (a SpEL habit) or key=1: it would count every call under
+// one key, which is what omitting key= says plainly. A constant part beside
+// others (key=req.Tenant,"v2") is fine. It returns false on error.
+func checkKeyVaries(key []*keyPart, exprs []parse.Expr, ds *diagnostics) bool {
+	for _, kp := range key {
+		if kp.value == nil {
+			return true
+		}
+	}
+	texts := make([]string, len(key))
+	for i, kp := range key {
+		texts[i] = kp.text
+	}
+	what := "key=" + texts[0]
+	if len(key) > 1 {
+		what = "every part of key=" + strings.Join(texts, ",")
+	}
+	msg := fmt.Sprintf("%s is a constant, so every call would count under one key: for one limit shared by all callers, omit key=", what)
+	if len(key) == 1 && key[0].value.Kind() == constant.String {
+		if s := constant.StringVal(key[0].value); s != "" && isGoExpr(s) {
+			msg += fmt.Sprintf("; to key on the expression, write it without quotes: key=%s", s)
+		}
+	}
+	ds.errorf(exprs[0].Pos, "%s", msg)
+	return false
+}
+
+// isGoExpr reports whether s parses as a Go expression.
+func isGoExpr(s string) bool {
+	_, err := parser.ParseExpr(s)
+	return err == nil
+}
+
+// isTime reports whether t is time.Time itself.
+func isTime(t types.Type) bool {
+	n, ok := types.Unalias(t).(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "time" && n.Obj().Name() == "Time"
 }

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go/build"
+	"os"
+	"slices"
+	"strings"
 
 	"golang.org/x/tools/go/packages"
 )
@@ -24,14 +28,7 @@ func load(ctx context.Context, cfg Config, patterns []string) ([]*packages.Packa
 	if len(patterns) == 0 {
 		patterns = []string{"."}
 	}
-	pcfg := &packages.Config{
-		Context:    ctx,
-		Mode:       loadMode,
-		Dir:        cfg.Dir,
-		Env:        cfg.Env,
-		BuildFlags: []string{"-tags=" + BuildTag},
-	}
-	pkgs, err := packages.Load(pcfg, patterns...)
+	pkgs, err := packages.Load(packagesConfig(ctx, cfg), patterns...)
 	if err != nil {
 		return nil, fmt.Errorf("loading %v: %w", patterns, err)
 	}
@@ -39,4 +36,75 @@ func load(ctx context.Context, cfg Config, patterns []string) ([]*packages.Packa
 		return nil, errors.New("no packages match " + fmt.Sprint(patterns))
 	}
 	return pkgs, nil
+}
+
+// packagesConfig is how the run loads packages.
+func packagesConfig(ctx context.Context, cfg Config) *packages.Config {
+	return &packages.Config{
+		Context:    ctx,
+		Mode:       loadMode,
+		Dir:        cfg.Dir,
+		Env:        cfg.Env,
+		BuildFlags: buildFlags(cfg),
+	}
+}
+
+// buildFlags are the go command's flags for loading packages: the user's
+// build tags and the generator's own. An explicit -tags replaces the one in
+// GOFLAGS, so GOFLAGS's tags are repeated here.
+func buildFlags(cfg Config) []string {
+	return []string{"-tags=" + strings.Join(append(userTags(cfg), BuildTag), ",")}
+}
+
+// userTags are the build tags of the run: Config.Tags and GOFLAGS's.
+func userTags(cfg Config) []string {
+	tags := slices.Clone(cfg.Tags)
+	for _, f := range strings.Fields(getenv(cfg, "GOFLAGS")) {
+		f = strings.TrimPrefix(f, "-")
+		if v, ok := strings.CutPrefix(f, "-tags="); ok {
+			tags = append(tags, strings.Split(v, ",")...)
+		} else if v, ok := strings.CutPrefix(f, "tags="); ok {
+			tags = append(tags, strings.Split(v, ",")...)
+		}
+	}
+	return slices.DeleteFunc(tags, func(t string) bool { return t == "" })
+}
+
+// getenv returns the variable of the go command's environment.
+func getenv(cfg Config, key string) string {
+	if cfg.Env == nil {
+		return os.Getenv(key)
+	}
+	v := ""
+	for _, kv := range cfg.Env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == key {
+			v = val // the last one wins, as in os/exec
+		}
+	}
+	return v
+}
+
+// fileMatcher tells whether a file takes part in the build configuration
+// of the run (GOOS, GOARCH and tags), leaving the generator's tag out.
+type fileMatcher struct {
+	ctx build.Context
+}
+
+func newFileMatcher(cfg Config) *fileMatcher {
+	ctx := build.Default
+	if v := getenv(cfg, "GOOS"); v != "" {
+		ctx.GOOS = v
+	}
+	if v := getenv(cfg, "GOARCH"); v != "" {
+		ctx.GOARCH = v
+	}
+	ctx.BuildTags = userTags(cfg)
+	return &fileMatcher{ctx: ctx}
+}
+
+// file reports whether the file name in dir is built in this
+// configuration; an unreadable file counts as built.
+func (fm *fileMatcher) file(dir, name string) bool {
+	ok, err := fm.ctx.MatchFile(dir, name)
+	return ok || err != nil
 }

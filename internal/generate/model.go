@@ -3,9 +3,11 @@ package generate
 import (
 	"fmt"
 	"go/ast"
+	"go/build/constraint"
 	"go/constant"
 	"go/token"
 	"go/types"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -22,7 +24,13 @@ type limit struct {
 	// fn is the method the directive is on (not an instance of it).
 	fn    *types.Func
 	owner *types.TypeName
-	// name is the runtime.Limit's Name: name= or Type.Method.
+	// pos is the position of the directive, for messages about limits
+	// that share a name.
+	pos token.Position
+	// constraint is the build constraint of the directive's file, or nil:
+	// the limit is declared in the generated file for it.
+	constraint constraint.Expr
+	// name is the runtime.Limit's Name: name= or path/to/pkg.Type.Method.
 	name   string
 	window time.Duration
 	max    int
@@ -30,12 +38,17 @@ type limit struct {
 	algo string
 	// burst is the burst= value, or 0 for the runtime's default (max).
 	burst int
+	// wait is the wait= value, or 0: how long a call may wait for room.
+	wait time.Duration
 	// key is empty when the directive has no key=.
 	key []*keyPart
 	// cost is nil when the directive has no cost= (one unit per call).
 	cost *costExpr
 	// index is the directive's rank among its method's, from 0.
 	index int
+	// canonical is, for a copy of a type-level limit made for one method,
+	// the limit as declared, whose variable the copy uses.
+	canonical *limit
 	// multi is set when the method has several limits.
 	multi bool
 }
@@ -49,6 +62,9 @@ type wrapper struct {
 	methods []*wrapperMethod
 	// name and ctor are the names of the generated type and constructor.
 	name, ctor string
+	// constraint is the build constraint of the files that declare the
+	// type and its limited methods, or nil.
+	constraint constraint.Expr
 }
 
 // wrapperMethod is one method of a wrapper: rate-limited when it has
@@ -64,23 +80,56 @@ type wrapperMethod struct {
 
 // pkgModel is what one package asks the generator for.
 type pkgModel struct {
-	pkg      *packages.Package
-	limits   []*limit
+	pkg *packages.Package
+	// limits are the limits of the package's directives, byFunc the same
+	// by method, and owners the types whose methods carry them.
+	limits []*limit
+	byFunc map[*types.Func][]*limit
+	owners []*types.TypeName
+	// foreign are the limits of other packages' methods that the
+	// package's wrappers use (promoted or embedded methods): the
+	// generated file declares a copy, which counts with the original
+	// since a limit is counted by name.
+	foreign  []*limit
 	wrappers []*wrapper
 	// directives counts the //ratelimit: comments found, valid or not.
 	directives int
+	// constraints holds the build constraint of each file, by name.
+	constraints map[string]constraint.Expr
+	// typeLevel holds the type-level limits by type, and exempt the
+	// methods that opt out of them.
+	typeLevel map[*types.TypeName]*typeLimits
+	exempt    map[*types.Func]token.Position
+	imports   *importResolver
 }
 
-// buildModel finds the directives of pkg, checks them and derives the
-// wrappers to generate. Problems go to ds.
-func buildModel(pkg *packages.Package, ds *diagnostics) *pkgModel {
-	m := &pkgModel{pkg: pkg}
-	limits := map[*types.Func][]*limit{}
-	var owners []*types.TypeName
+// buildModel finds the directives of pkg and checks them. Problems go to
+// ds. The wrappers come later (buildWrappers), when the limits of every
+// package of the run are known.
+func buildModel(pkg *packages.Package, imports *importResolver, ds *diagnostics) *pkgModel {
+	m := &pkgModel{pkg: pkg, byFunc: map[*types.Func][]*limit{}, typeLevel: map[*types.TypeName]*typeLimits{}, exempt: map[*types.Func]token.Position{}, imports: imports}
+	limits := m.byFunc
 	hasOwner := map[*types.TypeName]bool{}
 	for _, file := range pkg.Syntax {
 		for _, a := range scanFile(pkg.Fset, pkg.TypesInfo, file, ds) {
-			ls := buildLimits(pkg, file, a, ds)
+			if a.fn == nil {
+				if tl := buildTypeLimits(a, file, ds); tl != nil {
+					m.typeLevel[a.owner] = tl
+					m.limits = append(m.limits, tl.limits...)
+					if !hasOwner[a.owner] {
+						hasOwner[a.owner] = true
+						m.owners = append(m.owners, a.owner)
+					}
+				}
+				continue
+			}
+			if a.exempt != nil {
+				m.exempt[a.fn] = *a.exempt
+				if len(a.directives) == 0 {
+					continue
+				}
+			}
+			ls := buildLimits(pkg, file, a, imports, ds)
 			if ls == nil {
 				continue
 			}
@@ -88,17 +137,77 @@ func buildModel(pkg *packages.Package, ds *diagnostics) *pkgModel {
 			m.limits = append(m.limits, ls...)
 			if !hasOwner[a.owner] {
 				hasOwner[a.owner] = true
-				owners = append(owners, a.owner)
+				m.owners = append(m.owners, a.owner)
 			}
 		}
 		m.directives += countDirectives(file)
 	}
-	for _, owner := range owners {
-		if w := buildWrapper(pkg, owner, limits, ds); w != nil {
-			m.wrappers = append(m.wrappers, w)
-		}
+	m.constraints = map[string]constraint.Expr{}
+	for _, file := range pkg.Syntax {
+		name := pkg.Fset.Position(file.Package).Filename
+		m.constraints[name] = fileConstraint(file, name)
+	}
+	for _, l := range m.limits {
+		l.constraint = m.constraints[l.pos.Filename]
 	}
 	return m
+}
+
+// buildWrappers derives the wrappers of m: one for each type with a
+// directive, and one for each other type of the package that has a limited
+// method by embedding (see embedding.go).
+func buildWrappers(m *pkgModel, index *limitIndex, ds *diagnostics) {
+	pkg := m.pkg
+	lookup := func(fn *types.Func) []*limit {
+		if fn.Pkg() == pkg.Types {
+			return append(m.declaringTypeLimits(fn, ds), m.byFunc[fn.Origin()]...)
+		}
+		return index.lookup(fn, ds)
+	}
+	owners := append(slices.Clone(m.owners), embeddingOwners(m, lookup)...)
+	foreign := map[*limit]bool{}
+	for fn, pos := range m.exempt {
+		if owner := receiverTypeName(fn); owner == nil || m.typeLevel[owner] == nil {
+			ds.errorf(pos, "//ratelimit:exempt on %s, but its type has no type-level //ratelimit: directive to opt out of: remove it", fn.Name())
+		}
+	}
+	for _, owner := range owners {
+		ownerLookup := lookup
+		if tl := m.typeLevel[owner]; tl != nil {
+			// The owner's type-level limits count the methods it gets by
+			// embedding too; its own methods have them from lookup.
+			ownerLookup = func(fn *types.Func) []*limit {
+				if receiverTypeName(fn.Origin()) == owner {
+					return lookup(fn)
+				}
+				return append(tl.forMethod(pkg, fn, false, m.imports, ds), lookup(fn)...)
+			}
+		}
+		w := buildWrapper(pkg, owner, ownerLookup, ds)
+		if w == nil || !foreignExprsVisible(pkg, w, ds) {
+			continue
+		}
+		if tl := m.typeLevel[owner]; tl != nil && !slices.ContainsFunc(w.methods, func(wm *wrapperMethod) bool { return len(wm.limits) > 0 }) {
+			ds.errorf(tl.a.directives[0].pos, "type %s has a type-level //ratelimit: directive but no method it could limit: declare methods on %s, or put the directive on the type whose methods it should count", owner.Name(), owner.Name())
+			continue
+		}
+		exprs := []constraint.Expr{m.constraints[pkg.Fset.Position(owner.Pos()).Filename]}
+		for _, wm := range w.methods {
+			for _, l := range wm.limits {
+				exprs = append(exprs, m.constraints[l.pos.Filename])
+				decl := l
+				if l.canonical != nil {
+					decl = l.canonical // a method's copy of a type-level limit
+				}
+				if decl.owner.Pkg() != pkg.Types && !foreign[decl] {
+					foreign[decl] = true
+					m.foreign = append(m.foreign, decl)
+				}
+			}
+		}
+		w.constraint = andAll(exprs)
+		m.wrappers = append(m.wrappers, w)
+	}
 }
 
 // countDirectives counts the comments of file that start with the
@@ -117,7 +226,7 @@ func countDirectives(file *ast.File) int {
 
 // buildLimits checks the directives of one method and returns its limits,
 // in source order. It returns nil if they have any problem.
-func buildLimits(pkg *packages.Package, file *ast.File, a *annotated, ds *diagnostics) []*limit {
+func buildLimits(pkg *packages.Package, file *ast.File, a *annotated, imports *importResolver, ds *diagnostics) []*limit {
 	ok := true
 	for _, d := range a.directives {
 		for _, e := range d.errs {
@@ -149,36 +258,11 @@ func buildLimits(pkg *packages.Package, file *ast.File, a *annotated, ds *diagno
 			ok = false
 			continue
 		}
-		l := &limit{
-			fn:     a.fn,
-			owner:  a.owner,
-			name:   limitName(a, d, i),
-			window: d.parsed.Window,
-			max:    d.parsed.Max,
-			algo:   d.parsed.Algorithm,
-			burst:  d.parsed.Burst,
-			index:  i,
-			multi:  len(a.directives) > 1,
-		}
-		if len(d.parsed.Key) > 0 || d.parsed.Cost != nil {
-			es, err := newExprScope(pkg.Fset, pkg.Types, pkg.TypesInfo.Scopes[file], d.comment, sig, tparams)
-			if err != nil {
-				ds.errorf(d.pos, "cannot check the directive's expressions: %v", err)
-				ok = false
+		l := newLimit(a, d, i)
+		if !checkLimitExprs(pkg, file, d, sig, tparams, imports, l, ds) {
+			ok = false
+			if l.key == nil && l.cost == nil && (len(d.parsed.Key) > 0 || d.parsed.Cost != nil) {
 				continue
-			}
-			for _, e := range d.parsed.Key {
-				kp := es.checkKey(e, ds)
-				if kp == nil {
-					ok = false
-					continue
-				}
-				l.key = append(l.key, kp)
-			}
-			if d.parsed.Cost != nil {
-				if l.cost = es.checkCost(*d.parsed.Cost, ds); l.cost == nil {
-					ok = false
-				}
 			}
 		}
 		if len(d.errs) == 0 && !checkLimitValues(l, d, ds) {
@@ -192,16 +276,80 @@ func buildLimits(pkg *packages.Package, file *ast.File, a *annotated, ds *diagno
 	return out
 }
 
+// newLimit returns the limit of a's i-th directive d, which parsed,
+// without its key and cost.
+func newLimit(a *annotated, d *directive, i int) *limit {
+	return &limit{
+		fn:     a.fn,
+		owner:  a.owner,
+		pos:    d.pos,
+		name:   limitName(a, d, i),
+		window: d.parsed.Window,
+		max:    d.parsed.Max,
+		algo:   d.parsed.Algorithm,
+		burst:  d.parsed.Burst,
+		wait:   d.parsed.Wait,
+		index:  i,
+		multi:  len(a.directives) > 1,
+	}
+}
+
+// checkLimitExprs type-checks the key and cost of directive d, on a
+// method with signature sig, and sets them on l. It reports problems to ds
+// and returns false if there are any.
+func checkLimitExprs(pkg *packages.Package, file *ast.File, d *directive, sig *types.Signature, tparams *types.TypeParamList, imports *importResolver, l *limit, ds *diagnostics) bool {
+	if len(d.parsed.Key) == 0 && d.parsed.Cost == nil {
+		return true
+	}
+	es, err := newExprScope(pkg.Fset, pkg.Types, pkg.TypesInfo.Scopes[file], d.comment, sig, tparams, imports)
+	if err != nil {
+		ds.errorf(d.pos, "cannot check the directive's expressions: %v", err)
+		return false
+	}
+	ok := true
+	for _, e := range d.parsed.Key {
+		kp := es.checkKey(e, ds)
+		if kp == nil {
+			ok = false
+			continue
+		}
+		l.key = append(l.key, kp)
+	}
+	if len(l.key) > 0 && len(l.key) == len(d.parsed.Key) && !checkKeyVaries(l.key, d.parsed.Key, ds) {
+		ok = false
+	}
+	if d.parsed.Cost != nil {
+		if l.cost = es.checkCost(*d.parsed.Cost, ds); l.cost == nil {
+			ok = false
+		}
+	}
+	return ok
+}
+
 // limitName returns the name of the limit of a's i-th directive d: its
-// name=, or Type.Method for the first.
+// name=, or for the first the method's full name, import path included
+// (example.com/shop/orders.Service.Get). Limits are counted by name, and
+// one limiter usually serves a whole program, so a default name must be
+// unique in a program: with Type.Method alone, orders.Service.Get and
+// invoices.Service.Get would share one count.
 func limitName(a *annotated, d *directive, i int) string {
 	if d.parsed != nil && d.parsed.Name != "" {
 		return d.parsed.Name
 	}
+	if i == 0 && a.fn == nil {
+		return a.owner.Pkg().Path() + "." + a.owner.Name()
+	}
 	if i == 0 {
-		return a.owner.Name() + "." + a.fn.Name()
+		return defaultLimitName(a.owner, a.fn)
 	}
 	return ""
+}
+
+// defaultLimitName is the name of a method's only (or first) limit when
+// its directive has no name=. Every instantiation of a generic type shares
+// it: the key, not the type argument, is what separates counts.
+func defaultLimitName(owner *types.TypeName, fn *types.Func) string {
+	return owner.Pkg().Path() + "." + owner.Name() + "." + fn.Name()
 }
 
 // checkLimitNames checks that the limits of a method with several
@@ -213,7 +361,7 @@ func checkLimitNames(a *annotated, ds *diagnostics) bool {
 		return true
 	}
 	ok := true
-	method := a.owner.Name() + "." + a.fn.Name()
+	method := a.label()
 	first := map[string]token.Position{}
 	for i, d := range a.directives {
 		if d.parsed == nil {
@@ -283,8 +431,11 @@ func checkLimitValues(l *limit, d *directive, ds *diagnostics) bool {
 		}
 		pos := d.parsed.Cost.Pos
 		switch c, exact := l.cost.constantCost(); {
-		case exact && c < 1 || l.cost.value.Kind() == constant.Int && constant.Sign(l.cost.value) < 0:
-			ds.errorf(pos, "%s is less than 1; a cost must be at least 1", subject)
+		case exact && c == 0:
+			ds.errorf(pos, "%s is zero: a call that costs nothing is admitted and never counted, so this limit would do nothing; remove the directive, or give a cost of at least 1", subject)
+			ok = false
+		case exact && c < 0 || l.cost.value.Kind() == constant.Int && constant.Sign(l.cost.value) < 0:
+			ds.errorf(pos, "%s is negative; a cost must be at least 1 (or, when computed, 0 for a call that is not counted)", subject)
 			ok = false
 		case !exact || c > int64(capacity):
 			ds.errorf(pos, "%s is more than the limit's capacity of %d (%s): such a call could never be admitted", subject, capacity, capacityWords(l))
@@ -334,9 +485,30 @@ func returnsError(sig *types.Signature) bool {
 	return n > 0 && types.Identical(sig.Results().At(n-1).Type(), types.Universe.Lookup("error").Type())
 }
 
+// foreignExprsVisible reports, for the limits that w's methods get from
+// directives of another package, whether their keys and costs use only
+// what that package exports: the generated code, in w's package, spells
+// them.
+func foreignExprsVisible(pkg *packages.Package, w *wrapper, ds *diagnostics) bool {
+	for _, wm := range w.methods {
+		for _, l := range wm.limits {
+			if l.owner.Pkg() == pkg.Types {
+				continue // declared here: its expressions are this package's
+			}
+			for _, ce := range l.exprs() {
+				if ce.unexported != "" {
+					ds.errorf(pkg.Fset.Position(w.owner.Pos()), "cannot wrap %s: its method %s comes from %s, whose limit (%s) uses %s in %q, which package %s does not export; export it, or key on exported names", w.owner.Name(), wm.name, l.owner.Name(), l.pos, ce.unexported, ce.text, l.owner.Pkg().Path())
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
 // buildWrapper derives the wrapper of owner, which has at least one valid
 // limit.
-func buildWrapper(pkg *packages.Package, owner *types.TypeName, limits map[*types.Func][]*limit, ds *diagnostics) *wrapper {
+func buildWrapper(pkg *packages.Package, owner *types.TypeName, limits func(*types.Func) []*limit, ds *diagnostics) *wrapper {
 	named, ok := owner.Type().(*types.Named)
 	pos := pkg.Fset.Position(owner.Pos())
 	if !ok {
@@ -358,7 +530,7 @@ func buildWrapper(pkg *packages.Package, owner *types.TypeName, limits map[*type
 				ds.errorf(pos, "cannot wrap %s: it has the unexported method %s of package %s, which code outside that package cannot implement", owner.Name(), fn.Name(), fn.Pkg().Path())
 				return nil
 			}
-			w.methods = append(w.methods, &wrapperMethod{name: fn.Name(), sig: fn.Type().(*types.Signature), limits: limits[fn.Origin()]})
+			w.methods = append(w.methods, &wrapperMethod{name: fn.Name(), sig: fn.Type().(*types.Signature), limits: limits(fn)})
 		}
 	} else {
 		w.byValue = true
@@ -374,7 +546,7 @@ func buildWrapper(pkg *packages.Package, owner *types.TypeName, limits map[*type
 		ms := types.NewMethodSet(recv)
 		for i := 0; i < ms.Len(); i++ {
 			fn := ms.At(i).Obj().(*types.Func)
-			if ls := limits[fn.Origin()]; ls != nil {
+			if ls := limits(fn); ls != nil {
 				w.methods = append(w.methods, &wrapperMethod{name: fn.Name(), sig: fn.Type().(*types.Signature), limits: ls})
 			}
 		}

@@ -40,6 +40,11 @@ type checkedExpr struct {
 	// plain is set when the expression is a name or a chain of field
 	// selections, which costs nothing to evaluate twice.
 	plain bool
+	// unexported is the first name the expression uses that only its
+	// own package may use (a package-level name, field or method), or "":
+	// the wrapper of a type that gets the method by embedding in another
+	// package cannot spell it.
+	unexported string
 }
 
 // exprRef is one identifier (or pkg.Name selector) of an expression, at
@@ -48,8 +53,9 @@ type exprRef struct {
 	start, end int
 	// param is the index of the parameter the identifier denotes, or -1.
 	param int
-	// pkg and name denote a package-level object of another package when
-	// param is -1.
+	// pkg and name denote a package-level object when param is -1: of
+	// another package, or of the directive's own, which the wrapper of a
+	// type embedding the method in another package must qualify.
 	pkg  *types.Package
 	name string
 	// importName is how the source file names pkg, the preferred import
@@ -70,6 +76,11 @@ type exprScope struct {
 	// paramNames and recvName are for messages.
 	paramNames []string
 	recvName   string
+	// unnamedParams is set when a parameter of the method has no name
+	// (or is _), as in generated gRPC interfaces.
+	unnamedParams bool
+	// imports finds the packages the file does not import.
+	imports *importResolver
 }
 
 // newExprScope builds the scope in which the expressions of the directive
@@ -78,7 +89,7 @@ type exprScope struct {
 // directive comment, where no other scope lies. Its variables are fresh
 // copies of the parameters: the real ones are visible only after the
 // signature.
-func newExprScope(fset *token.FileSet, pkg *types.Package, fileScope *types.Scope, c *ast.Comment, sig *types.Signature, tparams *types.TypeParamList) (*exprScope, error) {
+func newExprScope(fset *token.FileSet, pkg *types.Package, fileScope *types.Scope, c *ast.Comment, sig *types.Signature, tparams *types.TypeParamList, imports *importResolver) (*exprScope, error) {
 	// The directive of a generic interface's method lies in the scope of
 	// the type's parameters.
 	if fileScope == nil {
@@ -89,11 +100,12 @@ func newExprScope(fset *token.FileSet, pkg *types.Package, fileScope *types.Scop
 		return nil, errors.New("the directive lies outside its file's scope")
 	}
 	es := &exprScope{
-		fset:   fset,
-		pkg:    pkg,
-		at:     c.Slash,
-		scope:  types.NewScope(parent, c.Slash, c.End(), "ratelimit directive"),
-		params: map[*types.Var]int{},
+		fset:    fset,
+		pkg:     pkg,
+		at:      c.Slash,
+		scope:   types.NewScope(parent, c.Slash, c.End(), "ratelimit directive"),
+		params:  map[*types.Var]int{},
+		imports: imports,
 	}
 	if fileScope.Innermost(c.Slash) != es.scope {
 		return nil, errors.New("the directive lies inside another scope")
@@ -107,6 +119,7 @@ func newExprScope(fset *token.FileSet, pkg *types.Package, fileScope *types.Scop
 	for i := 0; i < sig.Params().Len(); i++ {
 		p := sig.Params().At(i)
 		if p.Name() == "" || p.Name() == "_" {
+			es.unnamedParams = true
 			continue
 		}
 		v := types.NewParam(token.NoPos, pkg, p.Name(), p.Type())
@@ -124,12 +137,13 @@ func newExprScope(fset *token.FileSet, pkg *types.Package, fileScope *types.Scop
 // "cost", and an example of a good one.
 type exprRole struct {
 	what    string
+	option  string
 	example string
 }
 
 var (
-	keyRole  = exprRole{what: "key part", example: "key=req.ID"}
-	costRole = exprRole{what: "cost", example: "cost=len(req.Items)"}
+	keyRole  = exprRole{what: "key part", option: "key", example: "key=req.ID"}
+	costRole = exprRole{what: "cost", option: "cost", example: "cost=len(req.Items)"}
 )
 
 // check parses and type-checks one expression, which must be a single
@@ -148,6 +162,9 @@ func (es *exprScope) check(e parse.Expr, role exprRole, ds *diagnostics) (*check
 	}
 	base := es.fset.File(expr.Pos()).Base()
 	offset := func(p token.Pos) int { return int(p) - base }
+	if !es.importPackages(expr, e, role, offset, ds) {
+		return nil, nil
+	}
 
 	info := &types.Info{
 		Types:      map[ast.Expr]types.TypeAndValue{},
@@ -185,8 +202,27 @@ func (es *exprScope) check(e parse.Expr, role exprRole, ds *diagnostics) (*check
 		return nil, nil
 	}
 	ce := &checkedExpr{text: e.Text, typ: tv.Type, value: tv.Value, parens: !isPrimary(expr), plain: isPlain(expr, info)}
-	ce.refs, ce.idents = es.refs(expr, info, offset)
+	ce.refs, ce.idents, ce.unexported = es.refs(expr, info, offset)
 	return ce, expr
+}
+
+// importPackages declares in the directive's scope the packages that expr
+// names without the file importing them (see importResolver). It reports
+// ambiguous names and returns false if there are any; a name that no
+// package has is left for go/types to report as undefined.
+func (es *exprScope) importPackages(expr ast.Expr, e parse.Expr, role exprRole, offset func(token.Pos) int, ds *diagnostics) bool {
+	ok := true
+	for _, id := range unresolvedQualifiers(expr, es.scope, es.at) {
+		p, msg := es.imports.resolve(es.pkg, id.Name)
+		switch {
+		case p != nil:
+			es.scope.Insert(types.NewPkgName(token.NoPos, es.pkg, id.Name, p))
+		case msg != "":
+			ds.errorf(shift(e.Pos, offset(id.Pos())), "%s %s: %s", role.what, e.Text, msg)
+			ok = false
+		}
+	}
+	return ok
 }
 
 // shift returns the position n bytes after p on the same line.
@@ -206,17 +242,24 @@ func (es *exprScope) explain(msg, text string, role exprRole) string {
 	if name == es.recvName {
 		return fmt.Sprintf("%s %s: undefined: %s: the receiver is not available in a directive; use the method's parameters (%s)", role.what, text, name, strings.Join(es.paramNames, ", "))
 	}
-	if s, ok := closest(name, es.paramNames); ok {
-		return fmt.Sprintf("%s %s: undefined: %s; did you mean %s?", role.what, text, name, s)
+	if es.unnamedParams {
+		return fmt.Sprintf("%s %s: undefined: %s: the method's parameters are unnamed; name them to use them in %s=, e.g. (ctx context.Context, req *Request)", role.what, text, name, role.option)
+	}
+	suggestion := ""
+	if s, ok := closestParam(name, es.paramNames); ok {
+		suggestion = "; did you mean " + s + "?"
 	}
 	if strings.Contains(text, name+".") {
-		return fmt.Sprintf("%s %s: undefined: %s: if %s is a package, import it in %s (and use it outside the directive too, as Go requires): a directive sees the imports of the file that declares the method", role.what, text, name, name, filepath.Base(es.fset.Position(es.at).Filename))
+		return fmt.Sprintf("%s %s: undefined: %s%s (no package of that name is imported by %s, in the standard library or imported by the package's other files; if %s is a package, import it where the package uses it)", role.what, text, name, suggestion, filepath.Base(es.fset.Position(es.at).Filename), name)
+	}
+	if suggestion != "" {
+		return fmt.Sprintf("%s %s: undefined: %s%s", role.what, text, name, suggestion)
 	}
 	params := "the method has no named parameters"
 	if len(es.paramNames) > 0 {
 		params = "the method's parameters are " + strings.Join(es.paramNames, ", ")
 	}
-	return fmt.Sprintf("%s %s: undefined: %s (a directive may use the method's parameters, the package's identifiers and the file's imports; %s)", role.what, text, name, params)
+	return fmt.Sprintf("%s %s: undefined: %s (a directive may use the method's parameters, the package's identifiers and packages; %s)", role.what, text, name, params)
 }
 
 // isPlain reports whether expr is a variable or constant, or a chain of
@@ -252,9 +295,15 @@ func isPrimary(expr ast.Expr) bool {
 
 // refs returns the identifiers of expr that the generated code spells
 // differently (see checkedExpr.refs) and the names of all its identifiers.
-func (es *exprScope) refs(expr ast.Expr, info *types.Info, offset func(token.Pos) int) ([]exprRef, []string) {
+func (es *exprScope) refs(expr ast.Expr, info *types.Info, offset func(token.Pos) int) ([]exprRef, []string, string) {
 	var refs []exprRef
 	var idents []string
+	unexported := ""
+	hide := func(name string) {
+		if unexported == "" && !token.IsExported(name) {
+			unexported = name
+		}
+	}
 	ast.Inspect(expr, func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.SelectorExpr:
@@ -270,16 +319,30 @@ func (es *exprScope) refs(expr ast.Expr, info *types.Info, offset func(token.Pos
 			}
 			// The selected field or method keeps its name; info.Uses
 			// maps it to a field or method, never to a parameter.
+			if sel, ok := info.Selections[n]; ok && sel.Obj().Pkg() == es.pkg {
+				hide(sel.Obj().Name())
+			}
 			return true
 		case *ast.Ident:
 			idents = append(idents, n.Name)
-			switch obj := info.Uses[n].(type) {
-			case *types.Var:
-				if i, ok := es.params[obj]; ok {
+			obj := info.Uses[n]
+			if v, ok := obj.(*types.Var); ok {
+				if i, ok := es.params[v]; ok {
 					refs = append(refs, exprRef{start: offset(n.Pos()), end: offset(n.End()), param: i})
+					return true
 				}
-			case nil:
+			}
+			switch obj.(type) {
+			case nil, *types.Builtin, *types.Nil:
 			default:
+				if p := obj.Pkg(); p == es.pkg && obj.Parent() == p.Scope() {
+					hide(n.Name)
+					refs = append(refs, exprRef{
+						start: offset(n.Pos()), end: offset(n.End()), param: -1,
+						pkg: p, name: n.Name, importName: p.Name(),
+					})
+					break
+				}
 				// An object of another package named without a qualifier:
 				// the file dot-imports it.
 				if p := obj.Pkg(); p != nil && p != es.pkg && obj.Parent() == p.Scope() {
@@ -293,5 +356,5 @@ func (es *exprScope) refs(expr ast.Expr, info *types.Info, offset func(token.Pos
 		return true
 	})
 	slices.SortFunc(refs, func(a, b exprRef) int { return a.start - b.start })
-	return refs, idents
+	return refs, idents, unexported
 }

@@ -19,7 +19,8 @@ type directive struct {
 	file    *ast.File
 }
 
-// annotated is a method whose doc comment holds directives.
+// annotated is a method whose doc comment holds directives or, with fn
+// nil, a type whose doc comment holds type-level directives.
 type annotated struct {
 	fn *types.Func
 	// owner is the interface or concrete type the method is declared on.
@@ -28,6 +29,9 @@ type annotated struct {
 	// namePos is the position of the method's name.
 	namePos    token.Position
 	directives []*directive
+	// exempt is the position of the method's //ratelimit:exempt, by
+	// which it opts out of its type's type-level limits, if it has one.
+	exempt *token.Position
 }
 
 // siteKind says what a comment group documents.
@@ -36,6 +40,7 @@ type siteKind int
 const (
 	siteOther siteKind = iota
 	siteMethod
+	siteType // an interface or struct type: a type-level directive
 )
 
 // site is what a comment group documents: a method, where a directive
@@ -57,13 +62,14 @@ func scanFile(fset *token.FileSet, info *types.Info, file *ast.File, ds *diagnos
 	sites := fileSites(info, file)
 	var out []*annotated
 	byFunc := map[*types.Func]*annotated{}
+	byType := map[*types.TypeName]*annotated{}
 	for _, group := range file.Comments {
 		for _, c := range group.List {
 			pos := fset.Position(c.Slash)
 			d, errs := parse.Line(c.Text, pos)
 			if d == nil && len(errs) == 0 {
 				if w := parse.NearMiss(c.Text, pos); w != nil {
-					ds.warnf(w.Pos, "%s", w.Msg)
+					ds.nearMiss(w.Pos, w.Msg)
 				}
 				continue
 			}
@@ -73,8 +79,21 @@ func scanFile(fset *token.FileSet, info *types.Info, file *ast.File, ds *diagnos
 				ds.errorf(pos, "//ratelimit: is not in the doc comment of a method: put it on the lines directly above an interface method or a method declaration, with no blank line in between")
 				continue
 			}
-			if s.kind != siteMethod {
+			switch {
+			case s.kind == siteOther:
 				ds.errorf(pos, "//ratelimit: %s", s.problem)
+				continue
+			case s.kind == siteType && d != nil && d.Exempt:
+				ds.errorf(pos, "//ratelimit:exempt belongs on a method, to opt it out of its type's type-level limits, not on type %s", s.owner.Name())
+				continue
+			case s.kind == siteType:
+				a := byType[s.owner]
+				if a == nil {
+					a = &annotated{owner: s.owner, iface: s.iface, namePos: fset.Position(s.name.Pos())}
+					byType[s.owner] = a
+					out = append(out, a)
+				}
+				a.directives = append(a.directives, dir)
 				continue
 			}
 			a := byFunc[s.fn]
@@ -82,6 +101,10 @@ func scanFile(fset *token.FileSet, info *types.Info, file *ast.File, ds *diagnos
 				a = &annotated{fn: s.fn, owner: s.owner, iface: s.iface, namePos: fset.Position(s.name.Pos())}
 				byFunc[s.fn] = a
 				out = append(out, a)
+			}
+			if d != nil && d.Exempt {
+				a.exempt = &dir.pos
+				continue
 			}
 			a.directives = append(a.directives, dir)
 		}
@@ -180,11 +203,24 @@ func fileSites(info *types.Info, file *ast.File) map[*ast.CommentGroup]site {
 			}
 			for _, spec := range decl.Specs {
 				ts := spec.(*ast.TypeSpec)
+				owner, _ := info.Defs[ts.Name].(*types.TypeName)
+				switch ts.Type.(type) {
+				case *ast.InterfaceType, *ast.StructType:
+					if owner != nil && !ts.Assign.IsValid() {
+						_, isIface := ts.Type.(*ast.InterfaceType)
+						typeSite := site{kind: siteType, owner: owner, iface: isIface, name: ts.Name}
+						if ts.Doc != nil {
+							sites[ts.Doc] = typeSite
+						}
+						if decl.Doc != nil && !decl.Lparen.IsValid() {
+							sites[decl.Doc] = typeSite
+						}
+					}
+				}
 				it, ok := ts.Type.(*ast.InterfaceType)
 				if !ok {
 					continue
 				}
-				owner, _ := info.Defs[ts.Name].(*types.TypeName)
 				for _, f := range it.Methods.List {
 					if len(f.Names) == 0 || f.Doc == nil {
 						continue

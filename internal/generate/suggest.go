@@ -1,5 +1,7 @@
 package generate
 
+import "strings"
+
 // closest returns the candidate nearest to name by edit distance, if it is
 // near enough to be a likely typo.
 func closest(name string, candidates []string) (string, bool) {
@@ -10,6 +12,23 @@ func closest(name string, candidates []string) (string, bool) {
 		}
 	}
 	return best, best != ""
+}
+
+// closestParam returns the parameter that name likely misspells: the
+// nearest by edit distance, or one that name abbreviates or expands
+// (request for req, id for userID).
+func closestParam(name string, params []string) (string, bool) {
+	if s, ok := closest(name, params); ok {
+		return s, true
+	}
+	lower := strings.ToLower(name)
+	for _, p := range params {
+		lp := strings.ToLower(p)
+		if len(lp) >= 2 && len(lower) >= 2 && (strings.HasPrefix(lower, lp) || strings.HasPrefix(lp, lower) || strings.HasSuffix(lp, lower)) {
+			return p, true
+		}
+	}
+	return "", false
 }
 
 // editDistance is the Levenshtein distance between a and b, in bytes.

@@ -13,10 +13,17 @@ import (
 // //go:generate, so that gofmt leaves it alone and godoc hides it.
 const Prefix = "//ratelimit:"
 
+// Exempt is the directive, //ratelimit:exempt, by which a method opts out
+// of the limits of its type's type-level directives.
+const Exempt = "exempt"
+
 // Directive is one parsed //ratelimit: comment line.
 type Directive struct {
 	// Pos is the position of the comment's first slash.
 	Pos token.Position
+
+	// Exempt is set for //ratelimit:exempt, which has no options.
+	Exempt bool
 
 	// Key holds the key expressions, one per comma-separated part, in order.
 	// It is nil when the directive has no key= option (one limit shared by
@@ -37,6 +44,9 @@ type Directive struct {
 	Cost *Expr
 	// Name is the name= override, or "" for the default Type.Method.
 	Name string
+	// Wait is the wait= duration, > 0, or 0 when absent: how long a call
+	// may wait for room instead of being denied.
+	Wait time.Duration
 
 	// Options holds every option as written, in source order, including the
 	// ones above; the generator uses their positions in its own errors.

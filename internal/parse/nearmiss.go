@@ -54,7 +54,7 @@ func NearMiss(text string, pos token.Position) *Error {
 		i++
 	}
 	spaced := i > 0
-	if spaced {
+	if spaced && !block {
 		reasons = append(reasons, "there is a space after \"//\" (gofmt inserts one in doc comments when the rest is not an exact directive)")
 	}
 	plus := i < len(body) && body[i] == '+'

@@ -41,7 +41,9 @@ func TestNearMissWarns(t *testing.T) {
 		{"// RateLimit: key=a window=1s max=1", space + "; it is spelt RateLimit rather than ratelimit" + fix},
 		{"// ratelimit key=a window=1s max=1", space + `; there is no ":" after ratelimit` + fix},
 		{"/*ratelimit:key=a window=1s max=1*/", "it is a /* */ comment, but directives are // comments" + fix},
-		{"/* ratelimit:key=a window=1s max=1\n more */", "it is a /* */ comment, but directives are // comments; " + space + fix},
+		// The space after "/*" is not worth a reason of its own: the fix
+		// rewrites the comment anyway.
+		{"/* ratelimit:key=a window=1s max=1\n more */", "it is a /* */ comment, but directives are // comments" + fix},
 	}
 	pos := token.Position{Filename: "svc.go", Offset: 40, Line: 3, Column: 2}
 	for _, tt := range tests {

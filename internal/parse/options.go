@@ -23,6 +23,7 @@ var optionTable = []optionSpec{
 	{name: "burst", mode: flat, example: "burst=20", check: (*parser).checkBurst},
 	{name: "cost", mode: expr, example: "cost=len(req.Items)", check: (*parser).checkCost},
 	{name: "name", mode: flat, example: "name=Notifier.SendCode", check: (*parser).checkName},
+	{name: "wait", mode: flat, example: "wait=2s", check: (*parser).checkWait},
 }
 
 // Options lists the names of the supported options, in documentation order.

@@ -38,6 +38,10 @@ func Line(text string, pos token.Position) (*Directive, []*Error) {
 		seen:  map[string]bool{},
 	}
 	p.d = &Directive{Pos: p.loc.at(0)}
+	if strings.TrimRight(text[len(Prefix):], " \t") == Exempt {
+		p.d.Exempt = true
+		return p.d, nil
+	}
 	p.parse()
 	return p.d, p.errs
 }

@@ -280,7 +280,7 @@ func TestLineErrors(t *testing.T) {
 		{"//ratelimit:Key=a window=60s max=3", []wantErr{{"Key", 0, `unknown option "Key"; did you mean "key"?`}}},
 		{"//ratelimit:key=a window=60s limit=3", []wantErr{{"limit=", 0, `unknown option "limit"; did you mean "max"?`}}},
 		{"//ratelimit:key=a per=1s max=3", []wantErr{{"per", 0, `unknown option "per"; did you mean "window"?`}}},
-		{"//ratelimit:key=a window=1s max=3 foo=bar", []wantErr{{"foo", 0, `unknown option "foo"; the options are key, window, max, algo, burst, cost, name`}}},
+		{"//ratelimit:key=a window=1s max=3 foo=bar", []wantErr{{"foo", 0, `unknown option "foo"; the options are key, window, max, algo, burst, cost, name, wait`}}},
 		{"//ratelimit:key=a window=1s max=3 algorithm=gcra", []wantErr{{"algorithm", 0, `unknown option "algorithm"; did you mean "algo"?`}}},
 		{"//ratelimit:key=a window=1s max=3 weight=2", []wantErr{{"weight", 0, `unknown option "weight"; did you mean "cost"?`}}},
 		{"//ratelimit:key=a window=1s max=3 capacity=5 algo=gcra", []wantErr{{"capacity", 0, `unknown option "capacity"; did you mean "burst"?`}}},
@@ -392,8 +392,8 @@ func TestLineErrors(t *testing.T) {
 		{"//ratelimit:window=1s max=1 name=a\xffb", []wantErr{{"a\xff", 0, `name "a\xffb" is not valid UTF-8`}}},
 
 		// Every error is collected, in source order, then the missing ones.
-		{"//ratelimit:wait key=a,,b windw=1 max=0 algo=x name=\"n\" burst=3", []wantErr{
-			{"wait", 0, `expected an option name=value, found "wait"`},
+		{"//ratelimit:hold key=a,,b windw=1 max=0 algo=x name=\"n\" burst=3", []wantErr{
+			{"hold", 0, `expected an option name=value, found "hold"`},
 			{",", 1, `empty key part; remove the extra ","`},
 			{"windw", 0, `unknown option "windw"; did you mean "window"?`},
 			{"0", 0, "max must be at least 1; got 0"},
@@ -479,7 +479,7 @@ func TestLinePositionWithoutBase(t *testing.T) {
 }
 
 func TestOptions(t *testing.T) {
-	assert.Equal(t, []string{"key", "window", "max", "algo", "burst", "cost", "name"}, Options)
+	assert.Equal(t, []string{"key", "window", "max", "algo", "burst", "cost", "name", "wait"}, Options)
 	// The examples quoted in messages must themselves be valid.
 	var examples []string
 	for _, o := range optionTable {
@@ -506,5 +506,28 @@ func TestSuggest(t *testing.T) {
 	for _, name := range []string{"a", "x", "foo", "k", "m", "strategies", strings.Repeat("w", 100)} {
 		got, ok := suggest(name)
 		assert.False(t, ok, "%s suggested %s", name, got)
+	}
+}
+
+func TestExempt(t *testing.T) {
+	for _, text := range []string{"//ratelimit:exempt", "//ratelimit:exempt  "} {
+		d, errs := Line(text, token.Position{Filename: "a.go", Line: 1, Column: 1})
+		if len(errs) > 0 || d == nil || !d.Exempt || len(d.Options) > 0 {
+			t.Errorf("Line(%q) = %+v, %v; want an exempt directive", text, d, errs)
+		}
+	}
+	if d, errs := Line("//ratelimit:exempt window=1s", token.Position{}); len(errs) == 0 || d.Exempt {
+		t.Errorf("exempt with options: %+v, %v; want errors and no exemption", d, errs)
+	}
+}
+
+func TestWait(t *testing.T) {
+	d, errs := Line("//ratelimit:window=1s max=10 wait=2s", token.Position{})
+	require.Empty(t, errs)
+	assert.Equal(t, 2*time.Second, d.Wait)
+	for _, text := range []string{"//ratelimit:window=1s max=10 wait=soon", "//ratelimit:window=1s max=10 wait=0s", "//ratelimit:window=1s max=10 wait=-1s"} {
+		d, errs := Line(text, token.Position{})
+		assert.NotEmpty(t, errs, text)
+		assert.Zero(t, d.Wait, text)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -89,7 +90,7 @@ func exercise(t *testing.T, lim runtime.Limiter) {
 		}
 	}
 	err := n.SendCode(ctx, SendCodeRequest{Email: "a@example.com"})
-	checkDenied(t, err, "Notifier.SendCode")
+	checkDenied(t, err, here+"Notifier.SendCode")
 	if got := next.sendCode["a@example.com"]; got != 3 {
 		t.Fatalf("the wrapped SendCode ran %d times; want 3 (not on denial)", got)
 	}
@@ -103,7 +104,7 @@ func exercise(t *testing.T, lim runtime.Limiter) {
 		}
 	}
 	s, err := n.Lookup(ctx, 123456789)
-	checkDenied(t, err, "Notifier.Lookup")
+	checkDenied(t, err, here+"Notifier.Lookup")
 	if s != "" || next.lookup != 3 {
 		t.Fatalf("denied Lookup returned %q and the wrapped Lookup ran %d times; want \"\" and 3", s, next.lookup)
 	}
@@ -115,7 +116,7 @@ func exercise(t *testing.T, lim runtime.Limiter) {
 		}
 	}
 	c, err := n.Charge(ctx, acct, 100)
-	checkDenied(t, err, "Notifier.Charge")
+	checkDenied(t, err, here+"Notifier.Charge")
 	if c != 0 || next.charge != 3 {
 		t.Fatalf("denied Charge returned %d and the wrapped Charge ran %d times; want 0 and 3", c, next.charge)
 	}
@@ -124,6 +125,10 @@ func exercise(t *testing.T, lim runtime.Limiter) {
 		t.Fatalf("Charge for another account: %v", err)
 	}
 }
+
+// here is the import path of this package, which starts the default
+// names of its limits.
+var here = reflect.TypeFor[Notifier]().PkgPath() + "."
 
 func checkDenied(t *testing.T, err error, name string) {
 	t.Helper()
@@ -270,7 +275,7 @@ func exerciseAlerts(t *testing.T, lim runtime.Limiter, clock *clock) {
 			t.Fatalf("Page call %d: %v", i+1, err)
 		}
 	}
-	checkDeniedBy(t, a.Page(ctx, "ops@example.com"), "Alerts.Page", 3, time.Minute)
+	checkDeniedBy(t, a.Page(ctx, "ops@example.com"), here+"Alerts.Page", 3, time.Minute)
 	if next.page != 3 {
 		t.Fatalf("the wrapped Page ran %d times; want 3", next.page)
 	}
@@ -292,34 +297,39 @@ func exerciseAlerts(t *testing.T, lim runtime.Limiter, clock *clock) {
 		t.Fatalf("Page for another address: %v", err)
 	}
 
-	// Digest: a bucket of 4 tokens, one per line. No line at all is an
-	// error that names the cost of 0.
-	for _, lines := range [][]string{make([]string, 5), nil} {
-		err := a.Digest(ctx, "ops@example.com", lines)
-		checkCostError(t, err, "Digest", len(lines))
-	}
+	// Digest: a bucket of 4 tokens, one per line; more lines than the
+	// bucket holds is an error that names the cost.
+	checkCostError(t, a.Digest(ctx, "ops@example.com", make([]string, 5)), "Digest", 5)
 	if err := a.Digest(ctx, "ops@example.com", make([]string, 4)); err != nil {
 		t.Fatalf("Digest of 4 lines, the bucket's capacity: %v", err)
 	}
-	checkDeniedBy(t, a.Digest(ctx, "ops@example.com", make([]string, 1)), "Alerts.Digest", 10, time.Minute)
-	if next.digest != 1 {
-		t.Fatalf("the wrapped Digest ran %d times; want 1", next.digest)
+	checkDeniedBy(t, a.Digest(ctx, "ops@example.com", make([]string, 1)), here+"Alerts.Digest", 10, time.Minute)
+	// No line at all costs nothing: admitted even with the bucket empty,
+	// as x/time/rate's AllowN(0) is, and recorded nowhere.
+	if err := a.Digest(ctx, "ops@example.com", nil); err != nil {
+		t.Fatalf("Digest of no line with the bucket empty: %v", err)
+	}
+	if next.digest != 2 {
+		t.Fatalf("the wrapped Digest ran %d times; want 2", next.digest)
 	}
 
 	// Upload: a uint64 cost beyond int's range is clamped, never wrapped
 	// around to a small admissible cost.
-	for _, size := range []uint64{math.MaxUint64, 1<<63 + 1, 1<<32 + 1, 1001, 0} {
+	for _, size := range []uint64{math.MaxUint64, 1<<63 + 1, 1<<32 + 1, 1001} {
 		checkCostError(t, a.Upload(ctx, "ops@example.com", size), "Upload", clampUint64(size))
 	}
 	if err := a.Upload(ctx, "ops@example.com", 1000); err != nil {
 		t.Fatalf("Upload of the limit's capacity: %v", err)
 	}
-	if next.upload != 1 {
-		t.Fatalf("the wrapped Upload ran %d times; want 1", next.upload)
+	if err := a.Upload(ctx, "ops@example.com", 0); err != nil {
+		t.Fatalf("Upload of 0 bytes with the limit used up: %v", err)
+	}
+	if next.upload != 2 {
+		t.Fatalf("the wrapped Upload ran %d times; want 2", next.upload)
 	}
 
 	// Adjust: an int64 cost, negative or beyond a 32-bit int's range.
-	for _, units := range []int64{0, -1, math.MinInt64, 1<<32 + 1, 11} {
+	for _, units := range []int64{-1, math.MinInt64, 1<<32 + 1, 11} {
 		checkCostError(t, a.Adjust(ctx, "ops@example.com", units), "Adjust", clampInt64(units))
 	}
 	if err := a.Adjust(ctx, "ops@example.com", 10); err != nil {
@@ -329,9 +339,8 @@ func exerciseAlerts(t *testing.T, lim runtime.Limiter, clock *clock) {
 		t.Fatalf("the wrapped Adjust ran %d times; want 1", next.adjust)
 	}
 
-	// Bulk: the same costs through AllowAll, where a Request's Cost of 0
-	// would mean 1.
-	for _, n := range []uint64{0, 11, 1<<64 - 1, 1 << 63} {
+	// Bulk: the same costs through AllowAll.
+	for _, n := range []uint64{11, 1<<64 - 1, 1 << 63} {
 		checkCostError(t, a.Bulk(ctx, "ops@example.com", n), "Bulk", clampUint64(n))
 	}
 	if next.bulk != 0 {
@@ -340,7 +349,7 @@ func exerciseAlerts(t *testing.T, lim runtime.Limiter, clock *clock) {
 	if err := a.Bulk(ctx, "ops@example.com", 10); err != nil {
 		t.Fatalf("Bulk of 10: %v", err)
 	}
-	checkDeniedBy(t, a.Bulk(ctx, "ops@example.com", 1), "Alerts.Bulk", 10, time.Minute)
+	checkDeniedBy(t, a.Bulk(ctx, "ops@example.com", 1), here+"Alerts.Bulk", 10, time.Minute)
 	// The total had room for that call, which took none of it: nine other
 	// addresses can use the 90 units left, and then it is full.
 	for i := range 9 {
@@ -349,8 +358,13 @@ func exerciseAlerts(t *testing.T, lim runtime.Limiter, clock *clock) {
 		}
 	}
 	checkDeniedBy(t, a.Bulk(ctx, "last@example.com", 1), "Alerts.Bulk.total", 100, time.Minute)
-	if next.bulk != 10 {
-		t.Fatalf("the wrapped Bulk ran %d times; want 10", next.bulk)
+	// A cost of 0 leaves both limits out (a Request's Cost of 0 would
+	// mean 1): admitted with both full.
+	if err := a.Bulk(ctx, "ops@example.com", 0); err != nil {
+		t.Fatalf("Bulk of 0 with both limits full: %v", err)
+	}
+	if next.bulk != 11 {
+		t.Fatalf("the wrapped Bulk ran %d times; want 11", next.bulk)
 	}
 }
 
@@ -417,20 +431,29 @@ func (a *askCounter) AllowAll(context.Context, ...runtime.Request) (runtime.Deci
 	return runtime.Decisions{Allowed: true, Denied: -1}, nil
 }
 
-// TestCostCheckedBeforeLimiter: the wrapper itself refuses a cost of 0,
-// with one limit and with several (where a Request's Cost of 0 would mean
-// 1), so that neither the limiter nor the wrapped method sees the call.
+// TestCostCheckedBeforeLimiter: the wrapper itself refuses a negative
+// cost, so that neither the limiter nor the wrapped method sees the call,
+// and forwards a call that costs 0 without asking the limiter, with one
+// limit and with several (where a Request's Cost of 0 would mean 1).
 func TestCostCheckedBeforeLimiter(t *testing.T) {
 	ctx := context.Background()
 	lim := &askCounter{}
 	next := &alertsRecorder{}
 	a := NewRateLimitedAlerts(next, lim)
-	checkCostError(t, a.Digest(ctx, "ops@example.com", nil), "Digest", 0)
-	checkCostError(t, a.Bulk(ctx, "ops@example.com", 0), "Bulk", 0)
 	checkCostError(t, a.Adjust(ctx, "ops@example.com", -3), "Adjust", -3)
-	if lim.asked != 0 || next.digest != 0 || next.bulk != 0 || next.adjust != 0 {
+	if lim.asked != 0 || next.adjust != 0 {
 		t.Fatalf("the limiter was asked %d times, the wrapped methods ran %+v; want no call at all", lim.asked, *next)
 	}
+	if err := a.Digest(ctx, "ops@example.com", nil); err != nil {
+		t.Fatalf("Digest of no line: %v", err)
+	}
+	if err := a.Bulk(ctx, "ops@example.com", 0); err != nil {
+		t.Fatalf("Bulk of 0: %v", err)
+	}
+	if lim.asked != 0 || next.digest != 1 || next.bulk != 1 {
+		t.Fatalf("calls costing 0: the limiter was asked %d times, the wrapped methods ran %+v; want 0 asks, 1 Digest, 1 Bulk", lim.asked, *next)
+	}
+	next.bulk = 0
 	// A cost in range goes through, so that the check is not simply
 	// refusing everything.
 	if err := a.Bulk(ctx, "ops@example.com", 10); err != nil || lim.asked != 1 || next.bulk != 1 {

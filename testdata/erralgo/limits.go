@@ -58,7 +58,7 @@ type Bad interface {
 	DuplicateNames(ctx context.Context, r Req) error
 
 	//ratelimit:key=r.Email window=1m max=3
-	//ratelimit:key=r.Email window=1h max=10 name=Bad.DefaultTaken
+	//ratelimit:key=r.Email window=1h max=10 name=github.com/ratelimitgen/ratelimitgen/testmod/erralgo.Bad.DefaultTaken
 	DefaultTaken(ctx context.Context, r Req) error
 }
 

@@ -4,6 +4,9 @@ package errkey
 
 import "context"
 
+// Prefix is a constant.
+const Prefix = "orders"
+
 // Order has fields of several kinds.
 type Order struct {
 	ID    string
@@ -30,8 +33,11 @@ type Keys interface {
 	//ratelimit:key=order.ID,order.Items window=1m max=3
 	Map(ctx context.Context, order Order) error
 
-	//ratelimit:key=strings.ToLower(id) window=1m max=3
-	NotImported(ctx context.Context, id string) error
+	//ratelimit:key=rand.Int() window=1m max=3
+	Ambiguous(ctx context.Context, id string) error
+
+	//ratelimit:key=uuid.NewString() window=1m max=3
+	NoSuchPackage(ctx context.Context, id string) error
 
 	//ratelimit:key=split(id) window=1m max=3
 	TwoValues(ctx context.Context, id string) error
@@ -44,6 +50,24 @@ type Keys interface {
 
 	//ratelimit:key=ctx window=1m max=3
 	Context(ctx context.Context, id string) error
+
+	//ratelimit:key=req.ID window=1m max=3
+	Unnamed(context.Context, Order) error
+
+	//ratelimit:key=request.ID window=1m max=3
+	Abbreviated(ctx context.Context, req Order) error
+
+	//ratelimit:key="req.ID" window=1m max=3
+	Quoted(ctx context.Context, req Order) error
+
+	//ratelimit:key=1 window=1m max=3
+	Number(ctx context.Context, req Order) error
+
+	//ratelimit:key=Prefix,len(Prefix) window=1m max=3
+	AllConstant(ctx context.Context, req Order) error
+
+	//ratelimit:key=Prefix,req.ID window=1m max=3
+	ConstantPart(ctx context.Context, req Order) error
 }
 
 // Svc is a concrete type.

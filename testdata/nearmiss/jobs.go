@@ -1,5 +1,5 @@
 // Package nearmiss has comments that look like directives but are not:
-// they are warnings, and the one real directive is generated.
+// each is an error that says how to write the directive.
 package nearmiss
 
 // Jobs runs jobs.
@@ -9,6 +9,12 @@ type Jobs interface {
 
 	//rateLimit:key=id window=1s max=1
 	Stop(id string) error
+
+	//rate-limit:key=id window=1s max=1
+	Pause(id string) error
+
+	/* ratelimit:key=id window=1s max=1 */
+	Resume(id string) error
 
 	//ratelimit:key=id window=1s max=1
 	Start(id string) error

@@ -4,7 +4,7 @@
 // and enforced by the generated RateLimitedCodeService (ratelimit_gen.go).
 package notify
 
-//go:generate go run github.com/ratelimitgen/ratelimitgen/cmd/ratelimitgen
+//go:generate go tool ratelimitgen
 
 import (
 	"context"
@@ -17,19 +17,24 @@ import (
 // CodeService sends verification codes and checks them. Callers should
 // depend on this interface and be given a RateLimitedCodeService, so that no
 // caller can reach the unlimited implementation by accident.
+//
+// The limits carry a name= because their names are public: clients see
+// them in the RateLimit-Policy header and in 429 bodies. Without it a
+// limit is named after the method's full import path, which is unique in
+// a program but long.
 type CodeService interface {
 	// SendCode e-mails a fresh code to req.Email, replacing any earlier
 	// one. The limit protects the recipient's mailbox (and the sender's
 	// reputation) from being flooded, whoever asks.
 	//
-	//ratelimit:key=NormalizeEmail(req.Email) window=60s max=3
+	//ratelimit:key=NormalizeEmail(req.Email) window=60s max=3 name=CodeService.SendCode
 	SendCode(ctx context.Context, req SendCodeRequest) error
 
 	// VerifyCode checks req.Code against the last code sent to req.Email.
 	// A 6-digit code has a million values, so the limit counts every
 	// attempt, right or wrong, to make guessing hopeless.
 	//
-	//ratelimit:key=NormalizeEmail(req.Email) window=10m max=5
+	//ratelimit:key=NormalizeEmail(req.Email) window=10m max=5 name=CodeService.VerifyCode
 	VerifyCode(ctx context.Context, req VerifyCodeRequest) error
 }
 

@@ -13,15 +13,15 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitAPILog           = runtime.Limit{Name: "API.Log", Window: time.Minute, Max: 100}
-	limitAPIWindow        = runtime.Limit{Name: "API.Window", Window: time.Hour, Max: 5000, Algorithm: runtime.SlidingWindow}
-	limitAPIFixed         = runtime.Limit{Name: "API.Fixed", Window: time.Second, Max: 10, Algorithm: runtime.FixedWindow}
-	limitAPIBucket        = runtime.Limit{Name: "API.Bucket", Window: time.Second, Max: 50, Algorithm: runtime.TokenBucket, Burst: 100}
-	limitAPIBucketDefault = runtime.Limit{Name: "API.BucketDefault", Window: time.Minute, Max: 20, Algorithm: runtime.TokenBucket}
-	limitAPIMeter         = runtime.Limit{Name: "API.Meter", Window: time.Second, Max: 5, Algorithm: runtime.GCRA, Burst: 1}
-	limitAPIMeterDefault  = runtime.Limit{Name: "API.MeterDefault", Window: 10 * time.Minute, Max: 600, Algorithm: runtime.GCRA}
-	limitAPIBig           = runtime.Limit{Name: "API.Big", Window: time.Hour, Max: 129}
-	limitAPIHuge          = runtime.Limit{Name: "API.Huge", Window: 24 * time.Hour, Max: 100000}
+	limitAPILog           = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Log", Window: time.Minute, Max: 100}
+	limitAPIWindow        = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Window", Window: time.Hour, Max: 5000, Algorithm: runtime.SlidingWindow}
+	limitAPIFixed         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Fixed", Window: time.Second, Max: 10, Algorithm: runtime.FixedWindow}
+	limitAPIBucket        = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Bucket", Window: time.Second, Max: 50, Algorithm: runtime.TokenBucket, Burst: 100}
+	limitAPIBucketDefault = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.BucketDefault", Window: time.Minute, Max: 20, Algorithm: runtime.TokenBucket}
+	limitAPIMeter         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Meter", Window: time.Second, Max: 5, Algorithm: runtime.GCRA, Burst: 1}
+	limitAPIMeterDefault  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.MeterDefault", Window: 10 * time.Minute, Max: 600, Algorithm: runtime.GCRA}
+	limitAPIBig           = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Big", Window: time.Hour, Max: 129}
+	limitAPIHuge          = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Huge", Window: 24 * time.Hour, Max: 100000}
 )
 
 // RateLimitedAPI is an API that asks a runtime.Limiter before each call of a
@@ -38,8 +38,9 @@ func NewRateLimitedAPI(next API, limiter runtime.Limiter) *RateLimitedAPI {
 	return &RateLimitedAPI{next: next, limiter: limiter}
 }
 
-// Big calls the wrapped API's Big if the limit "API.Big", 129 calls per hour
-// for each value of user, admits the call. Otherwise it returns a
+// Big calls the wrapped API's Big if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Big", 129 calls
+// per hour for each value of user, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *RateLimitedAPI) Big(ctx context.Context, user string) error {
 	d, err := r.limiter.Allow(ctx, limitAPIBig, user)
@@ -52,10 +53,11 @@ func (r *RateLimitedAPI) Big(ctx context.Context, user string) error {
 	return r.next.Big(ctx, user)
 }
 
-// Bucket calls the wrapped API's Bucket if the limit "API.Bucket", 50 calls
-// per second for each value of user (token-bucket, burst 100), admits the
-// call. Otherwise it returns a *runtime.LimitError, or the limiter's error if
-// the limiter could not decide.
+// Bucket calls the wrapped API's Bucket if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Bucket", 50
+// calls per second for each value of user (token-bucket, burst 100), admits
+// the call. Otherwise it returns a *runtime.LimitError, or the limiter's error
+// if the limiter could not decide.
 func (r *RateLimitedAPI) Bucket(ctx context.Context, user string) error {
 	d, err := r.limiter.Allow(ctx, limitAPIBucket, user)
 	if err != nil {
@@ -68,9 +70,10 @@ func (r *RateLimitedAPI) Bucket(ctx context.Context, user string) error {
 }
 
 // BucketDefault calls the wrapped API's BucketDefault if the limit
-// "API.BucketDefault", 20 calls per minute for each value of user
-// (token-bucket), admits the call. Otherwise it returns a *runtime.LimitError,
-// or the limiter's error if the limiter could not decide.
+// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.BucketDefault",
+// 20 calls per minute for each value of user (token-bucket), admits the call.
+// Otherwise it returns a *runtime.LimitError, or the limiter's error if the
+// limiter could not decide.
 func (r *RateLimitedAPI) BucketDefault(ctx context.Context, user string) error {
 	d, err := r.limiter.Allow(ctx, limitAPIBucketDefault, user)
 	if err != nil {
@@ -82,10 +85,11 @@ func (r *RateLimitedAPI) BucketDefault(ctx context.Context, user string) error {
 	return r.next.BucketDefault(ctx, user)
 }
 
-// Fixed calls the wrapped API's Fixed if the limit "API.Fixed", 10 calls per
-// second for each value of user (fixed-window), admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// Fixed calls the wrapped API's Fixed if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Fixed", 10
+// calls per second for each value of user (fixed-window), admits the call.
+// Otherwise it returns a *runtime.LimitError, or the limiter's error if the
+// limiter could not decide.
 func (r *RateLimitedAPI) Fixed(ctx context.Context, user string) error {
 	d, err := r.limiter.Allow(ctx, limitAPIFixed, user)
 	if err != nil {
@@ -97,9 +101,11 @@ func (r *RateLimitedAPI) Fixed(ctx context.Context, user string) error {
 	return r.next.Fixed(ctx, user)
 }
 
-// Huge calls the wrapped API's Huge if the limit "API.Huge", 100000 calls per
-// 24 hours for each value of user, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Huge calls the wrapped API's Huge if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Huge", 100000
+// calls per 24 hours for each value of user, admits the call. Otherwise it
+// returns a *runtime.LimitError, or the limiter's error if the limiter could
+// not decide.
 func (r *RateLimitedAPI) Huge(ctx context.Context, user string) error {
 	d, err := r.limiter.Allow(ctx, limitAPIHuge, user)
 	if err != nil {
@@ -111,8 +117,9 @@ func (r *RateLimitedAPI) Huge(ctx context.Context, user string) error {
 	return r.next.Huge(ctx, user)
 }
 
-// Log calls the wrapped API's Log if the limit "API.Log", 100 calls per minute
-// for each value of user, admits the call. Otherwise it returns a
+// Log calls the wrapped API's Log if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Log", 100 calls
+// per minute for each value of user, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *RateLimitedAPI) Log(ctx context.Context, user string) error {
 	d, err := r.limiter.Allow(ctx, limitAPILog, user)
@@ -125,10 +132,11 @@ func (r *RateLimitedAPI) Log(ctx context.Context, user string) error {
 	return r.next.Log(ctx, user)
 }
 
-// Meter calls the wrapped API's Meter if the limit "API.Meter", 5 calls per
-// second for each value of user (gcra, burst 1), admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// Meter calls the wrapped API's Meter if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Meter", 5 calls
+// per second for each value of user (gcra, burst 1), admits the call.
+// Otherwise it returns a *runtime.LimitError, or the limiter's error if the
+// limiter could not decide.
 func (r *RateLimitedAPI) Meter(ctx context.Context, user string) error {
 	d, err := r.limiter.Allow(ctx, limitAPIMeter, user)
 	if err != nil {
@@ -141,9 +149,10 @@ func (r *RateLimitedAPI) Meter(ctx context.Context, user string) error {
 }
 
 // MeterDefault calls the wrapped API's MeterDefault if the limit
-// "API.MeterDefault", 600 calls per 10 minutes for each value of user (gcra),
-// admits the call. Otherwise it returns a *runtime.LimitError, or the
-// limiter's error if the limiter could not decide.
+// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.MeterDefault",
+// 600 calls per 10 minutes for each value of user (gcra), admits the call.
+// Otherwise it returns a *runtime.LimitError, or the limiter's error if the
+// limiter could not decide.
 func (r *RateLimitedAPI) MeterDefault(ctx context.Context, user string) error {
 	d, err := r.limiter.Allow(ctx, limitAPIMeterDefault, user)
 	if err != nil {
@@ -155,10 +164,11 @@ func (r *RateLimitedAPI) MeterDefault(ctx context.Context, user string) error {
 	return r.next.MeterDefault(ctx, user)
 }
 
-// Window calls the wrapped API's Window if the limit "API.Window", 5000 calls
-// per hour for each value of user (sliding-window), admits the call. Otherwise
-// it returns a *runtime.LimitError, or the limiter's error if the limiter
-// could not decide.
+// Window calls the wrapped API's Window if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Window", 5000
+// calls per hour for each value of user (sliding-window), admits the call.
+// Otherwise it returns a *runtime.LimitError, or the limiter's error if the
+// limiter could not decide.
 func (r *RateLimitedAPI) Window(ctx context.Context, user string) error {
 	d, err := r.limiter.Allow(ctx, limitAPIWindow, user)
 	if err != nil {

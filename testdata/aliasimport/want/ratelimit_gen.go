@@ -14,9 +14,9 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitUsersInvite = runtime.Limit{Name: "Users.Invite", Window: time.Minute, Max: 5}
-	limitUsersTag    = runtime.Limit{Name: "Users.Tag", Window: time.Minute, Max: 5}
-	limitTeamsJoin   = runtime.Limit{Name: "Teams.Join", Window: time.Minute, Max: 5}
+	limitUsersInvite = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/aliasimport.Users.Invite", Window: time.Minute, Max: 5}
+	limitUsersTag    = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/aliasimport.Users.Tag", Window: time.Minute, Max: 5}
+	limitTeamsJoin   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/aliasimport.Teams.Join", Window: time.Minute, Max: 5}
 )
 
 // RateLimitedUsers is a Users that asks a runtime.Limiter before each call of
@@ -33,10 +33,11 @@ func NewRateLimitedUsers(next Users, limiter runtime.Limiter) *RateLimitedUsers 
 	return &RateLimitedUsers{next: next, limiter: limiter}
 }
 
-// Invite calls the wrapped Users's Invite if the limit "Users.Invite", 5 calls
-// per minute for each value of str.ToLower(email), admits the call. Otherwise
-// it returns a *runtime.LimitError, or the limiter's error if the limiter
-// could not decide.
+// Invite calls the wrapped Users's Invite if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/aliasimport.Users.Invite", 5
+// calls per minute for each value of str.ToLower(email), admits the call.
+// Otherwise it returns a *runtime.LimitError, or the limiter's error if the
+// limiter could not decide.
 func (r *RateLimitedUsers) Invite(ctx context.Context, email string) error {
 	d, err := r.limiter.Allow(ctx, limitUsersInvite, str1.ToLower(email))
 	if err != nil {
@@ -48,9 +49,11 @@ func (r *RateLimitedUsers) Invite(ctx context.Context, email string) error {
 	return r.next.Invite(ctx, email)
 }
 
-// Tag calls the wrapped Users's Tag if the limit "Users.Tag", 5 calls per
-// minute for each value of str, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Tag calls the wrapped Users's Tag if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/aliasimport.Users.Tag", 5
+// calls per minute for each value of str, admits the call. Otherwise it
+// returns a *runtime.LimitError, or the limiter's error if the limiter could
+// not decide.
 func (r *RateLimitedUsers) Tag(ctx context.Context, str string) error {
 	d, err := r.limiter.Allow(ctx, limitUsersTag, str)
 	if err != nil {
@@ -76,10 +79,11 @@ func NewRateLimitedTeams(next Teams, limiter runtime.Limiter) *RateLimitedTeams 
 	return &RateLimitedTeams{next: next, limiter: limiter}
 }
 
-// Join calls the wrapped Teams's Join if the limit "Teams.Join", 5 calls per
-// minute for each value of (ToUpper(name), TrimSpace(name)), admits the call.
-// Otherwise it returns a *runtime.LimitError, or the limiter's error if the
-// limiter could not decide.
+// Join calls the wrapped Teams's Join if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/aliasimport.Teams.Join", 5
+// calls per minute for each value of (ToUpper(name), TrimSpace(name)), admits
+// the call. Otherwise it returns a *runtime.LimitError, or the limiter's error
+// if the limiter could not decide.
 func (r *RateLimitedTeams) Join(ctx context.Context, name string) error {
 	var buf [64]byte
 	b := runtime.AppendKeyPart(buf[:0], str1.ToUpper(name))

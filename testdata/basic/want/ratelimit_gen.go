@@ -13,7 +13,7 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitNotifierSendCode = runtime.Limit{Name: "Notifier.SendCode", Window: time.Minute, Max: 3}
+	limitNotifierSendCode = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/basic.Notifier.SendCode", Window: time.Minute, Max: 3}
 )
 
 // RateLimitedNotifier is a Notifier that asks a runtime.Limiter before each
@@ -31,9 +31,10 @@ func NewRateLimitedNotifier(next Notifier, limiter runtime.Limiter) *RateLimited
 }
 
 // SendCode calls the wrapped Notifier's SendCode if the limit
-// "Notifier.SendCode", 3 calls per minute for each value of req.Email, admits
-// the call. Otherwise it returns a *runtime.LimitError, or the limiter's error
-// if the limiter could not decide.
+// "github.com/ratelimitgen/ratelimitgen/testmod/basic.Notifier.SendCode", 3
+// calls per minute for each value of req.Email, admits the call. Otherwise it
+// returns a *runtime.LimitError, or the limiter's error if the limiter could
+// not decide.
 func (r *RateLimitedNotifier) SendCode(ctx context.Context, req SendCodeRequest) error {
 	d, err := r.limiter.Allow(ctx, limitNotifierSendCode, req.Email)
 	if err != nil {

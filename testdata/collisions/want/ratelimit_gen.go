@@ -15,14 +15,14 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitServiceDo1          = runtime1.Limit{Name: "Service.Do", Window: time1.Minute, Max: 1}
-	limitServiceAgain        = runtime1.Limit{Name: "Service.Again", Window: time1.Minute, Max: 1}
-	limitServiceWhen         = runtime1.Limit{Name: "Service.When", Window: time1.Minute, Max: 1}
-	limitServiceStr          = runtime1.Limit{Name: "Service.Str", Window: time1.Minute, Max: 1}
-	limitServiceMulti        = runtime1.Limit{Name: "Service.Multi", Window: time1.Minute, Max: 3}
+	limitServiceDo1          = runtime1.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.Do", Window: time1.Minute, Max: 1}
+	limitServiceAgain        = runtime1.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.Again", Window: time1.Minute, Max: 1}
+	limitServiceWhen         = runtime1.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.When", Window: time1.Minute, Max: 1}
+	limitServiceStr          = runtime1.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.Str", Window: time1.Minute, Max: 1}
+	limitServiceMulti        = runtime1.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.Multi", Window: time1.Minute, Max: 3}
 	limitServiceMultiHourly1 = runtime1.Limit{Name: "hourly", Window: time1.Hour, Max: 30}
-	limitServiceOne          = runtime1.Limit{Name: "Service.One", Window: time1.Minute, Max: 3}
-	limitBoxPut              = runtime1.Limit{Name: "Box.Put", Window: time1.Second, Max: 1}
+	limitServiceOne          = runtime1.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.One", Window: time1.Minute, Max: 3}
+	limitBoxPut              = runtime1.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Box.Put", Window: time1.Second, Max: 1}
 )
 
 // RateLimitedService is a Service that asks a runtime.Limiter before each call
@@ -39,10 +39,11 @@ func NewRateLimitedService(next1 Service, limiter1 runtime1.Limiter) *RateLimite
 	return &RateLimitedService{next1: next1, limiter1: limiter1}
 }
 
-// Again calls the wrapped Service's Again if the limit "Service.Again", 1 call
-// per minute for each value of (ctx, err, d, b, buf, num, zero), admits the
-// call. Otherwise it returns a *runtime.LimitError, or the limiter's error if
-// the limiter could not decide.
+// Again calls the wrapped Service's Again if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.Again", 1
+// call per minute for each value of (ctx, err, d, b, buf, num, zero), admits
+// the call. Otherwise it returns a *runtime.LimitError, or the limiter's error
+// if the limiter could not decide.
 func (r1 *RateLimitedService) Again(ctx string, err int64, d string, b string, buf string, num int, zero uint) (int, error) {
 	var buf1 [64]byte
 	b1 := runtime1.AppendKeyPart(buf1[:0], ctx)
@@ -62,10 +63,11 @@ func (r1 *RateLimitedService) Again(ctx string, err int64, d string, b string, b
 	return r1.next1.Again(ctx, err, d, b, buf, num, zero)
 }
 
-// Do calls the wrapped Service's Do if the limit "Service.Do", 1 call per
-// minute for each value of (runtime, strconv, limiter, key, next), admits the
-// call. Otherwise it returns a *runtime.LimitError, or the limiter's error if
-// the limiter could not decide.
+// Do calls the wrapped Service's Do if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.Do", 1 call
+// per minute for each value of (runtime, strconv, limiter, key, next), admits
+// the call. Otherwise it returns a *runtime.LimitError, or the limiter's error
+// if the limiter could not decide.
 func (r1 *RateLimitedService) Do(runtime string, strconv int, limiter bool, key []byte, next uint8) error {
 	var buf1 [64]byte
 	b1 := runtime1.AppendKeyPart(buf1[:0], runtime)
@@ -84,42 +86,58 @@ func (r1 *RateLimitedService) Do(runtime string, strconv int, limiter bool, key 
 }
 
 // Multi calls the wrapped Service's Multi if every one of its limits admits
-// the call: "Service.Multi", 3 units per minute for each value of key, a call
-// costing rateLimitCost units; "hourly", 30 units per hour for each value of
-// key, a call costing rateLimitRequestCost units. When one of them denies the
-// call, none of them counts it, and Multi returns a *runtime.LimitError naming
-// the limit with the longest wait. It returns the limiter's error if the
-// limiter could not decide. A cost below 1 or above its limit's capacity is an
-// error wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
+// the call:
+// "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.Multi", 3
+// units per minute for each value of key, a call costing rateLimitCost units;
+// "hourly", 30 units per hour for each value of key, a call costing
+// rateLimitRequestCost units. When one of them denies the call, none of them
+// counts it, and Multi returns a *runtime.LimitError naming the limit with the
+// longest wait. It returns the limiter's error if the limiter could not
+// decide. A limit whose cost is 0 is left out and records nothing; when every
+// cost is 0 the call is forwarded without asking the limiter. A negative cost
+// or one above its limit's capacity is an error wrapping
+// runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r1 *RateLimitedService) Multi(reqs string, ds string, err string, key string, cost string, rateLimitCost uint, rateLimitRequestCost int) error {
 	cost1 := rateLimitCost1(rateLimitCost)
-	if err1 := runtime1.CheckCost(limitServiceMulti, cost1); err1 != nil {
-		return err1
+	reqs1 := make([]runtime1.Request, 0, 2)
+	if cost1 != 0 {
+		if err1 := runtime1.CheckCost(limitServiceMulti, cost1); err1 != nil {
+			return err1
+		}
+		reqs1 = append(reqs1, runtime1.Request{Limit: limitServiceMulti, Key: key, Cost: cost1})
 	}
-	if err1 := runtime1.CheckCost(limitServiceMultiHourly1, rateLimitRequestCost); err1 != nil {
-		return err1
+	if rateLimitRequestCost != 0 {
+		if err1 := runtime1.CheckCost(limitServiceMultiHourly1, rateLimitRequestCost); err1 != nil {
+			return err1
+		}
+		reqs1 = append(reqs1, runtime1.Request{Limit: limitServiceMultiHourly1, Key: key, Cost: rateLimitRequestCost})
 	}
-	reqs1 := [...]runtime1.Request{
-		{Limit: limitServiceMulti, Key: key, Cost: cost1},
-		{Limit: limitServiceMultiHourly1, Key: key, Cost: rateLimitRequestCost},
+	if len(reqs1) == 0 {
+		return r1.next1.Multi(reqs, ds, err, key, cost, rateLimitCost, rateLimitRequestCost)
 	}
-	ds1, err1 := runtime1.AllowAll(context1.Background(), r1.limiter1, reqs1[:]...)
+	ds1, err1 := runtime1.AllowAll(context1.Background(), r1.limiter1, reqs1...)
 	if err1 != nil {
 		return err1
 	}
 	if !ds1.Allowed {
-		return ds1.LimitError(reqs1[:])
+		return ds1.LimitError(reqs1)
 	}
 	return r1.next1.Multi(reqs, ds, err, key, cost, rateLimitCost, rateLimitRequestCost)
 }
 
-// One calls the wrapped Service's One if the limit "Service.One", 3 units per
-// minute for each value of d, a call costing len(cost) units, admits the call.
-// Otherwise it returns a *runtime.LimitError, or the limiter's error if the
-// limiter could not decide. A cost below 1 or above the limit's capacity is an
-// error wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
+// One calls the wrapped Service's One if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.One", 3
+// units per minute for each value of d, a call costing len(cost) units, admits
+// the call. Otherwise it returns a *runtime.LimitError, or the limiter's error
+// if the limiter could not decide. A cost of 0 admits the call without asking
+// the limiter, which records nothing. A negative cost or one above the limit's
+// capacity is an error wrapping runtime.ErrCostExceedsMax, and the limiter is
+// not asked.
 func (r1 *RateLimitedService) One(d string, err int, cost []byte) error {
 	cost1 := len(cost)
+	if cost1 == 0 {
+		return r1.next1.One(d, err, cost)
+	}
 	if err1 := runtime1.CheckCost(limitServiceOne, cost1); err1 != nil {
 		return err1
 	}
@@ -133,10 +151,11 @@ func (r1 *RateLimitedService) One(d string, err int, cost []byte) error {
 	return r1.next1.One(d, err, cost)
 }
 
-// Str calls the wrapped Service's Str if the limit "Service.Str", 1 call per
-// minute for each value of (string, in1), admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// Str calls the wrapped Service's Str if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.Str", 1
+// call per minute for each value of (string, in1), admits the call. Otherwise
+// it returns a *runtime.LimitError, or the limiter's error if the limiter
+// could not decide.
 func (r1 *RateLimitedService) Str(string1 string, in1 int, in3 float64) error {
 	var buf1 [64]byte
 	b1 := runtime1.AppendKeyPart(buf1[:0], string1)
@@ -151,9 +170,11 @@ func (r1 *RateLimitedService) Str(string1 string, in1 int, in3 float64) error {
 	return r1.next1.Str(string1, in1, in3)
 }
 
-// When calls the wrapped Service's When if the limit "Service.When", 1 call
-// per minute for each value of time, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// When calls the wrapped Service's When if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.When", 1
+// call per minute for each value of time, admits the call. Otherwise it
+// returns a *runtime.LimitError, or the limiter's error if the limiter could
+// not decide.
 func (r1 *RateLimitedService) When(context context1.Context, time int) error {
 	d1, err1 := r1.limiter1.Allow(context, limitServiceWhen, strconv1.Itoa(time))
 	if err1 != nil {
@@ -189,9 +210,10 @@ func NewRateLimitedBox[runtime any](next1 Box[runtime], limiter1 runtime1.Limite
 	return &RateLimitedBox[runtime]{next: next1, limiter: limiter1}
 }
 
-// Put calls the wrapped Box's Put if the limit "Box.Put", 1 call per second in
-// total, admits the call. Otherwise it returns a *runtime.LimitError, or the
-// limiter's error if the limiter could not decide.
+// Put calls the wrapped Box's Put if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Box.Put", 1 call
+// per second in total, admits the call. Otherwise it returns a
+// *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r1 *RateLimitedBox[runtime]) Put(v runtime) (runtime, error) {
 	d1, err1 := r1.limiter.Allow(context1.Background(), limitBoxPut, "")
 	if err1 != nil {

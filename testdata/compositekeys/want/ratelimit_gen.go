@@ -15,15 +15,15 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitAccountsUpdate  = runtime.Limit{Name: "Accounts.Update", Window: time.Minute, Max: 5}
-	limitAccountsMove    = runtime.Limit{Name: "Accounts.Move", Window: time.Minute, Max: 5}
-	limitAccountsUpgrade = runtime.Limit{Name: "Accounts.Upgrade", Window: time.Minute, Max: 5}
-	limitAccountsCount   = runtime.Limit{Name: "Accounts.Count", Window: time.Minute, Max: 5}
-	limitAccountsSeq     = runtime.Limit{Name: "Accounts.Seq", Window: time.Minute, Max: 5}
-	limitAccountsAdmin   = runtime.Limit{Name: "Accounts.Admin", Window: time.Minute, Max: 5}
-	limitAccountsRaw     = runtime.Limit{Name: "Accounts.Raw", Window: time.Minute, Max: 5}
-	limitAccountsTenant  = runtime.Limit{Name: "Accounts.Tenant", Window: time.Minute, Max: 5}
-	limitAccountsZone    = runtime.Limit{Name: "Accounts.Zone", Window: time.Minute, Max: 5}
+	limitAccountsUpdate  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Update", Window: time.Minute, Max: 5}
+	limitAccountsMove    = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Move", Window: time.Minute, Max: 5}
+	limitAccountsUpgrade = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Upgrade", Window: time.Minute, Max: 5}
+	limitAccountsCount   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Count", Window: time.Minute, Max: 5}
+	limitAccountsSeq     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Seq", Window: time.Minute, Max: 5}
+	limitAccountsAdmin   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Admin", Window: time.Minute, Max: 5}
+	limitAccountsRaw     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Raw", Window: time.Minute, Max: 5}
+	limitAccountsTenant  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Tenant", Window: time.Minute, Max: 5}
+	limitAccountsZone    = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Zone", Window: time.Minute, Max: 5}
 )
 
 // RateLimitedAccounts is an Accounts that asks a runtime.Limiter before each
@@ -40,10 +40,11 @@ func NewRateLimitedAccounts(next Accounts, limiter runtime.Limiter) *RateLimited
 	return &RateLimitedAccounts{next: next, limiter: limiter}
 }
 
-// Admin calls the wrapped Accounts's Admin if the limit "Accounts.Admin", 5
-// calls per minute for each value of user.Admin, admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// Admin calls the wrapped Accounts's Admin if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Admin",
+// 5 calls per minute for each value of user.Admin, admits the call. Otherwise
+// it returns a *runtime.LimitError, or the limiter's error if the limiter
+// could not decide.
 func (r *RateLimitedAccounts) Admin(ctx context.Context, user User) error {
 	d, err := r.limiter.Allow(ctx, limitAccountsAdmin, strconv.FormatBool(user.Admin))
 	if err != nil {
@@ -55,10 +56,11 @@ func (r *RateLimitedAccounts) Admin(ctx context.Context, user User) error {
 	return r.next.Admin(ctx, user)
 }
 
-// Count calls the wrapped Accounts's Count if the limit "Accounts.Count", 5
-// calls per minute for each value of user.Count, admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// Count calls the wrapped Accounts's Count if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Count",
+// 5 calls per minute for each value of user.Count, admits the call. Otherwise
+// it returns a *runtime.LimitError, or the limiter's error if the limiter
+// could not decide.
 func (r *RateLimitedAccounts) Count(ctx context.Context, user User) error {
 	d, err := r.limiter.Allow(ctx, limitAccountsCount, strconv.Itoa(user.Count))
 	if err != nil {
@@ -70,10 +72,11 @@ func (r *RateLimitedAccounts) Count(ctx context.Context, user User) error {
 	return r.next.Count(ctx, user)
 }
 
-// Move calls the wrapped Accounts's Move if the limit "Accounts.Move", 5 calls
-// per minute for each value of user.Region, admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// Move calls the wrapped Accounts's Move if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Move",
+// 5 calls per minute for each value of user.Region, admits the call. Otherwise
+// it returns a *runtime.LimitError, or the limiter's error if the limiter
+// could not decide.
 func (r *RateLimitedAccounts) Move(ctx context.Context, user User) error {
 	d, err := r.limiter.Allow(ctx, limitAccountsMove, user.Region.String())
 	if err != nil {
@@ -85,10 +88,11 @@ func (r *RateLimitedAccounts) Move(ctx context.Context, user User) error {
 	return r.next.Move(ctx, user)
 }
 
-// Raw calls the wrapped Accounts's Raw if the limit "Accounts.Raw", 5 calls
-// per minute for each value of user.Raw, admits the call. Otherwise it returns
-// a *runtime.LimitError, or the limiter's error if the limiter could not
-// decide.
+// Raw calls the wrapped Accounts's Raw if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Raw", 5
+// calls per minute for each value of user.Raw, admits the call. Otherwise it
+// returns a *runtime.LimitError, or the limiter's error if the limiter could
+// not decide.
 func (r *RateLimitedAccounts) Raw(ctx context.Context, user User) error {
 	d, err := r.limiter.Allow(ctx, limitAccountsRaw, string(user.Raw))
 	if err != nil {
@@ -100,10 +104,11 @@ func (r *RateLimitedAccounts) Raw(ctx context.Context, user User) error {
 	return r.next.Raw(ctx, user)
 }
 
-// Seq calls the wrapped Accounts's Seq if the limit "Accounts.Seq", 5 calls
-// per minute for each value of user.Seq, admits the call. Otherwise it returns
-// a *runtime.LimitError, or the limiter's error if the limiter could not
-// decide.
+// Seq calls the wrapped Accounts's Seq if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Seq", 5
+// calls per minute for each value of user.Seq, admits the call. Otherwise it
+// returns a *runtime.LimitError, or the limiter's error if the limiter could
+// not decide.
 func (r *RateLimitedAccounts) Seq(ctx context.Context, user User) error {
 	d, err := r.limiter.Allow(ctx, limitAccountsSeq, strconv.FormatUint(user.Seq, 10))
 	if err != nil {
@@ -115,8 +120,9 @@ func (r *RateLimitedAccounts) Seq(ctx context.Context, user User) error {
 	return r.next.Seq(ctx, user)
 }
 
-// Tenant calls the wrapped Accounts's Tenant if the limit "Accounts.Tenant", 5
-// calls per minute for each value of user.Tenant, admits the call. Otherwise
+// Tenant calls the wrapped Accounts's Tenant if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Tenant",
+// 5 calls per minute for each value of user.Tenant, admits the call. Otherwise
 // it returns a *runtime.LimitError, or the limiter's error if the limiter
 // could not decide.
 func (r *RateLimitedAccounts) Tenant(ctx context.Context, user User) error {
@@ -130,8 +136,9 @@ func (r *RateLimitedAccounts) Tenant(ctx context.Context, user User) error {
 	return r.next.Tenant(ctx, user)
 }
 
-// Update calls the wrapped Accounts's Update if the limit "Accounts.Update", 5
-// calls per minute for each value of (user.Tenant, user.ID, user.Admin,
+// Update calls the wrapped Accounts's Update if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Update",
+// 5 calls per minute for each value of (user.Tenant, user.ID, user.Admin,
 // user.Raw, user.Region, user.Age, plan, zone,
 // strings.ToLower(user.Name)+"/"+string(user.Tenant)), admits the call.
 // Otherwise it returns a *runtime.LimitError, or the limiter's error if the
@@ -158,9 +165,10 @@ func (r *RateLimitedAccounts) Update(ctx context.Context, user User, plan Plan, 
 }
 
 // Upgrade calls the wrapped Accounts's Upgrade if the limit
-// "Accounts.Upgrade", 5 calls per minute for each value of plan, admits the
-// call. Otherwise it returns a *runtime.LimitError, or the limiter's error if
-// the limiter could not decide.
+// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Upgrade",
+// 5 calls per minute for each value of plan, admits the call. Otherwise it
+// returns a *runtime.LimitError, or the limiter's error if the limiter could
+// not decide.
 func (r *RateLimitedAccounts) Upgrade(ctx context.Context, plan Plan) error {
 	d, err := r.limiter.Allow(ctx, limitAccountsUpgrade, strconv.FormatInt(int64(plan), 10))
 	if err != nil {
@@ -172,9 +180,11 @@ func (r *RateLimitedAccounts) Upgrade(ctx context.Context, plan Plan) error {
 	return r.next.Upgrade(ctx, plan)
 }
 
-// Zone calls the wrapped Accounts's Zone if the limit "Accounts.Zone", 5 calls
-// per minute for each value of *z, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Zone calls the wrapped Accounts's Zone if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Zone",
+// 5 calls per minute for each value of *z, admits the call. Otherwise it
+// returns a *runtime.LimitError, or the limiter's error if the limiter could
+// not decide.
 func (r *RateLimitedAccounts) Zone(ctx context.Context, z *Zone) error {
 	d, err := r.limiter.Allow(ctx, limitAccountsZone, (*z).String())
 	if err != nil {

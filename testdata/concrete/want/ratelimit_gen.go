@@ -13,8 +13,8 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitMailerSend  = runtime.Limit{Name: "Mailer.Send", Window: time.Hour, Max: 100}
-	limitMailerCount = runtime.Limit{Name: "Mailer.Count", Window: time.Second, Max: 10}
+	limitMailerSend  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/concrete.Mailer.Send", Window: time.Hour, Max: 100}
+	limitMailerCount = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/concrete.Mailer.Count", Window: time.Second, Max: 10}
 )
 
 // RateLimitedMailer is a Mailer whose rate-limited methods ask a
@@ -31,8 +31,9 @@ func NewRateLimitedMailer(next *Mailer, limiter runtime.Limiter) *RateLimitedMai
 	return &RateLimitedMailer{Mailer: next, limiter: limiter}
 }
 
-// Count calls the wrapped Mailer's Count if the limit "Mailer.Count", 10 calls
-// per second in total, admits the call. Otherwise it returns a
+// Count calls the wrapped Mailer's Count if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/concrete.Mailer.Count", 10
+// calls per second in total, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *RateLimitedMailer) Count() (int, error) {
 	d, err := r.limiter.Allow(context.Background(), limitMailerCount, "")
@@ -45,8 +46,9 @@ func (r *RateLimitedMailer) Count() (int, error) {
 	return r.Mailer.Count()
 }
 
-// Send calls the wrapped Mailer's Send if the limit "Mailer.Send", 100 calls
-// per hour for each value of to, admits the call. Otherwise it returns a
+// Send calls the wrapped Mailer's Send if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/concrete.Mailer.Send", 100
+// calls per hour for each value of to, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *RateLimitedMailer) Send(ctx context.Context, to string, body []byte) error {
 	d, err := r.limiter.Allow(ctx, limitMailerSend, to)

@@ -15,15 +15,15 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitBatcherSend  = runtime.Limit{Name: "Batcher.Send", Window: time.Minute, Max: 1000, Algorithm: runtime.SlidingWindow}
-	limitBatcherStore = runtime.Limit{Name: "Batcher.Store", Window: time.Hour, Max: 1000000000, Algorithm: runtime.SlidingWindow}
-	limitBatcherParts = runtime.Limit{Name: "Batcher.Parts", Window: time.Minute, Max: 100, Algorithm: runtime.GCRA, Burst: 50}
-	limitBatcherSmall = runtime.Limit{Name: "Batcher.Small", Window: time.Minute, Max: 300, Algorithm: runtime.FixedWindow}
-	limitBatcherHeavy = runtime.Limit{Name: "Batcher.Heavy", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
-	limitBatcherTyped = runtime.Limit{Name: "Batcher.Typed", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
-	limitBatcherCount = runtime.Limit{Name: "Batcher.Count", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
-	limitQueuePush    = runtime.Limit{Name: "Queue.Push", Window: time.Second, Max: 100, Algorithm: runtime.TokenBucket, Burst: 200}
-	limitMeterRecord  = runtime.Limit{Name: "Meter.Record", Window: time.Second, Max: 64, Algorithm: runtime.SlidingWindow}
+	limitBatcherSend  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Send", Window: time.Minute, Max: 1000, Algorithm: runtime.SlidingWindow}
+	limitBatcherStore = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Store", Window: time.Hour, Max: 1000000000, Algorithm: runtime.SlidingWindow}
+	limitBatcherParts = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Parts", Window: time.Minute, Max: 100, Algorithm: runtime.GCRA, Burst: 50}
+	limitBatcherSmall = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Small", Window: time.Minute, Max: 300, Algorithm: runtime.FixedWindow}
+	limitBatcherHeavy = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Heavy", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
+	limitBatcherTyped = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Typed", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
+	limitBatcherCount = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Count", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
+	limitQueuePush    = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/cost.Queue.Push", Window: time.Second, Max: 100, Algorithm: runtime.TokenBucket, Burst: 200}
+	limitMeterRecord  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/cost.Meter.Record", Window: time.Second, Max: 64, Algorithm: runtime.SlidingWindow}
 )
 
 // RateLimitedBatcher is a Batcher that asks a runtime.Limiter before each call
@@ -40,14 +40,19 @@ func NewRateLimitedBatcher(next Batcher, limiter runtime.Limiter) *RateLimitedBa
 	return &RateLimitedBatcher{next: next, limiter: limiter}
 }
 
-// Count calls the wrapped Batcher's Count if the limit "Batcher.Count", 10
-// units per minute for each value of n (fixed-window), a call costing
+// Count calls the wrapped Batcher's Count if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Count", 10 units
+// per minute for each value of n (fixed-window), a call costing
 // bytes2.Count(b, sep)+1 units, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
-// A cost below 1 or above the limit's capacity is an error wrapping
-// runtime.ErrCostExceedsMax, and the limiter is not asked.
+// A cost of 0 admits the call without asking the limiter, which records
+// nothing. A negative cost or one above the limit's capacity is an error
+// wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedBatcher) Count(n string, b []byte, sep []byte) (int, error) {
 	cost := bytes2.Count(b, sep) + 1
+	if cost == 0 {
+		return r.next.Count(n, b, sep)
+	}
 	if err := runtime.CheckCost(limitBatcherCount, cost); err != nil {
 		return 0, err
 	}
@@ -61,10 +66,11 @@ func (r *RateLimitedBatcher) Count(n string, b []byte, sep []byte) (int, error) 
 	return r.next.Count(n, b, sep)
 }
 
-// Heavy calls the wrapped Batcher's Heavy if the limit "Batcher.Heavy", 10
-// units per minute for each value of tenant (fixed-window), a call costing
-// weight units, admits the call. Otherwise it returns a *runtime.LimitError,
-// or the limiter's error if the limiter could not decide.
+// Heavy calls the wrapped Batcher's Heavy if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Heavy", 10 units
+// per minute for each value of tenant (fixed-window), a call costing weight
+// units, admits the call. Otherwise it returns a *runtime.LimitError, or the
+// limiter's error if the limiter could not decide.
 func (r *RateLimitedBatcher) Heavy(ctx context.Context, tenant string) error {
 	d, err := runtime.AllowN(ctx, r.limiter, limitBatcherHeavy, tenant, weight)
 	if err != nil {
@@ -76,20 +82,25 @@ func (r *RateLimitedBatcher) Heavy(ctx context.Context, tenant string) error {
 	return r.next.Heavy(ctx, tenant)
 }
 
-// Parts calls the wrapped Batcher's Parts if the limit "Batcher.Parts", 100
-// units per minute for each value of (up.Owner, up.Parts) (gcra, burst 50), a
-// call costing up.Parts units, admits the call. Otherwise it returns a
+// Parts calls the wrapped Batcher's Parts if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Parts", 100 units
+// per minute for each value of (up.Owner, up.Parts) (gcra, burst 50), a call
+// costing up.Parts units, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
-// A cost below 1 or above the limit's capacity is an error wrapping
-// runtime.ErrCostExceedsMax, and the limiter is not asked.
+// A cost of 0 admits the call without asking the limiter, which records
+// nothing. A negative cost or one above the limit's capacity is an error
+// wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedBatcher) Parts(ctx context.Context, up Upload) error {
-	var buf [64]byte
-	b1 := runtime.AppendKeyPart(buf[:0], up.Owner)
-	b1 = runtime.AppendKeyInt(b1, up.Parts)
 	cost := rateLimitCost(up.Parts)
+	if cost == 0 {
+		return r.next.Parts(ctx, up)
+	}
 	if err := runtime.CheckCost(limitBatcherParts, cost); err != nil {
 		return err
 	}
+	var buf [64]byte
+	b1 := runtime.AppendKeyPart(buf[:0], up.Owner)
+	b1 = runtime.AppendKeyInt(b1, up.Parts)
 	d, err := runtime.AllowN(ctx, r.limiter, limitBatcherParts, string(b1), cost)
 	if err != nil {
 		return err
@@ -100,14 +111,19 @@ func (r *RateLimitedBatcher) Parts(ctx context.Context, up Upload) error {
 	return r.next.Parts(ctx, up)
 }
 
-// Send calls the wrapped Batcher's Send if the limit "Batcher.Send", 1000
-// units per minute for each value of tenant (sliding-window), a call costing
+// Send calls the wrapped Batcher's Send if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Send", 1000 units
+// per minute for each value of tenant (sliding-window), a call costing
 // len(items) units, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
-// A cost below 1 or above the limit's capacity is an error wrapping
-// runtime.ErrCostExceedsMax, and the limiter is not asked.
+// A cost of 0 admits the call without asking the limiter, which records
+// nothing. A negative cost or one above the limit's capacity is an error
+// wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedBatcher) Send(ctx context.Context, tenant string, items []Item) error {
 	cost := len(items)
+	if cost == 0 {
+		return r.next.Send(ctx, tenant, items)
+	}
 	if err := runtime.CheckCost(limitBatcherSend, cost); err != nil {
 		return err
 	}
@@ -121,14 +137,19 @@ func (r *RateLimitedBatcher) Send(ctx context.Context, tenant string, items []It
 	return r.next.Send(ctx, tenant, items)
 }
 
-// Small calls the wrapped Batcher's Small if the limit "Batcher.Small", 300
-// units per minute in total (fixed-window), a call costing up.Small units,
-// admits the call. Otherwise it returns a *runtime.LimitError, or the
-// limiter's error if the limiter could not decide. A cost below 1 or above the
-// limit's capacity is an error wrapping runtime.ErrCostExceedsMax, and the
-// limiter is not asked.
+// Small calls the wrapped Batcher's Small if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Small", 300 units
+// per minute in total (fixed-window), a call costing up.Small units, admits
+// the call. Otherwise it returns a *runtime.LimitError, or the limiter's error
+// if the limiter could not decide. A cost of 0 admits the call without asking
+// the limiter, which records nothing. A negative cost or one above the limit's
+// capacity is an error wrapping runtime.ErrCostExceedsMax, and the limiter is
+// not asked.
 func (r *RateLimitedBatcher) Small(ctx context.Context, up Upload) error {
 	cost := int(up.Small)
+	if cost == 0 {
+		return r.next.Small(ctx, up)
+	}
 	if err := runtime.CheckCost(limitBatcherSmall, cost); err != nil {
 		return err
 	}
@@ -142,14 +163,19 @@ func (r *RateLimitedBatcher) Small(ctx context.Context, up Upload) error {
 	return r.next.Small(ctx, up)
 }
 
-// Store calls the wrapped Batcher's Store if the limit "Batcher.Store",
+// Store calls the wrapped Batcher's Store if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Store",
 // 1000000000 units per hour for each value of up.Owner (sliding-window), a
 // call costing up.Size units, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
-// A cost below 1 or above the limit's capacity is an error wrapping
-// runtime.ErrCostExceedsMax, and the limiter is not asked.
+// A cost of 0 admits the call without asking the limiter, which records
+// nothing. A negative cost or one above the limit's capacity is an error
+// wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedBatcher) Store(ctx context.Context, up Upload) error {
 	cost := rateLimitCost(up.Size)
+	if cost == 0 {
+		return r.next.Store(ctx, up)
+	}
 	if err := runtime.CheckCost(limitBatcherStore, cost); err != nil {
 		return err
 	}
@@ -163,10 +189,11 @@ func (r *RateLimitedBatcher) Store(ctx context.Context, up Upload) error {
 	return r.next.Store(ctx, up)
 }
 
-// Typed calls the wrapped Batcher's Typed if the limit "Batcher.Typed", 10
-// units per minute for each value of tenant (fixed-window), a call costing
-// units units, admits the call. Otherwise it returns a *runtime.LimitError, or
-// the limiter's error if the limiter could not decide.
+// Typed calls the wrapped Batcher's Typed if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Typed", 10 units
+// per minute for each value of tenant (fixed-window), a call costing units
+// units, admits the call. Otherwise it returns a *runtime.LimitError, or the
+// limiter's error if the limiter could not decide.
 func (r *RateLimitedBatcher) Typed(ctx context.Context, tenant string) error {
 	d, err := runtime.AllowN(ctx, r.limiter, limitBatcherTyped, tenant, int(units))
 	if err != nil {
@@ -192,14 +219,19 @@ func NewRateLimitedQueue[N ~int32 | ~uint32](next Queue[N], limiter runtime.Limi
 	return &RateLimitedQueue[N]{next: next, limiter: limiter}
 }
 
-// Push calls the wrapped Queue's Push if the limit "Queue.Push", 100 units per
-// second in total (token-bucket, burst 200), a call costing n units, admits
-// the call. Otherwise it returns a *runtime.LimitError, or the limiter's error
-// if the limiter could not decide. A cost below 1 or above the limit's
-// capacity is an error wrapping runtime.ErrCostExceedsMax, and the limiter is
-// not asked.
+// Push calls the wrapped Queue's Push if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Queue.Push", 100 units
+// per second in total (token-bucket, burst 200), a call costing n units,
+// admits the call. Otherwise it returns a *runtime.LimitError, or the
+// limiter's error if the limiter could not decide. A cost of 0 admits the call
+// without asking the limiter, which records nothing. A negative cost or one
+// above the limit's capacity is an error wrapping runtime.ErrCostExceedsMax,
+// and the limiter is not asked.
 func (r *RateLimitedQueue[N]) Push(ctx context.Context, n N) error {
 	cost := rateLimitCost(n)
+	if cost == 0 {
+		return r.next.Push(ctx, n)
+	}
 	if err := runtime.CheckCost(limitQueuePush, cost); err != nil {
 		return err
 	}
@@ -227,14 +259,19 @@ func NewRateLimitedMeter(next *Meter, limiter runtime.Limiter) *RateLimitedMeter
 	return &RateLimitedMeter{Meter: next, limiter: limiter}
 }
 
-// Record calls the wrapped Meter's Record if the limit "Meter.Record", 64
-// units per second for each value of name (sliding-window), a call costing
-// len(name) units, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
-// A cost below 1 or above the limit's capacity is an error wrapping
-// runtime.ErrCostExceedsMax, and the limiter is not asked.
+// Record calls the wrapped Meter's Record if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Meter.Record", 64 units
+// per second for each value of name (sliding-window), a call costing len(name)
+// units, admits the call. Otherwise it returns a *runtime.LimitError, or the
+// limiter's error if the limiter could not decide. A cost of 0 admits the call
+// without asking the limiter, which records nothing. A negative cost or one
+// above the limit's capacity is an error wrapping runtime.ErrCostExceedsMax,
+// and the limiter is not asked.
 func (r *RateLimitedMeter) Record(name string) error {
 	cost := len(name)
+	if cost == 0 {
+		return r.Meter.Record(name)
+	}
 	if err := runtime.CheckCost(limitMeterRecord, cost); err != nil {
 		return err
 	}

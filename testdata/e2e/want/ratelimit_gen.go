@@ -15,16 +15,28 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitNotifierSendCode = runtime.Limit{Name: "Notifier.SendCode", Window: time.Minute, Max: 3}
-	limitNotifierLookup   = runtime.Limit{Name: "Notifier.Lookup", Window: time.Minute, Max: 3}
-	limitNotifierCharge   = runtime.Limit{Name: "Notifier.Charge", Window: time.Minute, Max: 3}
-	limitAlertsPage       = runtime.Limit{Name: "Alerts.Page", Window: time.Minute, Max: 3}
-	limitAlertsPageHourly = runtime.Limit{Name: "Alerts.Page.hourly", Window: time.Hour, Max: 5}
-	limitAlertsDigest     = runtime.Limit{Name: "Alerts.Digest", Window: time.Minute, Max: 10, Algorithm: runtime.TokenBucket, Burst: 4}
-	limitAlertsUpload     = runtime.Limit{Name: "Alerts.Upload", Window: time.Minute, Max: 1000, Algorithm: runtime.SlidingWindow}
-	limitAlertsAdjust     = runtime.Limit{Name: "Alerts.Adjust", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
-	limitAlertsBulk       = runtime.Limit{Name: "Alerts.Bulk", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
-	limitAlertsBulkTotal  = runtime.Limit{Name: "Alerts.Bulk.total", Window: time.Minute, Max: 100, Algorithm: runtime.GCRA}
+	limitNotifierSendCode   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.SendCode", Window: time.Minute, Max: 3}
+	limitNotifierLookup     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.Lookup", Window: time.Minute, Max: 3}
+	limitNotifierCharge     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.Charge", Window: time.Minute, Max: 3}
+	limitAlertsPage         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Page", Window: time.Minute, Max: 3}
+	limitAlertsPageHourly   = runtime.Limit{Name: "Alerts.Page.hourly", Window: time.Hour, Max: 5}
+	limitAlertsDigest       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Digest", Window: time.Minute, Max: 10, Algorithm: runtime.TokenBucket, Burst: 4}
+	limitAlertsUpload       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Upload", Window: time.Minute, Max: 1000, Algorithm: runtime.SlidingWindow}
+	limitAlertsAdjust       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Adjust", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
+	limitAlertsBulk         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Bulk", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
+	limitAlertsBulkTotal    = runtime.Limit{Name: "Alerts.Bulk.total", Window: time.Minute, Max: 100, Algorithm: runtime.GCRA}
+	limitSlotsBook          = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Slots.Book", Window: time.Minute, Max: 1}
+	limitSlotsBookRoom      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Slots.BookRoom", Window: time.Minute, Max: 1}
+	limitTenants            = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Tenants", Window: time.Minute, Max: 3}
+	limitTenantsGet         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Tenants.Get", Window: time.Minute, Max: 2}
+	limitOutboundCall       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Call", Window: 50 * time.Millisecond, Max: 1}
+	limitOutboundShort      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Short", Window: time.Hour, Max: 1}
+	limitOutboundLong       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Long", Window: time.Hour, Max: 1}
+	limitOutboundMulti      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Multi", Window: 50 * time.Millisecond, Max: 1}
+	limitOutboundMultiTotal = runtime.Limit{Name: "Outbound.Multi.total", Window: time.Hour, Max: 100}
+	limitCacheGet           = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Cache.Get", Window: time.Minute, Max: 2}
+	limitServiceGet         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/orders.Service.Get", Window: time.Minute, Max: 2}
+	limitServiceGet1        = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices.Service.Get", Window: time.Minute, Max: 2}
 )
 
 // RateLimitedNotifier is a Notifier that asks a runtime.Limiter before each
@@ -41,8 +53,9 @@ func NewRateLimitedNotifier(next Notifier, limiter runtime.Limiter) *RateLimited
 	return &RateLimitedNotifier{next: next, limiter: limiter}
 }
 
-// Charge calls the wrapped Notifier's Charge if the limit "Notifier.Charge", 3
-// calls per minute for each value of (acct.Tenant, acct.ID), admits the call.
+// Charge calls the wrapped Notifier's Charge if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.Charge", 3 calls
+// per minute for each value of (acct.Tenant, acct.ID), admits the call.
 // Otherwise it returns a *runtime.LimitError, or the limiter's error if the
 // limiter could not decide.
 func (r *RateLimitedNotifier) Charge(ctx context.Context, acct Account, cents int) (int, error) {
@@ -59,10 +72,10 @@ func (r *RateLimitedNotifier) Charge(ctx context.Context, acct Account, cents in
 	return r.next.Charge(ctx, acct, cents)
 }
 
-// Lookup calls the wrapped Notifier's Lookup if the limit "Notifier.Lookup", 3
-// calls per minute for each value of id, admits the call. Otherwise it returns
-// a *runtime.LimitError, or the limiter's error if the limiter could not
-// decide.
+// Lookup calls the wrapped Notifier's Lookup if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.Lookup", 3 calls
+// per minute for each value of id, admits the call. Otherwise it returns a
+// *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *RateLimitedNotifier) Lookup(ctx context.Context, id int64) (string, error) {
 	d, err := r.limiter.Allow(ctx, limitNotifierLookup, strconv.FormatInt(id, 10))
 	if err != nil {
@@ -75,9 +88,10 @@ func (r *RateLimitedNotifier) Lookup(ctx context.Context, id int64) (string, err
 }
 
 // SendCode calls the wrapped Notifier's SendCode if the limit
-// "Notifier.SendCode", 3 calls per minute for each value of req.Email, admits
-// the call. Otherwise it returns a *runtime.LimitError, or the limiter's error
-// if the limiter could not decide.
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.SendCode", 3
+// calls per minute for each value of req.Email, admits the call. Otherwise it
+// returns a *runtime.LimitError, or the limiter's error if the limiter could
+// not decide.
 func (r *RateLimitedNotifier) SendCode(ctx context.Context, req SendCodeRequest) error {
 	d, err := r.limiter.Allow(ctx, limitNotifierSendCode, req.Email)
 	if err != nil {
@@ -103,14 +117,19 @@ func NewRateLimitedAlerts(next Alerts, limiter runtime.Limiter) *RateLimitedAler
 	return &RateLimitedAlerts{next: next, limiter: limiter}
 }
 
-// Adjust calls the wrapped Alerts's Adjust if the limit "Alerts.Adjust", 10
-// units per minute for each value of to (fixed-window), a call costing units
-// units, admits the call. Otherwise it returns a *runtime.LimitError, or the
-// limiter's error if the limiter could not decide. A cost below 1 or above the
-// limit's capacity is an error wrapping runtime.ErrCostExceedsMax, and the
-// limiter is not asked.
+// Adjust calls the wrapped Alerts's Adjust if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Adjust", 10 units
+// per minute for each value of to (fixed-window), a call costing units units,
+// admits the call. Otherwise it returns a *runtime.LimitError, or the
+// limiter's error if the limiter could not decide. A cost of 0 admits the call
+// without asking the limiter, which records nothing. A negative cost or one
+// above the limit's capacity is an error wrapping runtime.ErrCostExceedsMax,
+// and the limiter is not asked.
 func (r *RateLimitedAlerts) Adjust(ctx context.Context, to string, units int64) error {
 	cost := rateLimitCost(units)
+	if cost == 0 {
+		return r.next.Adjust(ctx, to, units)
+	}
 	if err := runtime.CheckCost(limitAlertsAdjust, cost); err != nil {
 		return err
 	}
@@ -125,43 +144,57 @@ func (r *RateLimitedAlerts) Adjust(ctx context.Context, to string, units int64) 
 }
 
 // Bulk calls the wrapped Alerts's Bulk if every one of its limits admits the
-// call: "Alerts.Bulk", 10 units per minute for each value of to
-// (fixed-window), a call costing n units; "Alerts.Bulk.total", 100 units per
-// minute in total (gcra), a call costing n units. When one of them denies the
-// call, none of them counts it, and Bulk returns a *runtime.LimitError naming
-// the limit with the longest wait. It returns the limiter's error if the
-// limiter could not decide. A cost below 1 or above its limit's capacity is an
-// error wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
+// call: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Bulk", 10
+// units per minute for each value of to (fixed-window), a call costing n
+// units; "Alerts.Bulk.total", 100 units per minute in total (gcra), a call
+// costing n units. When one of them denies the call, none of them counts it,
+// and Bulk returns a *runtime.LimitError naming the limit with the longest
+// wait. It returns the limiter's error if the limiter could not decide. A
+// limit whose cost is 0 is left out and records nothing; when every cost is 0
+// the call is forwarded without asking the limiter. A negative cost or one
+// above its limit's capacity is an error wrapping runtime.ErrCostExceedsMax,
+// and the limiter is not asked.
 func (r *RateLimitedAlerts) Bulk(ctx context.Context, to string, n uint64) error {
 	cost := rateLimitCost(n)
-	if err := runtime.CheckCost(limitAlertsBulk, cost); err != nil {
-		return err
+	reqs := make([]runtime.Request, 0, 2)
+	if cost != 0 {
+		if err := runtime.CheckCost(limitAlertsBulk, cost); err != nil {
+			return err
+		}
+		reqs = append(reqs, runtime.Request{Limit: limitAlertsBulk, Key: to, Cost: cost})
 	}
-	if err := runtime.CheckCost(limitAlertsBulkTotal, cost); err != nil {
-		return err
+	if cost != 0 {
+		if err := runtime.CheckCost(limitAlertsBulkTotal, cost); err != nil {
+			return err
+		}
+		reqs = append(reqs, runtime.Request{Limit: limitAlertsBulkTotal, Key: "", Cost: cost})
 	}
-	reqs := [...]runtime.Request{
-		{Limit: limitAlertsBulk, Key: to, Cost: cost},
-		{Limit: limitAlertsBulkTotal, Key: "", Cost: cost},
+	if len(reqs) == 0 {
+		return r.next.Bulk(ctx, to, n)
 	}
-	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
+	ds, err := runtime.AllowAll(ctx, r.limiter, reqs...)
 	if err != nil {
 		return err
 	}
 	if !ds.Allowed {
-		return ds.LimitError(reqs[:])
+		return ds.LimitError(reqs)
 	}
 	return r.next.Bulk(ctx, to, n)
 }
 
-// Digest calls the wrapped Alerts's Digest if the limit "Alerts.Digest", 10
-// units per minute for each value of to (token-bucket, burst 4), a call
-// costing len(lines) units, admits the call. Otherwise it returns a
+// Digest calls the wrapped Alerts's Digest if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Digest", 10 units
+// per minute for each value of to (token-bucket, burst 4), a call costing
+// len(lines) units, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
-// A cost below 1 or above the limit's capacity is an error wrapping
-// runtime.ErrCostExceedsMax, and the limiter is not asked.
+// A cost of 0 admits the call without asking the limiter, which records
+// nothing. A negative cost or one above the limit's capacity is an error
+// wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedAlerts) Digest(ctx context.Context, to string, lines []string) error {
 	cost := len(lines)
+	if cost == 0 {
+		return r.next.Digest(ctx, to, lines)
+	}
 	if err := runtime.CheckCost(limitAlertsDigest, cost); err != nil {
 		return err
 	}
@@ -176,11 +209,12 @@ func (r *RateLimitedAlerts) Digest(ctx context.Context, to string, lines []strin
 }
 
 // Page calls the wrapped Alerts's Page if every one of its limits admits the
-// call: "Alerts.Page", 3 calls per minute for each value of to;
-// "Alerts.Page.hourly", 5 calls per hour for each value of to. When one of
-// them denies the call, none of them counts it, and Page returns a
-// *runtime.LimitError naming the limit with the longest wait. It returns the
-// limiter's error if the limiter could not decide.
+// call: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Page", 3
+// calls per minute for each value of to; "Alerts.Page.hourly", 5 calls per
+// hour for each value of to. When one of them denies the call, none of them
+// counts it, and Page returns a *runtime.LimitError naming the limit with the
+// longest wait. It returns the limiter's error if the limiter could not
+// decide.
 func (r *RateLimitedAlerts) Page(ctx context.Context, to string) error {
 	reqs := [...]runtime.Request{
 		{Limit: limitAlertsPage, Key: to},
@@ -196,14 +230,19 @@ func (r *RateLimitedAlerts) Page(ctx context.Context, to string) error {
 	return r.next.Page(ctx, to)
 }
 
-// Upload calls the wrapped Alerts's Upload if the limit "Alerts.Upload", 1000
-// units per minute for each value of to (sliding-window), a call costing size
-// units, admits the call. Otherwise it returns a *runtime.LimitError, or the
-// limiter's error if the limiter could not decide. A cost below 1 or above the
-// limit's capacity is an error wrapping runtime.ErrCostExceedsMax, and the
-// limiter is not asked.
+// Upload calls the wrapped Alerts's Upload if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Upload", 1000 units
+// per minute for each value of to (sliding-window), a call costing size units,
+// admits the call. Otherwise it returns a *runtime.LimitError, or the
+// limiter's error if the limiter could not decide. A cost of 0 admits the call
+// without asking the limiter, which records nothing. A negative cost or one
+// above the limit's capacity is an error wrapping runtime.ErrCostExceedsMax,
+// and the limiter is not asked.
 func (r *RateLimitedAlerts) Upload(ctx context.Context, to string, size uint64) error {
 	cost := rateLimitCost(size)
+	if cost == 0 {
+		return r.next.Upload(ctx, to, size)
+	}
 	if err := runtime.CheckCost(limitAlertsUpload, cost); err != nil {
 		return err
 	}
@@ -215,6 +254,361 @@ func (r *RateLimitedAlerts) Upload(ctx context.Context, to string, size uint64) 
 		return runtime.NewLimitError(limitAlertsUpload, d)
 	}
 	return r.next.Upload(ctx, to, size)
+}
+
+// RateLimitedSlots is a Slots that asks a runtime.Limiter before each call of
+// a rate-limited method and forwards to the Slots it wraps only the calls the
+// limiter admits.
+type RateLimitedSlots struct {
+	next    Slots
+	limiter runtime.Limiter
+}
+
+// NewRateLimitedSlots returns a RateLimitedSlots that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedSlots(next Slots, limiter runtime.Limiter) *RateLimitedSlots {
+	return &RateLimitedSlots{next: next, limiter: limiter}
+}
+
+// Book calls the wrapped Slots's Book if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Slots.Book", 1 call per
+// minute for each value of at, admits the call. Otherwise it returns a
+// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+func (r *RateLimitedSlots) Book(ctx context.Context, at time.Time) error {
+	d, err := r.limiter.Allow(ctx, limitSlotsBook, strconv.FormatInt(at.UnixNano(), 10))
+	if err != nil {
+		return err
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitSlotsBook, d)
+	}
+	return r.next.Book(ctx, at)
+}
+
+// BookRoom calls the wrapped Slots's BookRoom if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Slots.BookRoom", 1 call
+// per minute for each value of (room, at), admits the call. Otherwise it
+// returns a *runtime.LimitError, or the limiter's error if the limiter could
+// not decide.
+func (r *RateLimitedSlots) BookRoom(ctx context.Context, room string, at time.Time) error {
+	var buf [64]byte
+	b := runtime.AppendKeyPart(buf[:0], room)
+	b = runtime.AppendKeyInt(b, at.UnixNano())
+	d, err := r.limiter.Allow(ctx, limitSlotsBookRoom, string(b))
+	if err != nil {
+		return err
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitSlotsBookRoom, d)
+	}
+	return r.next.BookRoom(ctx, room, at)
+}
+
+// RateLimitedTenants is a Tenants that asks a runtime.Limiter before each call
+// of a rate-limited method and forwards to the Tenants it wraps only the calls
+// the limiter admits. Its other methods forward every call unchanged.
+type RateLimitedTenants struct {
+	next    Tenants
+	limiter runtime.Limiter
+}
+
+// NewRateLimitedTenants returns a RateLimitedTenants that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedTenants(next Tenants, limiter runtime.Limiter) *RateLimitedTenants {
+	return &RateLimitedTenants{next: next, limiter: limiter}
+}
+
+// Get calls the wrapped Tenants's Get if every one of its limits admits the
+// call: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Tenants", 3 calls
+// per minute for each value of TenantOf(ctx);
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Tenants.Get", 2 calls per
+// minute for each value of id. When one of them denies the call, none of them
+// counts it, and Get returns a *runtime.LimitError naming the limit with the
+// longest wait. It returns the limiter's error if the limiter could not
+// decide.
+func (r *RateLimitedTenants) Get(ctx context.Context, id string) error {
+	reqs := [...]runtime.Request{
+		{Limit: limitTenants, Key: TenantOf(ctx)},
+		{Limit: limitTenantsGet, Key: id},
+	}
+	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
+	if err != nil {
+		return err
+	}
+	if !ds.Allowed {
+		return ds.LimitError(reqs[:])
+	}
+	return r.next.Get(ctx, id)
+}
+
+// List calls the wrapped Tenants's List if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Tenants", 3 calls per
+// minute for each value of TenantOf(ctx), admits the call. Otherwise it
+// returns a *runtime.LimitError, or the limiter's error if the limiter could
+// not decide.
+func (r *RateLimitedTenants) List(ctx context.Context) error {
+	d, err := r.limiter.Allow(ctx, limitTenants, TenantOf(ctx))
+	if err != nil {
+		return err
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitTenants, d)
+	}
+	return r.next.List(ctx)
+}
+
+// Ping calls the wrapped Tenants's Ping; it has no limit.
+func (r *RateLimitedTenants) Ping(ctx context.Context) error {
+	return r.next.Ping(ctx)
+}
+
+// RateLimitedOutbound is an Outbound that asks a runtime.Limiter before each
+// call of a rate-limited method and forwards to the Outbound it wraps only the
+// calls the limiter admits.
+type RateLimitedOutbound struct {
+	next    Outbound
+	limiter runtime.Limiter
+}
+
+// NewRateLimitedOutbound returns a RateLimitedOutbound that forwards to next
+// the calls that limiter admits.
+func NewRateLimitedOutbound(next Outbound, limiter runtime.Limiter) *RateLimitedOutbound {
+	return &RateLimitedOutbound{next: next, limiter: limiter}
+}
+
+// Call calls the wrapped Outbound's Call if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Call", 1 call per
+// 50 milliseconds in total, admits the call. Otherwise it returns a
+// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Before it denies a call it waits for room, for up to 10s in all, each time
+// as long as the limiter says, but never past the deadline of the call's
+// context; if the context is done meanwhile, it returns the context's error.
+func (r *RateLimitedOutbound) Call(ctx context.Context) error {
+	d, err := r.limiter.Allow(ctx, limitOutboundCall, "")
+	if err != nil {
+		return err
+	}
+	for waited := time.Duration(0); !d.Allowed; {
+		retry := d.RetryAfter
+		if retry <= 0 || waited+retry > 10*time.Second {
+			break
+		}
+		waited += retry
+		if ok, err1 := rateLimitSleep(ctx, retry); err1 != nil {
+			return err1
+		} else if !ok {
+			break
+		}
+		if d, err = r.limiter.Allow(ctx, limitOutboundCall, ""); err != nil {
+			return err
+		}
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitOutboundCall, d)
+	}
+	return r.next.Call(ctx)
+}
+
+// Long calls the wrapped Outbound's Long if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Long", 1 call per
+// hour in total, admits the call. Otherwise it returns a *runtime.LimitError,
+// or the limiter's error if the limiter could not decide. Before it denies a
+// call it waits for room, for up to 2h0m0s in all, each time as long as the
+// limiter says, but never past the deadline of the call's context; if the
+// context is done meanwhile, it returns the context's error.
+func (r *RateLimitedOutbound) Long(ctx context.Context) error {
+	d, err := r.limiter.Allow(ctx, limitOutboundLong, "")
+	if err != nil {
+		return err
+	}
+	for waited := time.Duration(0); !d.Allowed; {
+		retry := d.RetryAfter
+		if retry <= 0 || waited+retry > 2*time.Hour {
+			break
+		}
+		waited += retry
+		if ok, err1 := rateLimitSleep(ctx, retry); err1 != nil {
+			return err1
+		} else if !ok {
+			break
+		}
+		if d, err = r.limiter.Allow(ctx, limitOutboundLong, ""); err != nil {
+			return err
+		}
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitOutboundLong, d)
+	}
+	return r.next.Long(ctx)
+}
+
+// Multi calls the wrapped Outbound's Multi if every one of its limits admits
+// the call: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Multi",
+// 1 call per 50 milliseconds for each value of id; "Outbound.Multi.total", 100
+// calls per hour in total. When one of them denies the call, none of them
+// counts it, and Multi returns a *runtime.LimitError naming the limit with the
+// longest wait. It returns the limiter's error if the limiter could not
+// decide. Before it denies a call it waits for room, for up to 10s in all,
+// each time as long as the limiter says, but never past the deadline of the
+// call's context; if the context is done meanwhile, it returns the context's
+// error.
+func (r *RateLimitedOutbound) Multi(ctx context.Context, id string) error {
+	reqs := [...]runtime.Request{
+		{Limit: limitOutboundMulti, Key: id},
+		{Limit: limitOutboundMultiTotal, Key: ""},
+	}
+	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
+	if err != nil {
+		return err
+	}
+	for waited := time.Duration(0); !ds.Allowed; {
+		retry := ds.LimitError(reqs[:]).RetryAfter
+		if retry <= 0 || waited+retry > 10*time.Second {
+			break
+		}
+		waited += retry
+		if ok, err1 := rateLimitSleep(ctx, retry); err1 != nil {
+			return err1
+		} else if !ok {
+			break
+		}
+		if ds, err = runtime.AllowAll(ctx, r.limiter, reqs[:]...); err != nil {
+			return err
+		}
+	}
+	if !ds.Allowed {
+		return ds.LimitError(reqs[:])
+	}
+	return r.next.Multi(ctx, id)
+}
+
+// Short calls the wrapped Outbound's Short if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Short", 1 call
+// per hour in total, admits the call. Otherwise it returns a
+// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Before it denies a call it waits for room, for up to 10ms in all, each time
+// as long as the limiter says, but never past the deadline of the call's
+// context; if the context is done meanwhile, it returns the context's error.
+func (r *RateLimitedOutbound) Short(ctx context.Context) error {
+	d, err := r.limiter.Allow(ctx, limitOutboundShort, "")
+	if err != nil {
+		return err
+	}
+	for waited := time.Duration(0); !d.Allowed; {
+		retry := d.RetryAfter
+		if retry <= 0 || waited+retry > 10*time.Millisecond {
+			break
+		}
+		waited += retry
+		if ok, err1 := rateLimitSleep(ctx, retry); err1 != nil {
+			return err1
+		} else if !ok {
+			break
+		}
+		if d, err = r.limiter.Allow(ctx, limitOutboundShort, ""); err != nil {
+			return err
+		}
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitOutboundShort, d)
+	}
+	return r.next.Short(ctx)
+}
+
+// RateLimitedCache is a Cache that asks a runtime.Limiter before each call of
+// a rate-limited method and forwards to the Cache it wraps only the calls the
+// limiter admits.
+type RateLimitedCache[V any] struct {
+	next    Cache[V]
+	limiter runtime.Limiter
+}
+
+// NewRateLimitedCache returns a RateLimitedCache that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedCache[V any](next Cache[V], limiter runtime.Limiter) *RateLimitedCache[V] {
+	return &RateLimitedCache[V]{next: next, limiter: limiter}
+}
+
+// Get calls the wrapped Cache's Get if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Cache.Get", 2 calls per
+// minute for each value of key, admits the call. Otherwise it returns a
+// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+func (r *RateLimitedCache[V]) Get(ctx context.Context, key string) (V, error) {
+	d, err := r.limiter.Allow(ctx, limitCacheGet, key)
+	if err != nil {
+		var zero V
+		return zero, err
+	}
+	if !d.Allowed {
+		var zero V
+		return zero, runtime.NewLimitError(limitCacheGet, d)
+	}
+	return r.next.Get(ctx, key)
+}
+
+// RateLimitedGateway is a Gateway whose rate-limited methods ask a
+// runtime.Limiter before each call and call the embedded Gateway's method only
+// when the limiter admits the call. Its other methods are promoted unchanged.
+type RateLimitedGateway struct {
+	Gateway
+	limiter runtime.Limiter
+}
+
+// NewRateLimitedGateway returns a RateLimitedGateway that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedGateway(next Gateway, limiter runtime.Limiter) *RateLimitedGateway {
+	return &RateLimitedGateway{Gateway: next, limiter: limiter}
+}
+
+// Get calls the wrapped Gateway's Get if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e/orders.Service.Get", 2
+// calls per minute for each value of id, admits the call. Otherwise it returns
+// a *runtime.LimitError, or the limiter's error if the limiter could not
+// decide.
+func (r *RateLimitedGateway) Get(ctx context.Context, id string) error {
+	d, err := r.limiter.Allow(ctx, limitServiceGet, id)
+	if err != nil {
+		return err
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitServiceGet, d)
+	}
+	return r.Gateway.Get(ctx, id)
+}
+
+// RateLimitedLookups is a Lookups that asks a runtime.Limiter before each call
+// of a rate-limited method and forwards to the Lookups it wraps only the calls
+// the limiter admits. Its other methods forward every call unchanged.
+type RateLimitedLookups struct {
+	next    Lookups
+	limiter runtime.Limiter
+}
+
+// NewRateLimitedLookups returns a RateLimitedLookups that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedLookups(next Lookups, limiter runtime.Limiter) *RateLimitedLookups {
+	return &RateLimitedLookups{next: next, limiter: limiter}
+}
+
+// Count calls the wrapped Lookups's Count; it has no limit.
+func (r *RateLimitedLookups) Count(ctx context.Context) (int, error) {
+	return r.next.Count(ctx)
+}
+
+// Get calls the wrapped Lookups's Get if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices.Service.Get", 2
+// calls per minute for each value of id, admits the call. Otherwise it returns
+// a *runtime.LimitError, or the limiter's error if the limiter could not
+// decide.
+func (r *RateLimitedLookups) Get(ctx context.Context, id string) error {
+	d, err := r.limiter.Allow(ctx, limitServiceGet1, id)
+	if err != nil {
+		return err
+	}
+	if !d.Allowed {
+		return runtime.NewLimitError(limitServiceGet1, d)
+	}
+	return r.next.Get(ctx, id)
 }
 
 // rateLimitCost converts a cost= value to the int that the runtime takes. A
@@ -233,4 +627,21 @@ func rateLimitCost[T ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | 
 		return math.MaxInt
 	}
 	return int(n)
+}
+
+// rateLimitSleep waits for d, for a wait= limit. It reports false without
+// waiting when ctx's deadline comes first, and returns ctx's error if ctx is
+// done meanwhile.
+func rateLimitSleep(ctx context.Context, d time.Duration) (bool, error) {
+	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
+		return false, nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-t.C:
+		return true, nil
+	}
 }

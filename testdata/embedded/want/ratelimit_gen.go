@@ -13,8 +13,8 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitReaderRead      = runtime.Limit{Name: "Reader.Read", Window: time.Second, Max: 5}
-	limitReadWriterWrite = runtime.Limit{Name: "ReadWriter.Write", Window: time.Second, Max: 2}
+	limitReaderRead      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedded.Reader.Read", Window: time.Second, Max: 5}
+	limitReadWriterWrite = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedded.ReadWriter.Write", Window: time.Second, Max: 2}
 )
 
 // RateLimitedReader is a Reader that asks a runtime.Limiter before each call
@@ -31,8 +31,9 @@ func NewRateLimitedReader(next Reader, limiter runtime.Limiter) *RateLimitedRead
 	return &RateLimitedReader{next: next, limiter: limiter}
 }
 
-// Read calls the wrapped Reader's Read if the limit "Reader.Read", 5 calls per
-// second for each value of id, admits the call. Otherwise it returns a
+// Read calls the wrapped Reader's Read if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedded.Reader.Read", 5 calls
+// per second for each value of id, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *RateLimitedReader) Read(ctx context.Context, id string) ([]byte, error) {
 	d, err := r.limiter.Allow(ctx, limitReaderRead, id)
@@ -65,7 +66,8 @@ func (r *RateLimitedReadWriter) Close() error {
 	return r.next.Close()
 }
 
-// Read calls the wrapped ReadWriter's Read if the limit "Reader.Read", 5 calls
+// Read calls the wrapped ReadWriter's Read if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedded.Reader.Read", 5 calls
 // per second for each value of id, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *RateLimitedReadWriter) Read(ctx context.Context, id string) ([]byte, error) {
@@ -79,10 +81,11 @@ func (r *RateLimitedReadWriter) Read(ctx context.Context, id string) ([]byte, er
 	return r.next.Read(ctx, id)
 }
 
-// Write calls the wrapped ReadWriter's Write if the limit "ReadWriter.Write",
-// 2 calls per second for each value of id, admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// Write calls the wrapped ReadWriter's Write if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedded.ReadWriter.Write", 2
+// calls per second for each value of id, admits the call. Otherwise it returns
+// a *runtime.LimitError, or the limiter's error if the limiter could not
+// decide.
 func (r *RateLimitedReadWriter) Write(ctx context.Context, id string, b []byte) error {
 	d, err := r.limiter.Allow(ctx, limitReadWriterWrite, id)
 	if err != nil {

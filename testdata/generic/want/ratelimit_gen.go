@@ -14,11 +14,11 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitStoreGet   = runtime.Limit{Name: "Store.Get", Window: time.Minute, Max: 5}
-	limitStorePut   = runtime.Limit{Name: "Store.Put", Window: time.Minute, Max: 5}
-	limitStoreTake  = runtime.Limit{Name: "Store.Take", Window: time.Minute, Max: 5}
-	limitCounterAdd = runtime.Limit{Name: "Counter.Add", Window: time.Second, Max: 10}
-	limitCounterSum = runtime.Limit{Name: "Counter.Sum", Window: time.Second, Max: 1}
+	limitStoreGet   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/generic.Store.Get", Window: time.Minute, Max: 5}
+	limitStorePut   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/generic.Store.Put", Window: time.Minute, Max: 5}
+	limitStoreTake  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/generic.Store.Take", Window: time.Minute, Max: 5}
+	limitCounterAdd = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/generic.Counter.Add", Window: time.Second, Max: 10}
+	limitCounterSum = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/generic.Counter.Sum", Window: time.Second, Max: 1}
 )
 
 // RateLimitedStore is a Store that asks a runtime.Limiter before each call of
@@ -35,8 +35,9 @@ func NewRateLimitedStore[K comparable, V fmt.Stringer](next Store[K, V], limiter
 	return &RateLimitedStore[K, V]{next: next, limiter: limiter}
 }
 
-// Get calls the wrapped Store's Get if the limit "Store.Get", 5 calls per
-// minute for each value of id, admits the call. Otherwise it returns a
+// Get calls the wrapped Store's Get if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/generic.Store.Get", 5 calls
+// per minute for each value of id, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *RateLimitedStore[K, V]) Get(ctx context.Context, id string) (V, error) {
 	d, err := r.limiter.Allow(ctx, limitStoreGet, id)
@@ -56,8 +57,9 @@ func (r *RateLimitedStore[K, V]) Keys() []K {
 	return r.next.Keys()
 }
 
-// Put calls the wrapped Store's Put if the limit "Store.Put", 5 calls per
-// minute for each value of item, admits the call. Otherwise it returns a
+// Put calls the wrapped Store's Put if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/generic.Store.Put", 5 calls
+// per minute for each value of item, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *RateLimitedStore[K, V]) Put(ctx context.Context, k K, item V) error {
 	d, err := r.limiter.Allow(ctx, limitStorePut, item.String())
@@ -70,13 +72,19 @@ func (r *RateLimitedStore[K, V]) Put(ctx context.Context, k K, item V) error {
 	return r.next.Put(ctx, k, item)
 }
 
-// Take calls the wrapped Store's Take if the limit "Store.Take", 5 units per
-// minute in total, a call costing len(ids) units, admits the call. Otherwise
-// it returns a *runtime.LimitError, or the limiter's error if the limiter
-// could not decide. A cost below 1 or above the limit's capacity is an error
-// wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
+// Take calls the wrapped Store's Take if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/generic.Store.Take", 5 units
+// per minute in total, a call costing len(ids) units, admits the call.
+// Otherwise it returns a *runtime.LimitError, or the limiter's error if the
+// limiter could not decide. A cost of 0 admits the call without asking the
+// limiter, which records nothing. A negative cost or one above the limit's
+// capacity is an error wrapping runtime.ErrCostExceedsMax, and the limiter is
+// not asked.
 func (r *RateLimitedStore[K, V]) Take(ctx context.Context, ids []K) (V, error) {
 	cost := len(ids)
+	if cost == 0 {
+		return r.next.Take(ctx, ids)
+	}
 	if err := runtime.CheckCost(limitStoreTake, cost); err != nil {
 		var zero V
 		return zero, err
@@ -107,8 +115,9 @@ func NewRateLimitedCounter[N Number, M interface{ ~string }](next *Counter[N, M]
 	return &RateLimitedCounter[N, M]{Counter: next, limiter: limiter}
 }
 
-// Add calls the wrapped Counter's Add if the limit "Counter.Add", 10 calls per
-// second for each value of label, admits the call. Otherwise it returns a
+// Add calls the wrapped Counter's Add if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/generic.Counter.Add", 10 calls
+// per second for each value of label, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *RateLimitedCounter[N, M]) Add(label M, n N) (N, error) {
 	d, err := r.limiter.Allow(context.Background(), limitCounterAdd, string(label))
@@ -123,8 +132,9 @@ func (r *RateLimitedCounter[N, M]) Add(label M, n N) (N, error) {
 	return r.Counter.Add(label, n)
 }
 
-// Sum calls the wrapped Counter's Sum if the limit "Counter.Sum", 1 call per
-// second in total, admits the call. Otherwise it returns a
+// Sum calls the wrapped Counter's Sum if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/generic.Counter.Sum", 1 call
+// per second in total, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *RateLimitedCounter[A, B]) Sum(labels ...B) (A, map[B]A, error) {
 	d, err := r.limiter.Allow(context.Background(), limitCounterSum, "")

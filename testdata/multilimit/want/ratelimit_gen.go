@@ -15,16 +15,16 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitNotifierSendCode                = runtime.Limit{Name: "Notifier.SendCode", Window: time.Minute, Max: 3}
+	limitNotifierSendCode                = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/multilimit.Notifier.SendCode", Window: time.Minute, Max: 3}
 	limitNotifierSendCodeDaily           = runtime.Limit{Name: "Notifier.SendCode.daily", Window: 24 * time.Hour, Max: 10}
-	limitNotifierBroadcast               = runtime.Limit{Name: "Notifier.Broadcast", Window: time.Second, Max: 50, Algorithm: runtime.TokenBucket, Burst: 100}
+	limitNotifierBroadcast               = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/multilimit.Notifier.Broadcast", Window: time.Second, Max: 50, Algorithm: runtime.TokenBucket, Burst: 100}
 	limitNotifierBroadcastBroadcastTotal = runtime.Limit{Name: "broadcast-total", Window: time.Second, Max: 1000, Algorithm: runtime.SlidingWindow}
 	limitNotifierBroadcastPerRecipient   = runtime.Limit{Name: "Notifier.Broadcast.per-recipient", Window: time.Minute, Max: 5, Algorithm: runtime.GCRA}
-	limitNotifierCharge                  = runtime.Limit{Name: "Notifier.Charge", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
+	limitNotifierCharge                  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/multilimit.Notifier.Charge", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
 	limitNotifierChargeBytes             = runtime.Limit{Name: "Notifier.Charge.bytes", Window: time.Hour, Max: 1000, Algorithm: runtime.SlidingWindow}
-	limitWorkerRun                       = runtime.Limit{Name: "Worker.Run", Window: time.Second, Max: 5, Algorithm: runtime.GCRA}
+	limitWorkerRun                       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/multilimit.Worker.Run", Window: time.Second, Max: 5, Algorithm: runtime.GCRA}
 	limitWorkerRunMinute                 = runtime.Limit{Name: "Worker.Run.minute", Window: time.Minute, Max: 100}
-	limitWorkerBatch                     = runtime.Limit{Name: "Worker.Batch", Window: time.Second, Max: 50}
+	limitWorkerBatch                     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/multilimit.Worker.Batch", Window: time.Second, Max: 50}
 	limitWorkerBatchTotal                = runtime.Limit{Name: "Worker.Batch.total", Window: time.Second, Max: 500, Algorithm: runtime.SlidingWindow}
 )
 
@@ -43,73 +43,82 @@ func NewRateLimitedNotifier(next Notifier, limiter runtime.Limiter) *RateLimited
 }
 
 // Broadcast calls the wrapped Notifier's Broadcast if every one of its limits
-// admits the call: "Notifier.Broadcast", 50 units per second for each value of
-// m.Tenant (token-bucket, burst 100), a call costing len(m.Parts) units;
-// "broadcast-total", 1000 calls per second in total (sliding-window);
-// "Notifier.Broadcast.per-recipient", 5 calls per minute for each value of
-// (m.Tenant, m.Email) (gcra). When one of them denies the call, none of them
-// counts it, and Broadcast returns a *runtime.LimitError naming the limit with
-// the longest wait. It returns the limiter's error if the limiter could not
-// decide. A cost below 1 or above its limit's capacity is an error wrapping
-// runtime.ErrCostExceedsMax, and the limiter is not asked.
+// admits the call:
+// "github.com/ratelimitgen/ratelimitgen/testmod/multilimit.Notifier.Broadcast",
+// 50 units per second for each value of m.Tenant (token-bucket, burst 100), a
+// call costing len(m.Parts) units; "broadcast-total", 1000 calls per second in
+// total (sliding-window); "Notifier.Broadcast.per-recipient", 5 calls per
+// minute for each value of (m.Tenant, m.Email) (gcra). When one of them denies
+// the call, none of them counts it, and Broadcast returns a
+// *runtime.LimitError naming the limit with the longest wait. It returns the
+// limiter's error if the limiter could not decide. A limit whose cost is 0 is
+// left out and records nothing. A negative cost or one above its limit's
+// capacity is an error wrapping runtime.ErrCostExceedsMax, and the limiter is
+// not asked.
 func (r *RateLimitedNotifier) Broadcast(ctx context.Context, m Message) (int, error) {
 	var buf [64]byte
 	b := runtime.AppendKeyPart(buf[:0], m.Tenant)
 	b = runtime.AppendKeyPart(b, m.Email)
 	cost := len(m.Parts)
-	if err := runtime.CheckCost(limitNotifierBroadcast, cost); err != nil {
-		return 0, err
+	reqs := make([]runtime.Request, 0, 3)
+	if cost != 0 {
+		if err := runtime.CheckCost(limitNotifierBroadcast, cost); err != nil {
+			return 0, err
+		}
+		reqs = append(reqs, runtime.Request{Limit: limitNotifierBroadcast, Key: m.Tenant, Cost: cost})
 	}
-	reqs := [...]runtime.Request{
-		{Limit: limitNotifierBroadcast, Key: m.Tenant, Cost: cost},
-		{Limit: limitNotifierBroadcastBroadcastTotal, Key: ""},
-		{Limit: limitNotifierBroadcastPerRecipient, Key: string(b)},
-	}
-	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
+	reqs = append(reqs, runtime.Request{Limit: limitNotifierBroadcastBroadcastTotal, Key: ""})
+	reqs = append(reqs, runtime.Request{Limit: limitNotifierBroadcastPerRecipient, Key: string(b)})
+	ds, err := runtime.AllowAll(ctx, r.limiter, reqs...)
 	if err != nil {
 		return 0, err
 	}
 	if !ds.Allowed {
-		return 0, ds.LimitError(reqs[:])
+		return 0, ds.LimitError(reqs)
 	}
 	return r.next.Broadcast(ctx, m)
 }
 
 // Charge calls the wrapped Notifier's Charge if every one of its limits admits
-// the call: "Notifier.Charge", 10 units per minute for each value of tenant
-// (fixed-window), a call costing 2 units; "Notifier.Charge.bytes", 1000 units
-// per hour for each value of tenant (sliding-window), a call costing bytes
-// units. When one of them denies the call, none of them counts it, and Charge
-// returns a *runtime.LimitError naming the limit with the longest wait. It
-// returns the limiter's error if the limiter could not decide. A cost below 1
-// or above its limit's capacity is an error wrapping
-// runtime.ErrCostExceedsMax, and the limiter is not asked.
+// the call:
+// "github.com/ratelimitgen/ratelimitgen/testmod/multilimit.Notifier.Charge",
+// 10 units per minute for each value of tenant (fixed-window), a call costing
+// 2 units; "Notifier.Charge.bytes", 1000 units per hour for each value of
+// tenant (sliding-window), a call costing bytes units. When one of them denies
+// the call, none of them counts it, and Charge returns a *runtime.LimitError
+// naming the limit with the longest wait. It returns the limiter's error if
+// the limiter could not decide. A limit whose cost is 0 is left out and
+// records nothing. A negative cost or one above its limit's capacity is an
+// error wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
 func (r *RateLimitedNotifier) Charge(ctx context.Context, tenant string, bytes uint64) error {
 	cost := rateLimitCost(bytes)
-	if err := runtime.CheckCost(limitNotifierChargeBytes, cost); err != nil {
-		return err
+	reqs := make([]runtime.Request, 0, 2)
+	reqs = append(reqs, runtime.Request{Limit: limitNotifierCharge, Key: tenant, Cost: 2})
+	if cost != 0 {
+		if err := runtime.CheckCost(limitNotifierChargeBytes, cost); err != nil {
+			return err
+		}
+		reqs = append(reqs, runtime.Request{Limit: limitNotifierChargeBytes, Key: tenant, Cost: cost})
 	}
-	reqs := [...]runtime.Request{
-		{Limit: limitNotifierCharge, Key: tenant, Cost: 2},
-		{Limit: limitNotifierChargeBytes, Key: tenant, Cost: cost},
-	}
-	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
+	ds, err := runtime.AllowAll(ctx, r.limiter, reqs...)
 	if err != nil {
 		return err
 	}
 	if !ds.Allowed {
-		return ds.LimitError(reqs[:])
+		return ds.LimitError(reqs)
 	}
 	return r.next.Charge(ctx, tenant, bytes)
 }
 
 // SendCode calls the wrapped Notifier's SendCode if every one of its limits
-// admits the call: "Notifier.SendCode", 3 calls per minute for each value of
-// strings.ToLower(m.Email); "Notifier.SendCode.daily", 10 calls per 24 hours
-// for each value of strings.ToLower(m.Email). When one of them denies the
-// call, none of them counts it, and SendCode returns a *runtime.LimitError
-// naming the limit with the longest wait. It returns the limiter's error if
-// the limiter could not decide.
+// admits the call:
+// "github.com/ratelimitgen/ratelimitgen/testmod/multilimit.Notifier.SendCode",
+// 3 calls per minute for each value of strings.ToLower(m.Email);
+// "Notifier.SendCode.daily", 10 calls per 24 hours for each value of
+// strings.ToLower(m.Email). When one of them denies the call, none of them
+// counts it, and SendCode returns a *runtime.LimitError naming the limit with
+// the longest wait. It returns the limiter's error if the limiter could not
+// decide.
 func (r *RateLimitedNotifier) SendCode(ctx context.Context, m Message) error {
 	key := strings.ToLower(m.Email)
 	reqs := [...]runtime.Request{
@@ -141,42 +150,52 @@ func NewRateLimitedWorker(next *Worker, limiter runtime.Limiter) *RateLimitedWor
 }
 
 // Batch calls the wrapped Worker's Batch if every one of its limits admits the
-// call: "Worker.Batch", 50 units per second for each value of job, a call
-// costing len(strings.Fields(job)) units; "Worker.Batch.total", 500 units per
-// second in total (sliding-window), a call costing len(strings.Fields(job))
-// units. When one of them denies the call, none of them counts it, and Batch
-// returns a *runtime.LimitError naming the limit with the longest wait. It
-// returns the limiter's error if the limiter could not decide. A cost below 1
-// or above its limit's capacity is an error wrapping
-// runtime.ErrCostExceedsMax, and the limiter is not asked.
+// call:
+// "github.com/ratelimitgen/ratelimitgen/testmod/multilimit.Worker.Batch", 50
+// units per second for each value of job, a call costing
+// len(strings.Fields(job)) units; "Worker.Batch.total", 500 units per second
+// in total (sliding-window), a call costing len(strings.Fields(job)) units.
+// When one of them denies the call, none of them counts it, and Batch returns
+// a *runtime.LimitError naming the limit with the longest wait. It returns the
+// limiter's error if the limiter could not decide. A limit whose cost is 0 is
+// left out and records nothing; when every cost is 0 the call is forwarded
+// without asking the limiter. A negative cost or one above its limit's
+// capacity is an error wrapping runtime.ErrCostExceedsMax, and the limiter is
+// not asked.
 func (r *RateLimitedWorker) Batch(ctx context.Context, job string) error {
 	cost := len(strings.Fields(job))
-	if err := runtime.CheckCost(limitWorkerBatch, cost); err != nil {
-		return err
+	reqs := make([]runtime.Request, 0, 2)
+	if cost != 0 {
+		if err := runtime.CheckCost(limitWorkerBatch, cost); err != nil {
+			return err
+		}
+		reqs = append(reqs, runtime.Request{Limit: limitWorkerBatch, Key: job, Cost: cost})
 	}
-	if err := runtime.CheckCost(limitWorkerBatchTotal, cost); err != nil {
-		return err
+	if cost != 0 {
+		if err := runtime.CheckCost(limitWorkerBatchTotal, cost); err != nil {
+			return err
+		}
+		reqs = append(reqs, runtime.Request{Limit: limitWorkerBatchTotal, Key: "", Cost: cost})
 	}
-	reqs := [...]runtime.Request{
-		{Limit: limitWorkerBatch, Key: job, Cost: cost},
-		{Limit: limitWorkerBatchTotal, Key: "", Cost: cost},
+	if len(reqs) == 0 {
+		return r.Worker.Batch(ctx, job)
 	}
-	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
+	ds, err := runtime.AllowAll(ctx, r.limiter, reqs...)
 	if err != nil {
 		return err
 	}
 	if !ds.Allowed {
-		return ds.LimitError(reqs[:])
+		return ds.LimitError(reqs)
 	}
 	return r.Worker.Batch(ctx, job)
 }
 
 // Run calls the wrapped Worker's Run if every one of its limits admits the
-// call: "Worker.Run", 5 calls per second in total (gcra); "Worker.Run.minute",
-// 100 calls per minute in total. When one of them denies the call, none of
-// them counts it, and Run returns a *runtime.LimitError naming the limit with
-// the longest wait. It returns the limiter's error if the limiter could not
-// decide.
+// call: "github.com/ratelimitgen/ratelimitgen/testmod/multilimit.Worker.Run",
+// 5 calls per second in total (gcra); "Worker.Run.minute", 100 calls per
+// minute in total. When one of them denies the call, none of them counts it,
+// and Run returns a *runtime.LimitError naming the limit with the longest
+// wait. It returns the limiter's error if the limiter could not decide.
 func (r *RateLimitedWorker) Run(ctx context.Context, job string) error {
 	reqs := [...]runtime.Request{
 		{Limit: limitWorkerRun, Key: ""},

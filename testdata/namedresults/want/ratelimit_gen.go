@@ -15,8 +15,8 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitDirectoryLookup  = runtime.Limit{Name: "Directory.Lookup", Window: time.Minute, Max: 30}
-	limitDirectoryEntries = runtime.Limit{Name: "Directory.Entries", Window: time.Minute, Max: 30}
+	limitDirectoryLookup  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/namedresults.Directory.Lookup", Window: time.Minute, Max: 30}
+	limitDirectoryEntries = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/namedresults.Directory.Entries", Window: time.Minute, Max: 30}
 )
 
 // RateLimitedDirectory is a Directory that asks a runtime.Limiter before each
@@ -34,9 +34,10 @@ func NewRateLimitedDirectory(next Directory, limiter runtime.Limiter) *RateLimit
 }
 
 // Entries calls the wrapped Directory's Entries if the limit
-// "Directory.Entries", 30 calls per minute for each value of id, admits the
-// call. Otherwise it returns a *runtime.LimitError, or the limiter's error if
-// the limiter could not decide.
+// "github.com/ratelimitgen/ratelimitgen/testmod/namedresults.Directory.Entries",
+// 30 calls per minute for each value of id, admits the call. Otherwise it
+// returns a *runtime.LimitError, or the limiter's error if the limiter could
+// not decide.
 func (r *RateLimitedDirectory) Entries(ctx context.Context, id int64) (Entry, []Entry, map[string]*Entry, [2]Entry, func() error, unsafe.Pointer, chan<- int, interface{ Close() error }, time.Duration, error) {
 	d, err := r.limiter.Allow(ctx, limitDirectoryEntries, strconv.FormatInt(id, 10))
 	if err != nil {
@@ -48,7 +49,8 @@ func (r *RateLimitedDirectory) Entries(ctx context.Context, id int64) (Entry, []
 	return r.next.Entries(ctx, id)
 }
 
-// Lookup calls the wrapped Directory's Lookup if the limit "Directory.Lookup",
+// Lookup calls the wrapped Directory's Lookup if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/namedresults.Directory.Lookup",
 // 30 calls per minute for each value of id, admits the call. Otherwise it
 // returns a *runtime.LimitError, or the limiter's error if the limiter could
 // not decide.

@@ -13,9 +13,9 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitJobsRun   = runtime.Limit{Name: "Jobs.Run", Window: time.Second, Max: 1}
-	limitJobsLater = runtime.Limit{Name: "Jobs.Later", Window: time.Second, Max: 1}
-	limitJobsTick  = runtime.Limit{Name: "Jobs.Tick", Window: time.Second, Max: 1}
+	limitJobsRun   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/nocontext.Jobs.Run", Window: time.Second, Max: 1}
+	limitJobsLater = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/nocontext.Jobs.Later", Window: time.Second, Max: 1}
+	limitJobsTick  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/nocontext.Jobs.Tick", Window: time.Second, Max: 1}
 )
 
 // RateLimitedJobs is a Jobs that asks a runtime.Limiter before each call of a
@@ -32,8 +32,9 @@ func NewRateLimitedJobs(next Jobs, limiter runtime.Limiter) *RateLimitedJobs {
 	return &RateLimitedJobs{next: next, limiter: limiter}
 }
 
-// Later calls the wrapped Jobs's Later if the limit "Jobs.Later", 1 call per
-// second for each value of id, admits the call. Otherwise it returns a
+// Later calls the wrapped Jobs's Later if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/nocontext.Jobs.Later", 1 call
+// per second for each value of id, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *RateLimitedJobs) Later(id string, ctx context.Context) error {
 	d, err := r.limiter.Allow(context.Background(), limitJobsLater, id)
@@ -46,8 +47,9 @@ func (r *RateLimitedJobs) Later(id string, ctx context.Context) error {
 	return r.next.Later(id, ctx)
 }
 
-// Run calls the wrapped Jobs's Run if the limit "Jobs.Run", 1 call per second
-// for each value of id, admits the call. Otherwise it returns a
+// Run calls the wrapped Jobs's Run if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/nocontext.Jobs.Run", 1 call
+// per second for each value of id, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *RateLimitedJobs) Run(id string) error {
 	d, err := r.limiter.Allow(context.Background(), limitJobsRun, id)
@@ -60,8 +62,9 @@ func (r *RateLimitedJobs) Run(id string) error {
 	return r.next.Run(id)
 }
 
-// Tick calls the wrapped Jobs's Tick if the limit "Jobs.Tick", 1 call per
-// second in total, admits the call. Otherwise it returns a
+// Tick calls the wrapped Jobs's Tick if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/nocontext.Jobs.Tick", 1 call
+// per second in total, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *RateLimitedJobs) Tick() error {
 	d, err := r.limiter.Allow(context.Background(), limitJobsTick, "")

@@ -13,11 +13,11 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitGlobalPing   = runtime.Limit{Name: "Global.Ping", Window: time.Second, Max: 100}
-	limitGlobalSlow   = runtime.Limit{Name: "Global.Slow", Window: 1500 * time.Millisecond, Max: 1}
-	limitGlobalHourly = runtime.Limit{Name: "Global.Hourly", Window: 2 * time.Hour, Max: 1}
-	limitGlobalNinety = runtime.Limit{Name: "Global.Ninety", Window: 90 * time.Second, Max: 1}
-	limitGlobalMicro  = runtime.Limit{Name: "Global.Micro", Window: 250 * time.Microsecond, Max: 1}
+	limitGlobalPing   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/nokey.Global.Ping", Window: time.Second, Max: 100}
+	limitGlobalSlow   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/nokey.Global.Slow", Window: 1500 * time.Millisecond, Max: 1}
+	limitGlobalHourly = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/nokey.Global.Hourly", Window: 2 * time.Hour, Max: 1}
+	limitGlobalNinety = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/nokey.Global.Ninety", Window: 90 * time.Second, Max: 1}
+	limitGlobalMicro  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/nokey.Global.Micro", Window: 250 * time.Microsecond, Max: 1}
 )
 
 // RateLimitedGlobal is a Global that asks a runtime.Limiter before each call
@@ -34,8 +34,9 @@ func NewRateLimitedGlobal(next Global, limiter runtime.Limiter) *RateLimitedGlob
 	return &RateLimitedGlobal{next: next, limiter: limiter}
 }
 
-// Hourly calls the wrapped Global's Hourly if the limit "Global.Hourly", 1
-// call per 2 hours in total, admits the call. Otherwise it returns a
+// Hourly calls the wrapped Global's Hourly if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/nokey.Global.Hourly", 1 call
+// per 2 hours in total, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *RateLimitedGlobal) Hourly(ctx context.Context) error {
 	d, err := r.limiter.Allow(ctx, limitGlobalHourly, "")
@@ -48,7 +49,8 @@ func (r *RateLimitedGlobal) Hourly(ctx context.Context) error {
 	return r.next.Hourly(ctx)
 }
 
-// Micro calls the wrapped Global's Micro if the limit "Global.Micro", 1 call
+// Micro calls the wrapped Global's Micro if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/nokey.Global.Micro", 1 call
 // per 250 microseconds in total, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *RateLimitedGlobal) Micro(ctx context.Context) error {
@@ -62,8 +64,9 @@ func (r *RateLimitedGlobal) Micro(ctx context.Context) error {
 	return r.next.Micro(ctx)
 }
 
-// Ninety calls the wrapped Global's Ninety if the limit "Global.Ninety", 1
-// call per 90 seconds in total, admits the call. Otherwise it returns a
+// Ninety calls the wrapped Global's Ninety if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/nokey.Global.Ninety", 1 call
+// per 90 seconds in total, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *RateLimitedGlobal) Ninety(ctx context.Context) error {
 	d, err := r.limiter.Allow(ctx, limitGlobalNinety, "")
@@ -76,7 +79,8 @@ func (r *RateLimitedGlobal) Ninety(ctx context.Context) error {
 	return r.next.Ninety(ctx)
 }
 
-// Ping calls the wrapped Global's Ping if the limit "Global.Ping", 100 calls
+// Ping calls the wrapped Global's Ping if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/nokey.Global.Ping", 100 calls
 // per second in total, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *RateLimitedGlobal) Ping(ctx context.Context) error {
@@ -90,7 +94,8 @@ func (r *RateLimitedGlobal) Ping(ctx context.Context) error {
 	return r.next.Ping(ctx)
 }
 
-// Slow calls the wrapped Global's Slow if the limit "Global.Slow", 1 call per
+// Slow calls the wrapped Global's Slow if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/nokey.Global.Slow", 1 call per
 // 1500 milliseconds in total, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *RateLimitedGlobal) Slow(ctx context.Context) error {

@@ -17,8 +17,8 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitAPICall   = runtime.Limit{Name: "API.Call", Window: time.Minute, Max: 5}
-	limitAPIUpload = runtime.Limit{Name: "API.Upload", Window: time.Minute, Max: 5}
+	limitAPICall   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/othertypes.API.Call", Window: time.Minute, Max: 5}
+	limitAPIUpload = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/othertypes.API.Upload", Window: time.Minute, Max: 5}
 )
 
 // RateLimitedAPI is an API that asks a runtime.Limiter before each call of a
@@ -35,10 +35,11 @@ func NewRateLimitedAPI(next API, limiter runtime.Limiter) *RateLimitedAPI {
 	return &RateLimitedAPI{next: next, limiter: limiter}
 }
 
-// Call calls the wrapped API's Call if the limit "API.Call", 5 calls per
-// minute for each value of req.User.ID, admits the call. Otherwise it returns
-// a *runtime.LimitError, or the limiter's error if the limiter could not
-// decide.
+// Call calls the wrapped API's Call if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/othertypes.API.Call", 5 calls
+// per minute for each value of req.User.ID, admits the call. Otherwise it
+// returns a *runtime.LimitError, or the limiter's error if the limiter could
+// not decide.
 func (r1 *RateLimitedAPI) Call(ctx context.Context, req *model.Request) (*model.Response, error) {
 	d, err := r1.limiter.Allow(ctx, limitAPICall, strconv.FormatInt(req.User.ID, 10))
 	if err != nil {
@@ -50,10 +51,11 @@ func (r1 *RateLimitedAPI) Call(ctx context.Context, req *model.Request) (*model.
 	return r1.next.Call(ctx, req)
 }
 
-// Upload calls the wrapped API's Upload if the limit "API.Upload", 5 calls per
-// minute for each value of (model.Normalize(owner.Email), at.Weekday()),
-// admits the call. Otherwise it returns a *runtime.LimitError, or the
-// limiter's error if the limiter could not decide.
+// Upload calls the wrapped API's Upload if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/othertypes.API.Upload", 5
+// calls per minute for each value of (model.Normalize(owner.Email),
+// at.Weekday()), admits the call. Otherwise it returns a *runtime.LimitError,
+// or the limiter's error if the limiter could not decide.
 func (r1 *RateLimitedAPI) Upload(ctx context.Context, owner model.User, r io.Reader, at time.Time, rng *rand.Rand) (map[string]model.User, error) {
 	var buf [64]byte
 	b := runtime.AppendKeyPart(buf[:0], model.Normalize(owner.Email))

@@ -13,7 +13,7 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitStoreGet = runtime.Limit{Name: "store.get", Window: time.Second, Max: 1}
+	limitStoreGet = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/unexported.store.get", Window: time.Second, Max: 1}
 )
 
 // rateLimitedStore is a store that asks a runtime.Limiter before each call of
@@ -30,8 +30,9 @@ func newRateLimitedStore(next store, limiter runtime.Limiter) *rateLimitedStore 
 	return &rateLimitedStore{next: next, limiter: limiter}
 }
 
-// get calls the wrapped store's get if the limit "store.get", 1 call per
-// second for each value of id, admits the call. Otherwise it returns a
+// get calls the wrapped store's get if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/unexported.store.get", 1 call
+// per second for each value of id, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *rateLimitedStore) get(id string) ([]byte, error) {
 	d, err := r.limiter.Allow(context.Background(), limitStoreGet, id)

@@ -13,8 +13,8 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitCacheGet = runtime.Limit{Name: "Cache.Get", Window: time.Second, Max: 1000}
-	limitCacheSet = runtime.Limit{Name: "Cache.Set", Window: time.Second, Max: 10}
+	limitCacheGet = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/unnamed.Cache.Get", Window: time.Second, Max: 1000}
+	limitCacheSet = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/unnamed.Cache.Set", Window: time.Second, Max: 10}
 )
 
 // RateLimitedCache is a Cache that asks a runtime.Limiter before each call of
@@ -36,8 +36,9 @@ func (r *RateLimitedCache) Delete(ctx context.Context, in2 ...string) error {
 	return r.next.Delete(ctx, in2...)
 }
 
-// Get calls the wrapped Cache's Get if the limit "Cache.Get", 1000 calls per
-// second in total, admits the call. Otherwise it returns a
+// Get calls the wrapped Cache's Get if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/unnamed.Cache.Get", 1000 calls
+// per second in total, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *RateLimitedCache) Get(ctx context.Context, in2 string) ([]byte, error) {
 	d, err := r.limiter.Allow(ctx, limitCacheGet, "")
@@ -50,8 +51,9 @@ func (r *RateLimitedCache) Get(ctx context.Context, in2 string) ([]byte, error) 
 	return r.next.Get(ctx, in2)
 }
 
-// Set calls the wrapped Cache's Set if the limit "Cache.Set", 10 calls per
-// second for each value of key, admits the call. Otherwise it returns a
+// Set calls the wrapped Cache's Set if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/unnamed.Cache.Set", 10 calls
+// per second for each value of key, admits the call. Otherwise it returns a
 // *runtime.LimitError, or the limiter's error if the limiter could not decide.
 func (r *RateLimitedCache) Set(ctx context.Context, key string, in3 []byte, in4 ...int) error {
 	d, err := r.limiter.Allow(ctx, limitCacheSet, key)

@@ -13,7 +13,7 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitGeoLookup = runtime.Limit{Name: "Geo.Lookup", Window: 500 * time.Millisecond, Max: 2}
+	limitGeoLookup = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/valuerecv.Geo.Lookup", Window: 500 * time.Millisecond, Max: 2}
 )
 
 // RateLimitedGeo is a Geo whose rate-limited methods ask a runtime.Limiter
@@ -30,8 +30,9 @@ func NewRateLimitedGeo(next Geo, limiter runtime.Limiter) *RateLimitedGeo {
 	return &RateLimitedGeo{Geo: next, limiter: limiter}
 }
 
-// Lookup calls the wrapped Geo's Lookup if the limit "Geo.Lookup", 2 calls per
-// 500 milliseconds for each value of name, admits the call. Otherwise it
+// Lookup calls the wrapped Geo's Lookup if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/valuerecv.Geo.Lookup", 2 calls
+// per 500 milliseconds for each value of name, admits the call. Otherwise it
 // returns a *runtime.LimitError, or the limiter's error if the limiter could
 // not decide.
 func (r *RateLimitedGeo) Lookup(name string) (float64, float64, error) {

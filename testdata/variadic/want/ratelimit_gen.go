@@ -14,8 +14,8 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitBusPublish    = runtime.Limit{Name: "Bus.Publish", Window: time.Second, Max: 100}
-	limitBusPublishAll = runtime.Limit{Name: "Bus.PublishAll", Window: time.Second, Max: 10}
+	limitBusPublish    = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/variadic.Bus.Publish", Window: time.Second, Max: 100}
+	limitBusPublishAll = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/variadic.Bus.PublishAll", Window: time.Second, Max: 10}
 )
 
 // RateLimitedBus is a Bus that asks a runtime.Limiter before each call of a
@@ -32,7 +32,8 @@ func NewRateLimitedBus(next Bus, limiter runtime.Limiter) *RateLimitedBus {
 	return &RateLimitedBus{next: next, limiter: limiter}
 }
 
-// Publish calls the wrapped Bus's Publish if the limit "Bus.Publish", 100
+// Publish calls the wrapped Bus's Publish if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/variadic.Bus.Publish", 100
 // calls per second for each value of topic, admits the call. Otherwise it
 // returns a *runtime.LimitError, or the limiter's error if the limiter could
 // not decide.
@@ -47,10 +48,11 @@ func (r *RateLimitedBus) Publish(ctx context.Context, topic string, msgs ...[]by
 	return r.next.Publish(ctx, topic, msgs...)
 }
 
-// PublishAll calls the wrapped Bus's PublishAll if the limit "Bus.PublishAll",
-// 10 calls per second for each value of len(topics), admits the call.
-// Otherwise it returns a *runtime.LimitError, or the limiter's error if the
-// limiter could not decide.
+// PublishAll calls the wrapped Bus's PublishAll if the limit
+// "github.com/ratelimitgen/ratelimitgen/testmod/variadic.Bus.PublishAll", 10
+// calls per second for each value of len(topics), admits the call. Otherwise
+// it returns a *runtime.LimitError, or the limiter's error if the limiter
+// could not decide.
 func (r *RateLimitedBus) PublishAll(ctx context.Context, topics ...string) (int, error) {
 	d, err := r.limiter.Allow(ctx, limitBusPublishAll, strconv.Itoa(len(topics)))
 	if err != nil {

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// installModule is a new module that installs the generator the way the
+// README says: go get -tool, with a replace of this module by the
+// checkout. It returns the module's directory and the go command's
+// environment.
+//
+// The module is not published under its path, so the module proxy cannot
+// answer for it: the go command works offline (GOPROXY=off), from the
+// module cache that building this test filled, and from a copy of this
+// module's go.sum, as CI would with nothing but its cache.
+func installModule(t *testing.T) (string, []string) {
+	t.Helper()
+	repo, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	env := append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "GOPROXY=off")
+	goIn(t, dir, env, "mod", "init", "example.com/notify")
+	goIn(t, dir, env, "mod", "edit", "-replace", modulePath+"="+repo, "-require", modulePath+"@v0.0.0")
+	sum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "go.sum"), string(sum))
+	goIn(t, dir, env, "get", "-tool", modulePath+"/cmd/ratelimitgen")
+	return dir, env
+}
+
+// A module that installs the generator with go get -tool generates,
+// survives go mod tidy (which keeps the tool and its dependencies), builds
+// and vets, and the tool reports the version it was built from.
+func TestInstallAsTool(t *testing.T) {
+	dir, env := installModule(t)
+	if err := os.MkdirAll(filepath.Join(dir, "notify"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "notify", "notify.go"), `package notify
+
+//go:generate go tool ratelimitgen
+
+import "context"
+
+// Notifier sends login codes.
+type Notifier interface {
+	//ratelimit:key=email window=60s max=3
+	SendCode(ctx context.Context, email string) error
+}
+`)
+	goIn(t, dir, env, "generate", "./...")
+	goIn(t, dir, env, "mod", "tidy")
+	goIn(t, dir, env, "build", "./...")
+	goIn(t, dir, env, "vet", "./...")
+	// tidy ran after generate: a second generate must still find the tool.
+	goIn(t, dir, env, "generate", "./...")
+	if out := goIn(t, dir, env, "tool", "ratelimitgen", "-version"); !strings.HasPrefix(out, "ratelimitgen v0.0.0 => ") {
+		t.Errorf("go tool ratelimitgen -version printed %q; want the required version and its replacement", out)
+	}
+	mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mod), "tool "+modulePath+"/cmd/ratelimitgen") {
+		t.Errorf("go.mod lost the tool line:\n%s", mod)
+	}
+}
+
+// goIn runs the go command in dir and fails the test with its output if
+// it fails.
+func goIn(t *testing.T, dir string, env []string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}

@@ -1,0 +1,54 @@
+package generate
+
+import (
+	"fmt"
+	"go/types"
+	"strconv"
+	"strings"
+
+	"github.com/ratelimitgen/ratelimitgen/internal/parse"
+)
+
+// checkSharedNames reports limits of one run that share a name but not
+// their rules. The runtime counts a limit by its name and key, so two
+// directives with one name= share their counts: that is fine (and a way to
+// make methods draw on one quota) only when they agree on the window, max,
+// algorithm, capacity and the types of the key's parts. Otherwise one count
+// would be read under two rules, and neither limit would mean what it
+// says.
+func checkSharedNames(models []*pkgModel, ds *diagnostics) {
+	first := map[string]*limit{}
+	for _, m := range models {
+		for _, l := range m.limits {
+			f, seen := first[l.name]
+			if !seen {
+				first[l.name] = l
+				continue
+			}
+			if a, b := limitRules(f), limitRules(l); a != b {
+				ds.errorf(l.pos, "limit name %q is also used by the //ratelimit: line at %s, with other rules: there %s; here %s. Limits with one name share their counts, so give this one its own name= or make the two agree", l.name, f.pos, a, b)
+			}
+		}
+	}
+}
+
+// limitRules spells what must agree between limits that share a name, for
+// comparison and for messages.
+func limitRules(l *limit) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d %s, %s", l.max, windowWords(l.window), l.algorithm())
+	if parse.HasBurst(l.algorithm()) {
+		// burst= absent and burst= equal to max are the same bucket.
+		b.WriteString(" with a burst of " + strconv.Itoa(l.capacity()))
+	}
+	if len(l.key) == 0 {
+		b.WriteString(", no key")
+		return b.String()
+	}
+	ts := make([]string, len(l.key))
+	for i, kp := range l.key {
+		ts[i] = types.TypeString(kp.typ, nil)
+	}
+	b.WriteString(", keyed by " + strings.Join(ts, ", "))
+	return b.String()
+}

@@ -1,0 +1,2 @@
+// Package errtestfile has a directive in a test file, which is an error.
+package errtestfile

@@ -13,10 +13,15 @@ import (
 // checkout. It returns the module's directory and the go command's
 // environment.
 //
-// The module is not published under its path, so the module proxy cannot
-// answer for it: the go command works offline (GOPROXY=off), from the
-// module cache that building this test filled, and from a copy of this
-// module's go.sum, as CI would with nothing but its cache.
+// The module is not published under its path, and the public proxy refuses
+// (403) rather than denies (404) paths under it, which go get asks about
+// to rule out a module named like the package: an empty file proxy
+// after the user's answers "not found" for those. go get names the
+// replaced version (v0.0.0) instead of asking for the latest, and
+// everything else (the dependencies' test dependencies that go mod tidy
+// records) comes from the module cache or the proxy. The checksum database
+// is not consulted for this throwaway module; a copy of this module's
+// go.sum pins what it shares.
 func installModule(t *testing.T) (string, []string) {
 	t.Helper()
 	repo, err := filepath.Abs(filepath.Join("..", ".."))
@@ -24,7 +29,7 @@ func installModule(t *testing.T) (string, []string) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	env := append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "GOPROXY=off")
+	env := append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "GOSUMDB=off", "GOPROXY="+testProxy(t))
 	goIn(t, dir, env, "mod", "init", "example.com/notify")
 	goIn(t, dir, env, "mod", "edit", "-replace", modulePath+"="+repo, "-require", modulePath+"@v0.0.0")
 	sum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
@@ -32,8 +37,25 @@ func installModule(t *testing.T) (string, []string) {
 		t.Fatal(err)
 	}
 	write(t, filepath.Join(dir, "go.sum"), string(sum))
-	goIn(t, dir, env, "get", "-tool", modulePath+"/cmd/ratelimitgen")
+	goIn(t, dir, env, "get", "-tool", modulePath+"/cmd/ratelimitgen@v0.0.0")
 	return dir, env
+}
+
+// testProxy returns GOPROXY for the install tests: the first proxy of the
+// user's GOPROXY, then, on any error from it, an empty file proxy.
+func testProxy(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOPROXY").Output()
+	if err != nil {
+		t.Fatalf("go env GOPROXY: %v", err)
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(string(out)), ",")
+	first, _, _ = strings.Cut(first, "|")
+	empty := "file://" + filepath.ToSlash(t.TempDir())
+	if first == "off" || first == "direct" || first == "" {
+		return empty
+	}
+	return first + "|" + empty
 }
 
 // A module that installs the generator with go get -tool generates,

@@ -60,16 +60,14 @@ type algoSpec struct {
 	arg any
 	// file is the algorithm's script in lua/.
 	file string
-	// newState makes the in-memory twin's per-key state.
-	newState func() memState
 }
 
 var algoSpecs = map[Algorithm]algoSpec{
-	SlidingLog:    {tag: "sl", arg: string(SlidingLog), file: "sliding_log.lua", newState: func() memState { return &slidingLog{} }},
-	SlidingWindow: {tag: "sw", arg: string(SlidingWindow), file: "sliding_window.lua", newState: func() memState { return &slidingWindow{} }},
-	FixedWindow:   {tag: "fw", arg: string(FixedWindow), file: "fixed_window.lua", newState: func() memState { return &fixedWindow{} }},
-	TokenBucket:   {tag: "tb", arg: string(TokenBucket), file: "token_bucket.lua", newState: func() memState { return &tokenBucket{} }},
-	GCRA:          {tag: "gc", arg: string(GCRA), file: "gcra.lua", newState: func() memState { return &gcra{} }},
+	SlidingLog:    {tag: "sl", arg: string(SlidingLog), file: "sliding_log.lua"},
+	SlidingWindow: {tag: "sw", arg: string(SlidingWindow), file: "sliding_window.lua"},
+	FixedWindow:   {tag: "fw", arg: string(FixedWindow), file: "fixed_window.lua"},
+	TokenBucket:   {tag: "tb", arg: string(TokenBucket), file: "token_bucket.lua"},
+	GCRA:          {tag: "gc", arg: string(GCRA), file: "gcra.lua"},
 }
 
 // algorithm returns l's algorithm, resolving the zero value.
@@ -175,14 +173,4 @@ func ceilDiv(a, b int64) int64 { return floorDiv(a+b-1, b) }
 
 func (v verdict) decision(allowed bool) Decision {
 	return Decision{Allowed: allowed, Remaining: int(v.remaining), RetryAfter: micros(v.retry), ResetAfter: micros(v.reset)}
-}
-
-// memState is the in-memory twin of one algorithm's per-key Redis state.
-// check must not change what counts; commit records the call that check
-// allowed. Both run under the key's shard lock.
-type memState interface {
-	check(now int64, p params) verdict
-	// commit also sets v.reset, after which the state holds nothing that
-	// counts and may be evicted.
-	commit(now int64, p params, v *verdict)
 }

@@ -25,10 +25,11 @@ import (
 //
 // A decision costs no allocation once its key is held: the key is hashed
 // once, that hash picks one of 64 shards, each with its own lock, and finds
-// the key's entry in the shard, and the entry holds the algorithm's state in
-// the same allocation. An idle key costs one entry (the names, its state and
-// a link, about 100 bytes), its bytes, and a slot in its shard's map; a
-// sliding log adds 8 bytes per admission still in its window.
+// the key's entry in the shard's table, and the entry holds the algorithm's
+// state in the same allocation. An idle key costs one entry (48 bytes, plus
+// its algorithm's state: 16 to 48 bytes), a copy of the key's bytes, and
+// 16 bytes of table at a load between 3/8 and 3/4; a sliding log adds 8
+// bytes per admission still in its window.
 type MemoryLimiter struct {
 	shards [memShards]memShard
 
@@ -62,11 +63,7 @@ type memShard struct {
 
 type memShardState struct {
 	mu sync.Mutex
-	// entries holds the shard's keys by their 64-bit hash; keys whose
-	// hashes are equal are chained through memEntry.next. The map's key is
-	// a plain integer, so a lookup does not hash the strings again.
-	entries map[uint64]*memEntry
-	// n is how many entries the shard holds, chained ones included.
+	// n is how many entries the shard holds.
 	n int
 	// sweepAt is the size at which the next sweep of expired keys runs;
 	// doubling it after each sweep keeps sweeping amortised O(1) per call.
@@ -75,10 +72,6 @@ type memShardState struct {
 	// a shard whose calls only visit existing keys still lets go of the
 	// expired ones (see tidy).
 	nextSweep int64
-	// peak is the largest n since the map was made. A Go map keeps the
-	// memory of deleted entries, so a sweep that leaves n far below peak
-	// copies what is left into a map of the right size.
-	peak int
 	// last is the latest default-clock time (µs) a call on the shard used.
 	// The default clock is read before the lock is taken, to keep the
 	// lock's hold short, so a call that waited for the lock may carry an
@@ -86,15 +79,40 @@ type memShardState struct {
 	// and the shard's time never goes back, as when the clock was read
 	// under the lock.
 	last int64
+	// slots is an open-addressing hash table of the shard's entries by
+	// their 64-bit hash, probed linearly from the hash's low bits; its
+	// length is a power of two. A Go map would hash the hash again, and
+	// needs a chain for keys whose hashes are equal; here such keys simply
+	// take further slots. An empty slot has a nil entry; a slot whose
+	// entry a sweep deleted holds memDeleted, so that probes go past it,
+	// until an insertion reuses it or the table is rebuilt.
+	slots []memSlot
+	// used counts the slots that are not empty: n plus the deleted ones.
+	used int
+	// peak is the largest n since the table was last sized. A sweep that
+	// leaves n far below it rebuilds the table to fit, so that the memory
+	// of a burst of keys goes back to the runtime.
+	peak int
 }
+
+type memSlot struct {
+	h uint64
+	e *memEntry
+}
+
+// memDeleted marks a slot whose entry was swept.
+var memDeleted = new(memEntry)
+
+// memMinSlots is the smallest table.
+const memMinSlots = 8
 
 const (
 	memMinSweep      = 64
 	memSweepInterval = int64(10 * time.Second / time.Microsecond)
-	// memShrinkFactor: a sweep that leaves a map at or below 1/memShrinkFactor
-	// of its peak size rebuilds it. The copy costs one step per entry left,
-	// no more than a third of the deletions since the map last grew to its
-	// peak, so it stays amortised O(1) per call.
+	// memShrinkFactor: a sweep that leaves a table at or below
+	// 1/memShrinkFactor of its peak size rebuilds it. The copy costs one
+	// step per slot, no more than the sweep itself, so it stays amortised
+	// O(1) per call.
 	memShrinkFactor = 4
 )
 
@@ -220,15 +238,13 @@ func le64(s string) uint64 {
 func shardOf(h uint64) uint64 { return h >> (64 - memShardBits) }
 
 // memEntry is one key's record. It is the head of a memEntryOf, which holds
-// the algorithm's state in the same allocation.
+// the algorithm's state in the same allocation: 48 bytes, and with the
+// state of GCRA (16 bytes) the whole entry fits one cache line.
 type memEntry struct {
-	// next is another entry whose key has the same hash, or nil.
-	next *memEntry
 	// name and key are the stored forms (see memKey).
 	name, key string
 	expireAt  int64 // µs; from then on the state holds nothing that counts
-	// state points at the memEntryOf's state.
-	state                 memState
+	// algo says which memEntryOf the entry heads.
 	algo                  memAlgo
 	nameHashed, keyHashed bool
 }
@@ -238,14 +254,27 @@ type memEntryOf[S any] struct {
 	s S
 }
 
-// newEntryOf returns an entry with a zero state of type S.
-func newEntryOf[S any, P interface {
-	*S
-	memState
-}]() *memEntry {
-	e := new(memEntryOf[S])
-	e.state = P(&e.s)
-	return &e.memEntry
+// stateOf returns the state of e, which must head a memEntryOf[S]: e.algo
+// says which S. Reading the state through the entry's own allocation, not
+// through an interface held in it, saves the interface's 16 bytes per key
+// and lets the calls below inline.
+func stateOf[S any](e *memEntry) *S {
+	return &(*memEntryOf[S])(unsafe.Pointer(e)).s
+}
+
+// newEntry returns a new entry for algo with a zero state.
+func newEntry(algo memAlgo) *memEntry {
+	switch algo {
+	case memSlidingLog:
+		return &new(memEntryOf[slidingLog]).memEntry
+	case memSlidingWindow:
+		return &new(memEntryOf[slidingWindow]).memEntry
+	case memFixedWindow:
+		return &new(memEntryOf[fixedWindow]).memEntry
+	case memTokenBucket:
+		return &new(memEntryOf[tokenBucket]).memEntry
+	}
+	return &new(memEntryOf[gcra]).memEntry
 }
 
 // matches reports whether e is k's entry.
@@ -254,36 +283,34 @@ func (e *memEntry) matches(k *memKey) bool {
 		e.key == k.key && e.name == k.name
 }
 
-// check and commit call the state's own methods directly, not through the
+// check and commit call the state's own methods directly, not through an
 // interface: the calls then inline, and the verdict stays on the stack.
 func (e *memEntry) check(now int64, p params) verdict {
-	switch s := e.state.(type) {
-	case *slidingLog:
-		return s.check(now, p)
-	case *slidingWindow:
-		return s.check(now, p)
-	case *fixedWindow:
-		return s.check(now, p)
-	case *tokenBucket:
-		return s.check(now, p)
-	case *gcra:
-		return s.check(now, p)
+	switch e.algo {
+	case memSlidingLog:
+		return stateOf[slidingLog](e).check(now, p)
+	case memSlidingWindow:
+		return stateOf[slidingWindow](e).check(now, p)
+	case memFixedWindow:
+		return stateOf[fixedWindow](e).check(now, p)
+	case memTokenBucket:
+		return stateOf[tokenBucket](e).check(now, p)
 	}
-	panic("ratelimit: unknown memory state")
+	return stateOf[gcra](e).check(now, p)
 }
 
 func (e *memEntry) commit(now int64, p params, v *verdict) {
-	switch s := e.state.(type) {
-	case *slidingLog:
-		s.commit(now, p, v)
-	case *slidingWindow:
-		s.commit(now, p, v)
-	case *fixedWindow:
-		s.commit(now, p, v)
-	case *tokenBucket:
-		s.commit(now, p, v)
-	case *gcra:
-		s.commit(now, p, v)
+	switch e.algo {
+	case memSlidingLog:
+		stateOf[slidingLog](e).commit(now, p, v)
+	case memSlidingWindow:
+		stateOf[slidingWindow](e).commit(now, p, v)
+	case memFixedWindow:
+		stateOf[fixedWindow](e).commit(now, p, v)
+	case memTokenBucket:
+		stateOf[tokenBucket](e).commit(now, p, v)
+	default:
+		stateOf[gcra](e).commit(now, p, v)
 	}
 	e.expireAt = now + v.reset
 }
@@ -296,7 +323,7 @@ func NewMemoryLimiter(opts ...Option) *MemoryLimiter {
 	m.epoch = time.Now()
 	m.epochMicros = m.epoch.UnixMicro()
 	for i := range m.shards {
-		m.shards[i].entries = make(map[uint64]*memEntry)
+		m.shards[i].slots = make([]memSlot, memMinSlots)
 		m.shards[i].sweepAt = memMinSweep
 	}
 	return m
@@ -472,8 +499,8 @@ func (m *MemoryLimiter) AllowAll(ctx context.Context, reqs ...Request) (Decision
 	return combine(vs, all), nil
 }
 
-// tidy sweeps the shard when a sweep is due: the map has doubled since the
-// last one, or memSweepInterval has passed and the map holds more than
+// tidy sweeps the shard when a sweep is due: the shard has doubled since the
+// last one, or memSweepInterval has passed and the shard holds more than
 // memMinSweep entries. It costs a few comparisons otherwise. Calls run it
 // before looking up any entry, never between lookups, so that a sweep
 // never deletes an entry a call holds. The shard must be locked.
@@ -493,31 +520,22 @@ func (s *memShard) tidy(now int64) {
 // entry returns k's entry, creating it if needed; h is k's hash, name the
 // limit's name as the caller gave it. The shard must be locked.
 func (s *memShard) entry(h uint64, k *memKey, name string) *memEntry {
-	head := s.entries[h]
-	for e := head; e != nil; e = e.next {
-		if e.matches(k) {
-			return e
+	mask := uint64(len(s.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		sl := &s.slots[i]
+		if sl.e == nil {
+			return s.add(h, k, name)
+		}
+		if sl.h == h && sl.e.matches(k) {
+			return sl.e
 		}
 	}
-	return s.add(h, k, name, head)
 }
 
-// add creates k's entry in front of head, the chain of hash h. It is kept
-// out of entry so that the lookup stays small enough to inline.
-func (s *memShard) add(h uint64, k *memKey, name string, head *memEntry) *memEntry {
-	var e *memEntry
-	switch k.algo {
-	case memSlidingLog:
-		e = newEntryOf[slidingLog]()
-	case memSlidingWindow:
-		e = newEntryOf[slidingWindow]()
-	case memFixedWindow:
-		e = newEntryOf[fixedWindow]()
-	case memTokenBucket:
-		e = newEntryOf[tokenBucket]()
-	default:
-		e = newEntryOf[gcra]()
-	}
+// add creates k's entry; k has none. It is kept out of entry so that the
+// lookup stays small.
+func (s *memShard) add(h uint64, k *memKey, name string) *memEntry {
+	e := newEntry(k.algo)
 	e.algo, e.nameHashed, e.keyHashed = k.algo, k.nameHashed, k.keyHashed
 	// A short name is held as the caller's string, as a limit's name is
 	// normally a constant. A key may be a slice of a much larger string (a
@@ -530,55 +548,71 @@ func (s *memShard) add(h uint64, k *memKey, name string, head *memEntry) *memEnt
 		e.name = strings.Clone(k.name)
 	}
 	e.key = strings.Clone(k.key)
-	e.next = head
-	s.entries[h] = e
+	if 4*(s.used+1) > 3*len(s.slots) {
+		// At most 3/4 of the slots in use keeps probes short; the new
+		// table is at most half full.
+		s.resize(2 * (s.n + 1))
+	}
+	s.place(h, e)
 	s.n++
 	s.peak = max(s.peak, s.n)
 	return e
 }
 
-// sweep deletes every entry that holds nothing that counts, and rebuilds
-// the map when that leaves it far below its peak size, since a Go map never
-// shrinks by itself. It returns how many entries remain. The shard must be
-// locked.
-func (s *memShard) sweep(now int64) int {
-	for h, head := range s.entries {
-		var first, last *memEntry
-		for e := head; e != nil; {
-			next := e.next
-			if e.expireAt <= now {
-				s.n--
-			} else {
-				e.next = nil
-				if first == nil {
-					first = e
-				} else {
-					last.next = e
-				}
-				last = e
+// place puts e in the first free or deleted slot of h's probe sequence.
+func (s *memShard) place(h uint64, e *memEntry) {
+	mask := uint64(len(s.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		sl := &s.slots[i]
+		if sl.e == nil || sl.e == memDeleted {
+			if sl.e == nil {
+				s.used++
 			}
-			e = next
-		}
-		switch {
-		case first == nil:
-			delete(s.entries, h)
-		case first != head:
-			s.entries[h] = first
+			*sl = memSlot{h: h, e: e}
+			return
 		}
 	}
-	if s.peak > memMinSweep && s.n <= s.peak/memShrinkFactor {
-		fresh := make(map[uint64]*memEntry, len(s.entries))
-		for h, e := range s.entries {
-			fresh[h] = e
+}
+
+// resize rebuilds the table with room for at least size entries, without
+// the deleted slots.
+func (s *memShard) resize(size int) {
+	n := memMinSlots
+	for n < size {
+		n *= 2
+	}
+	old := s.slots
+	s.slots = make([]memSlot, n)
+	s.used = 0
+	for _, sl := range old {
+		if sl.e != nil && sl.e != memDeleted {
+			s.place(sl.h, sl.e)
 		}
-		s.entries, s.peak = fresh, s.n
+	}
+}
+
+// sweep deletes every entry that holds nothing that counts, and rebuilds
+// the table when that leaves it far below its peak size, or mostly made of
+// deleted slots. It returns how many entries remain. The shard must be
+// locked.
+func (s *memShard) sweep(now int64) int {
+	for i := range s.slots {
+		sl := &s.slots[i]
+		if sl.e != nil && sl.e != memDeleted && sl.e.expireAt <= now {
+			*sl = memSlot{e: memDeleted}
+			s.n--
+		}
+	}
+	if (s.peak > memMinSweep && s.n <= s.peak/memShrinkFactor) || s.used-s.n > len(s.slots)/4 {
+		s.resize(2 * s.n)
+		s.peak = s.n
 	}
 	s.sweepAt = max(memMinSweep, 2*s.n)
 	s.nextSweep = now + memSweepInterval
 	return s.n
 }
 
-// sweep deletes the expired entries of every shard, rebuilding the maps
+// sweep deletes the expired entries of every shard, rebuilding the tables
 // that have shrunk far below their peak so that the memory really goes back
 // to the runtime, and returns how many entries remain. It locks one shard
 // at a time, so calls on the other shards go on meanwhile.

@@ -302,9 +302,9 @@ func forEachEntry(lim *MemoryLimiter, f func(*memEntry)) {
 	for i := range lim.shards {
 		s := &lim.shards[i]
 		s.mu.Lock()
-		for _, head := range s.entries {
-			for e := head; e != nil; e = e.next {
-				f(e)
+		for _, sl := range s.slots {
+			if sl.e != nil && sl.e != memDeleted {
+				f(sl.e)
 			}
 		}
 		s.mu.Unlock()
@@ -320,4 +320,97 @@ func shardIndex(lim *MemoryLimiter, l Limit, key string) uint64 {
 	var d memDigests
 	k := newMemKey(algo, l.Name, key, &d)
 	return shardOf(lim.hash(&k))
+}
+
+func TestMemoryAllowDoesNotAllocate(t *testing.T) {
+	// Once a key is held, a decision allocates nothing, whatever the
+	// algorithm, admitted or denied, and for long names and keys too (their
+	// digests stay on the stack).
+	if testing.Short() {
+		t.Skip("counts allocations")
+	}
+	lim := NewMemoryLimiter(WithClock(newFakeClock().Now))
+	long := strings.Repeat("k", 4*maxLiteralLen)
+	for _, algo := range Algorithms() {
+		for _, max := range []int{3, 1 << 20} {
+			l := Limit{Name: "alloc", Window: time.Minute, Max: max, Algorithm: algo}
+			ll := Limit{Name: long, Window: time.Minute, Max: max, Algorithm: algo}
+			for _, c := range []struct {
+				l   Limit
+				key string
+			}{{l, "user@example.com"}, {l, long}, {ll, "k"}} {
+				allow(t, lim, c.l, c.key) // creates the key
+				n := testing.AllocsPerRun(100, func() {
+					if _, err := lim.Allow(ctx, c.l, c.key); err != nil {
+						t.Fatal(err)
+					}
+				})
+				if algo == SlidingLog && max > 3 {
+					// The log grows with its admissions; appending is
+					// amortised, so allow for the occasional growth.
+					require.LessOrEqual(t, n, 0.1, "%s Max %d name %d key %d bytes", algo, max, len(c.l.Name), len(c.key))
+					continue
+				}
+				require.Zero(t, n, "%s Max %d name %d key %d bytes", algo, max, len(c.l.Name), len(c.key))
+			}
+		}
+	}
+}
+
+func TestMemoryNamesThatHashAlike(t *testing.T) {
+	// nameFold reads only a long name's ends, so these two names give every
+	// key the same hash: their entries share a chain. They must still count
+	// apart, and a sweep must drop the expired one and keep the other.
+	clock := newFakeClock()
+	lim := NewMemoryLimiter(WithClock(clock.Now))
+	a := Limit{Name: "Notifier.A.SendCode", Window: time.Second, Max: 1}
+	b := Limit{Name: "Notifier.B.SendCode", Window: time.Hour, Max: 1}
+	require.Equal(t, nameFold(a.Name, memSlidingLog), nameFold(b.Name, memSlidingLog))
+	require.Equal(t, shardIndex(lim, a, "k"), shardIndex(lim, b, "k"))
+	require.True(t, allow(t, lim, a, "k").Allowed)
+	require.True(t, allow(t, lim, b, "k").Allowed)
+	require.False(t, allow(t, lim, a, "k").Allowed)
+	require.False(t, allow(t, lim, b, "k").Allowed)
+	require.Equal(t, 2, lim.Len())
+
+	clock.Advance(2 * time.Second)
+	require.Equal(t, 1, lim.sweep())
+	require.True(t, allow(t, lim, a, "k").Allowed, "a's window has passed")
+	require.False(t, allow(t, lim, b, "k").Allowed, "the sweep lost b's admission")
+	clock.Advance(2 * time.Second)
+	require.Equal(t, 1, lim.sweep())
+	require.False(t, allow(t, lim, b, "k").Allowed)
+}
+
+func TestPlainRequestAgreesWithValidate(t *testing.T) {
+	// plainRequest lets calls skip Validate; it may only do so for calls
+	// that Validate and the cost checks accept, and its params must be
+	// paramsOf's.
+	windows := []time.Duration{0, time.Nanosecond, time.Microsecond, time.Second, time.Hour, 24 * time.Hour,
+		365 * 24 * time.Hour, 1 << 62, -time.Second}
+	ints := []int{-1, 0, 1, 2, 10, 1000, 1 << 20, 1 << 26, 1 << 40, 1 << 52, 1<<62 - 1}
+	algos := append(Algorithms(), "", "nope")
+	checked := 0
+	for _, w := range windows {
+		for _, maxN := range ints {
+			for _, burst := range ints {
+				for _, algo := range algos {
+					for _, n := range []int{0, 1, 2, maxN, burst, maxN + 1} {
+						for _, name := range []string{"", "x"} {
+							l := Limit{Name: name, Window: w, Max: maxN, Burst: burst, Algorithm: algo}
+							_, p, plain := plainRequest(l, n)
+							if !plain {
+								continue
+							}
+							checked++
+							require.NoError(t, l.Validate(), "%+v", l)
+							require.True(t, n >= 1 && n <= l.capacity(), "%+v cost %d", l, n)
+							require.Equal(t, paramsOf(l, n), p)
+						}
+					}
+				}
+			}
+		}
+	}
+	require.Greater(t, checked, 1000)
 }

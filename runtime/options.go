@@ -45,8 +45,9 @@ func newConfig(opts []Option) config {
 
 // WithClock makes the limiter read time from now instead of its default.
 //
-// For a MemoryLimiter the default is time.Now. For a RedisLimiter the default
-// is the Redis server's TIME, read inside the script, so that app servers
+// For a MemoryLimiter the default is time.Now, read on the monotonic clock
+// so that a step of the wall clock does not move its windows. For a
+// RedisLimiter the default is the Redis server's TIME, read inside the script, so that app servers
 // whose clocks disagree still share one exact window; WithClock replaces it
 // with the caller's clock, which is useful for deterministic tests and for
 // deployments that trust their clock synchronisation. With client clocks the

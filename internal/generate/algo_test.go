@@ -1,6 +1,7 @@
 package generate
 
 import (
+	"errors"
 	"go/types"
 	"slices"
 	"testing"
@@ -10,91 +11,56 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
-// TestAlgorithmsMatchRuntime keeps the parser's algo= names and the
-// generator's constant names in step with the runtime, which the generator
-// does not import.
-func TestAlgorithmsMatchRuntime(t *testing.T) {
-	var names []string
+// TestAlgoConst checks the names the generated code spells the runtime's
+// algorithms with (the golden files compile them).
+func TestAlgoConst(t *testing.T) {
+	want := map[runtime.Algorithm]string{
+		runtime.SlidingLog: "SlidingLog", runtime.SlidingWindow: "SlidingWindow", runtime.FixedWindow: "FixedWindow",
+		runtime.TokenBucket: "TokenBucket", runtime.GCRA: "GCRA",
+	}
 	for _, a := range runtime.Algorithms() {
-		names = append(names, string(a))
-	}
-	if !slices.Equal(names, parse.Algorithms) {
-		t.Fatalf("parse.Algorithms = %v, runtime.Algorithms() = %v", parse.Algorithms, names)
-	}
-	consts := map[string]runtime.Algorithm{
-		"SlidingLog":    runtime.SlidingLog,
-		"SlidingWindow": runtime.SlidingWindow,
-		"FixedWindow":   runtime.FixedWindow,
-		"TokenBucket":   runtime.TokenBucket,
-		"GCRA":          runtime.GCRA,
-	}
-	if len(algoConsts) != len(consts) {
-		t.Fatalf("algoConsts has %d entries, the runtime %d constants", len(algoConsts), len(consts))
-	}
-	for name, value := range consts {
-		if algoConsts[string(value)] != name {
-			t.Errorf("algoConsts[%q] = %q, want runtime.%s", value, algoConsts[string(value)], name)
-		}
-	}
-	if parse.DefaultAlgorithm != string(runtime.Algorithms()[0]) {
-		t.Errorf("parse.DefaultAlgorithm = %q; the runtime's default is %q", parse.DefaultAlgorithm, runtime.Algorithms()[0])
-	}
-}
-
-// TestBoundsMatchRuntime checks that the generator refuses exactly the
-// limits that the runtime's Limit.Validate refuses for their size, so that
-// generated limits always validate.
-func TestBoundsMatchRuntime(t *testing.T) {
-	for _, c := range []struct {
-		window time.Duration
-		burst  int
-	}{
-		{time.Second, 1}, {time.Hour, 1_000_000}, {87600 * time.Hour, 1000}, {87600 * time.Hour, 14},
-		{87600 * time.Hour, 15}, {1 << 52 * time.Microsecond, 1}, {(1<<52 + 1) * time.Microsecond, 1},
-		{time.Duration(1<<52/3+1) * time.Microsecond, 3}, {time.Duration(1<<52/3) * time.Microsecond, 3},
-		{time.Minute, 2147483647}, {(1<<52/11*10 + 10) * time.Microsecond, 1}, {(1<<52/11*10 + 20) * time.Microsecond, 1},
-		{292 * 365 * 24 * time.Hour, 1},
-	} {
-		for _, algo := range parse.Algorithms {
-			for _, max := range []int{1, 3, 1000, 2147483647} {
-				burst := c.burst
-				if !parse.HasBurst(algo) {
-					burst = 0
-				}
-				l := runtime.Limit{Name: "x", Window: c.window, Max: max, Algorithm: runtime.Algorithm(algo), Burst: burst}
-				refused := l.Validate() != nil
-				capacity := (&limit{algo: algo, max: max, burst: burst}).capacity()
-				got := tokenBucketTooLarge(algo, c.window, capacity) || longestWait(algo, c.window, max, capacity) > maxExactUnits
-				if got != refused {
-					t.Errorf("%s window %v max %d burst %d: generator refuses %v, runtime refuses %v (%v)", algo, c.window, max, burst, got, refused, l.Validate())
-				}
-			}
+		if got := algoConst(a); got != want[a] {
+			t.Errorf("algoConst(%q) = %q, want %q", a, got, want[a])
 		}
 	}
 }
 
+// TestCapacity checks that a constant cost the generator accepts is one
+// the runtime admits, and one more is an error.
 func TestCapacity(t *testing.T) {
 	for _, c := range []struct {
-		algo       string
+		algo       runtime.Algorithm
 		max, burst int
 		want       int
 	}{
-		{"", 10, 0, 10}, {"sliding-window", 10, 0, 10}, {"fixed-window", 10, 0, 10},
-		{"token-bucket", 10, 0, 10}, {"token-bucket", 10, 25, 25}, {"gcra", 10, 3, 3}, {"gcra", 10, 0, 10},
+		{"", 10, 0, 10}, {runtime.SlidingWindow, 10, 0, 10}, {runtime.FixedWindow, 10, 0, 10},
+		{runtime.TokenBucket, 10, 0, 10}, {runtime.TokenBucket, 10, 25, 25}, {runtime.GCRA, 10, 3, 3}, {runtime.GCRA, 10, 0, 10},
 	} {
-		l := &limit{algo: c.algo, max: c.max, burst: c.burst}
+		l := &limit{name: "x", window: time.Second, algo: c.algo, max: c.max, burst: c.burst}
 		if got := l.capacity(); got != c.want {
 			t.Errorf("capacity of %s max %d burst %d = %d, want %d", c.algo, c.max, c.burst, got, c.want)
 		}
-		rl := runtime.Limit{Name: "x", Window: time.Second, Max: c.max, Algorithm: runtime.Algorithm(c.algo), Burst: c.burst}
-		// The runtime admits a cost of exactly the capacity, and refuses one more.
 		lim := runtime.NewMemoryLimiter()
-		if _, err := runtime.AllowN(t.Context(), lim, rl, "k", c.want); err != nil {
+		if _, err := lim.Decide(t.Context(), runtime.Request{Limit: l.runtimeLimit(), Key: "k", Cost: int64(c.want)}); err != nil {
 			t.Errorf("%s: the runtime refuses a cost of the capacity %d: %v", c.algo, c.want, err)
 		}
-		if _, err := runtime.AllowN(t.Context(), lim, rl, "k2", c.want+1); err == nil {
-			t.Errorf("%s: the runtime accepts a cost of %d, above the capacity", c.algo, c.want+1)
+		if _, err := lim.Decide(t.Context(), runtime.Request{Limit: l.runtimeLimit(), Key: "k2", Cost: int64(c.want) + 1}); !errors.Is(err, runtime.ErrInvalidCost) {
+			t.Errorf("%s: a cost of %d, above the capacity: got %v, want an error wrapping runtime.ErrInvalidCost", c.algo, c.want+1, err)
 		}
+	}
+}
+
+// TestBurstApplies: burst= sizes the buckets of the token bucket and
+// GCRA, as the directive reference says.
+func TestBurstApplies(t *testing.T) {
+	var got []runtime.Algorithm
+	for _, a := range runtime.Algorithms() {
+		if parse.BurstApplies(a) {
+			got = append(got, a)
+		}
+	}
+	if want := []runtime.Algorithm{runtime.TokenBucket, runtime.GCRA}; !slices.Equal(got, want) {
+		t.Errorf("burst= applies to %v, want %v", got, want)
 	}
 }
 

@@ -5,8 +5,6 @@ import (
 	"go/types"
 	"strconv"
 	"strings"
-
-	"github.com/ratelimitgen/ratelimitgen/internal/parse"
 )
 
 // checkSharedNames reports limits of one run that share a name but not
@@ -37,7 +35,7 @@ func checkSharedNames(models []*pkgModel, ds *diagnostics) {
 func limitRules(l *limit) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d %s, %s", l.max, windowWords(l.window), l.algorithm())
-	if parse.HasBurst(l.algorithm()) {
+	if l.burstApplies() {
 		// burst= absent and burst= equal to max are the same bucket.
 		b.WriteString(" with a burst of " + strconv.Itoa(l.capacity()))
 	}

@@ -7,15 +7,27 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/internal/parse"
 )
 
-// costExpr is a type-checked cost= expression: an integer.
+// costExpr is a type-checked cost= expression: an integer. A Request's
+// Cost is an int64, which every integer converts to exactly or, for an
+// unsigned value above math.MaxInt64, as a negative number that the
+// runtime refuses: never as a small cost that it would admit.
 type costExpr struct {
 	checkedExpr
-	// isInt is set when the expression is an int already (or an untyped
-	// constant), so that it needs no conversion.
-	isInt bool
-	// fits is set when int(x) is exact on every platform: the type is an
-	// integer of at most 32 bits, or 16 if unsigned.
-	fits bool
+	// isInt64 is set when the expression is an int64 already (or an
+	// untyped constant), so that it needs no conversion.
+	isInt64 bool
+}
+
+// exprs returns l's key parts and cost.
+func (l *limit) exprs() []*checkedExpr {
+	var out []*checkedExpr
+	for _, kp := range l.key {
+		out = append(out, &kp.checkedExpr)
+	}
+	if l.cost != nil {
+		out = append(out, &l.cost.checkedExpr)
+	}
+	return out
 }
 
 // checkCost type-checks a cost= expression, which must be of an integer
@@ -34,16 +46,7 @@ func (es *exprScope) checkCost(e parse.Expr, ds *diagnostics) *costExpr {
 		ds.errorf(e.Pos, "%s", msg)
 		return nil
 	}
-	b, basic := types.Unalias(ce.typ).(*types.Basic)
-	isInt := types.Identical(ce.typ, types.Typ[types.Int]) || basic && b.Info()&types.IsUntyped != 0
-	fits := false
-	if u, ok := types.Unalias(ce.typ).Underlying().(*types.Basic); ok {
-		switch u.Kind() {
-		case types.Int8, types.Int16, types.Int32, types.Uint8, types.Uint16:
-			fits = true
-		}
-	}
-	return &costExpr{checkedExpr: *ce, isInt: isInt, fits: fits}
+	return &costExpr{checkedExpr: *ce, isInt64: isInt64(ce.typ)}
 }
 
 // isInteger reports whether t is an integer type, or a type parameter all of

@@ -37,16 +37,14 @@ type emitter struct {
 	wrappers []*wrapper
 	declared []*limit
 	used     []*limit
-	// file is the registry scope of the file: package-level names, import
-	// names, and every name the user's signatures and keys declare or use.
-	file      *names
-	limitVars map[*limit]string
-	// costFunc names the generated function that converts a cost= value
-	// to an int without wrapping around, or is "" when no limit needs it.
-	costFunc string
-	// sleepFunc names the generated function that waits for room (wait=),
-	// or is "" when no limit needs it.
-	sleepFunc string
+	// file is the scope of the file that every method's names nest in:
+	// the package's names, the file's import names and the generated
+	// package-level names. user adds every name that the wrappers'
+	// signatures and expressions declare or use, in any method: import
+	// names and package-level names, visible in every method, avoid
+	// them; a method's locals avoid only its own (see methodScope).
+	file, user *names
+	limitVars  map[*limit]string
 }
 
 // fileGroup is what one generated file of a package declares: the
@@ -90,19 +88,9 @@ func emitPackage(m *pkgModel) ([]fileGroup, [][]byte, error) {
 
 	declared := append(slices.Clone(m.limits), m.foreign...)
 	all := &emitter{m: m, pkg: m.pkg.Types, wrappers: m.wrappers, used: declared, limitVars: map[*limit]string{}}
-	all.reserveUserNames()
+	all.reserveNames()
 	for _, l := range declared {
 		all.limitVars[l] = all.packageLevel(limitVarBase(l))
-	}
-	costFuncs, sleepFuncs := map[string]string{}, map[string]string{}
-	for _, key := range keys {
-		used := usedLimits(byKey[key].wrappers)
-		if costFuncNeeded(used) {
-			costFuncs[key] = all.packageLevel("rateLimitCost" + constraintWords(byKey[key].constraint))
-		}
-		if slices.ContainsFunc(used, func(l *limit) bool { return l.wait > 0 }) {
-			sleepFuncs[key] = all.packageLevel("rateLimitSleep" + constraintWords(byKey[key].constraint))
-		}
 	}
 
 	groups := make([]fileGroup, len(keys))
@@ -117,17 +105,9 @@ func emitPackage(m *pkgModel) ([]fileGroup, [][]byte, error) {
 			declared:  g.limits,
 			used:      usedLimits(g.wrappers),
 			limitVars: all.limitVars,
-			costFunc:  costFuncs[key],
-			sleepFunc: sleepFuncs[key],
 		}
-		e.reserveUserNames()
+		e.reserveNames()
 		for _, name := range all.limitVars {
-			e.file.reserve(name)
-		}
-		for _, name := range costFuncs {
-			e.file.reserve(name)
-		}
-		for _, name := range sleepFuncs {
 			e.file.reserve(name)
 		}
 		src, err := e.render(g.constraint)
@@ -156,7 +136,7 @@ func usedLimits(ws []*wrapper) []*limit {
 	return out
 }
 
-// render writes the file: its imports, limits, wrappers and helper.
+// render writes the file: its imports, limits and wrappers.
 func (e *emitter) render(c constraint.Expr) ([]byte, error) {
 	e.f.HeaderComment(strings.TrimPrefix(Header, "// "))
 	e.f.HeaderComment(buildLine(c))
@@ -179,8 +159,6 @@ func (e *emitter) render(c constraint.Expr) ([]byte, error) {
 	for _, w := range e.wrappers {
 		e.wrapper(w)
 	}
-	e.costFuncs()
-	e.sleepFuncDecl()
 	var buf bytes.Buffer
 	if err := e.f.Render(&buf); err != nil {
 		return nil, fmt.Errorf("rendering the generated code of %s (a bug in ratelimitgen): %w", e.m.pkg.PkgPath, err)
@@ -194,44 +172,53 @@ func (e *emitter) render(c constraint.Expr) ([]byte, error) {
 	return src, nil
 }
 
-// reserveUserNames fills the file scope with every name the user's code
-// brings into the file: the package's, and those of the wrappers'
-// signatures and expressions.
-func (e *emitter) reserveUserNames() {
-	pkgScope := newRootNames().child()
+// reserveNames fills the file scope with the package's names and the
+// wrappers' names, and the user scope with every name the user's code
+// brings into the file's methods.
+func (e *emitter) reserveNames() {
+	e.file = newRootNames().child()
 	for _, name := range e.pkg.Scope().Names() {
-		pkgScope.reserve(name)
+		e.file.reserve(name)
 	}
-	e.file = pkgScope.child()
 	for _, w := range e.wrappers {
 		e.file.reserve(w.name)
 		e.file.reserve(w.ctor)
-		tps := w.named.TypeParams()
-		for i := 0; i < tps.Len(); i++ {
-			e.file.reserve(tps.At(i).Obj().Name())
-		}
+	}
+	e.user = e.file.child()
+	for _, w := range e.wrappers {
+		reserveTypeParams(e.user, w.named.TypeParams())
 		for _, wm := range w.methods {
-			for i := 0; i < wm.sig.Params().Len(); i++ {
-				if name := wm.sig.Params().At(i).Name(); name != "" && name != "_" {
-					e.file.reserve(name)
-				}
-			}
-			tps := wm.sig.RecvTypeParams()
-			for i := 0; i < tps.Len(); i++ {
-				e.file.reserve(tps.At(i).Obj().Name())
-			}
+			reserveMethodNames(e.user, wm)
 		}
 	}
 	for _, l := range e.used {
 		for _, ce := range l.exprs() {
 			for _, id := range ce.idents {
-				e.file.reserve(id)
+				e.user.reserve(id)
 			}
 		}
 	}
 }
 
-// packageLevel chooses a package-level name: free in the file scope and
+// reserveTypeParams reserves the names of tps in n.
+func reserveTypeParams(n *names, tps *types.TypeParamList) {
+	for i := 0; i < tps.Len(); i++ {
+		n.reserve(tps.At(i).Obj().Name())
+	}
+}
+
+// reserveMethodNames reserves in n the names that method wm's signature
+// declares: its named parameters and the type parameters of its receiver.
+func reserveMethodNames(n *names, wm *wrapperMethod) {
+	for i := 0; i < wm.sig.Params().Len(); i++ {
+		if name := wm.sig.Params().At(i).Name(); name != "" && name != "_" {
+			n.reserve(name)
+		}
+	}
+	reserveTypeParams(n, wm.sig.RecvTypeParams())
+}
+
+// packageLevel chooses a package-level name: free in the user scope and
 // unlike every import name of the package's files (theirs alone, but a
 // package-level name may not repeat one).
 func (e *emitter) packageLevel(base string) string {
@@ -241,7 +228,7 @@ func (e *emitter) packageLevel(base string) string {
 				return true
 			}
 		}
-		return e.file.has(name)
+		return e.user.has(name)
 	}
 	name := base
 	for i := 1; taken(name); i++ {
@@ -302,14 +289,9 @@ func (e *emitter) allocateImports() {
 	if strconvUsed {
 		want("strconv", "strconv", "strconv")
 	}
-	if e.costFunc != "" {
-		want("math", "math", "math")
-	}
-	if e.sleepFunc != "" {
-		want("context", "context", "context")
-	}
 	for _, p := range paths {
-		name := e.file.freshImport(preferred[p])
+		name := e.user.freshImport(preferred[p])
+		e.file.reserve(name)
 		if name == realName[p] && name == path.Base(p) {
 			e.f.ImportName(p, name)
 		} else {
@@ -335,8 +317,8 @@ func (e *emitter) limitValue(l *limit) *jen.Statement {
 		jen.Id("Window").Op(":").Add(window),
 		jen.Id("Max").Op(":").Lit(l.max),
 	}
-	if a := l.algorithm(); a != parse.DefaultAlgorithm {
-		fields = append(fields, jen.Id("Algorithm").Op(":").Qual(RuntimePath, algoConsts[a]))
+	if a := l.algorithm(); a != defaultAlgorithm() {
+		fields = append(fields, jen.Id("Algorithm").Op(":").Qual(RuntimePath, algoConst(a)))
 	}
 	if l.burst > 0 {
 		fields = append(fields, jen.Id("Burst").Op(":").Lit(l.burst))
@@ -385,9 +367,8 @@ func isASCIIAlnum(r rune) bool {
 	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9'
 }
 
-// wrapperIdents are the names chosen for one wrapper.
+// wrapperIdents are the names of a wrapper's fields.
 type wrapperIdents struct {
-	recv string
 	// next is the field holding the wrapped value: the embedded type's
 	// name for a concrete type.
 	next    string
@@ -399,7 +380,7 @@ func (e *emitter) wrapper(w *wrapper) {
 	tps := w.named.TypeParams()
 	wrapped := func() *jen.Statement { return jen.Id(w.owner.Name()).Add(typeArgsOf(tps)) }
 	self := func() *jen.Statement { return jen.Id(w.name).Add(typeArgsOf(tps)) }
-	id := wrapperIdents{recv: e.file.child().fresh("r")}
+	var id wrapperIdents
 
 	fields := &names{taken: map[string]bool{}}
 	for _, wm := range w.methods {
@@ -418,18 +399,9 @@ func (e *emitter) wrapper(w *wrapper) {
 	}
 	id.limiter = e.freshField(fields, w, "limiter")
 
-	// The type.
-	var doc string
-	if w.iface {
-		doc = fmt.Sprintf("%s is %s that asks a runtime.Limiter before each call of a rate-limited method and forwards to the %s it wraps only the calls the limiter admits.", w.name, withArticle(w.owner.Name()), w.owner.Name())
-		if hasUnlimited(w) {
-			doc += " Its other methods forward every call unchanged."
-		}
-	} else {
-		doc = fmt.Sprintf("%s is %s whose rate-limited methods ask a runtime.Limiter before each call and call the embedded %s's method only when the limiter admits the call. Its other methods are promoted unchanged.", w.name, withArticle(w.owner.Name()), w.owner.Name())
-	}
+	// The type, whose doc states once what every method does.
 	e.f.Line()
-	e.comment(doc)
+	e.comment(wrapperDoc(w))
 	var structFields []jen.Code
 	if w.iface {
 		structFields = append(structFields, jen.Id(id.next).Add(wrapped()))
@@ -439,15 +411,24 @@ func (e *emitter) wrapper(w *wrapper) {
 	structFields = append(structFields, jen.Id(id.limiter).Qual(RuntimePath, "Limiter"))
 	e.f.Type().Id(w.name).Add(e.typeParamsList(tps)).Struct(structFields...)
 
+	// The compiler checks that the wrapper implements the interface. A
+	// generic one would need type arguments: its constructor's callers
+	// check it for theirs.
+	if w.iface && tps.Len() == 0 {
+		e.f.Line()
+		e.f.Var().Id("_").Id(w.owner.Name()).Op("=").Parens(jen.Op("*").Id(w.name)).Call(jen.Nil())
+	}
+
 	// The constructor.
 	ctorScope := e.file.child()
+	reserveTypeParams(ctorScope, tps)
 	nextParam, limiterParam := ctorScope.fresh("next"), ctorScope.fresh("limiter")
 	nextType := wrapped()
 	if !w.iface && !w.byValue {
 		nextType = jen.Op("*").Add(nextType)
 	}
 	e.f.Line()
-	e.comment(fmt.Sprintf("%s returns %s that forwards to %s the calls that %s admits.", w.ctor, withArticle(w.name), nextParam, limiterParam))
+	e.comment(fmt.Sprintf("%s returns a %s that forwards to %s the calls that %s admits.", w.ctor, w.name, nextParam, limiterParam))
 	e.f.Func().Id(w.ctor).Add(e.typeParamsList(tps)).
 		Params(jen.Id(nextParam).Add(nextType), jen.Id(limiterParam).Qual(RuntimePath, "Limiter")).
 		Op("*").Add(self()).
@@ -480,15 +461,6 @@ func (e *emitter) freshField(fields *names, w *wrapper, base string) string {
 	}
 }
 
-func hasUnlimited(w *wrapper) bool {
-	for _, wm := range w.methods {
-		if len(wm.limits) == 0 {
-			return true
-		}
-	}
-	return false
-}
-
 // typeParamsList spells the declaration of tps, or nothing.
 func (e *emitter) typeParamsList(tps *types.TypeParamList) *jen.Statement {
 	if tps.Len() == 0 {
@@ -505,10 +477,30 @@ func typeArgsOf(tps *types.TypeParamList) *jen.Statement {
 	return jen.Types(typeParamsUse(tps)...)
 }
 
+// methodScope returns the scope of the names of one method of w: the
+// file's, and the names the method's signature declares and its limits'
+// expressions use. Names are chosen per method, as a person writing the
+// method would: a parameter of one method renames nothing in another.
+func (e *emitter) methodScope(w *wrapper, wm *wrapperMethod) *names {
+	scope := e.file.child()
+	reserveMethodNames(scope, wm)
+	if wm.sig.RecvTypeParams().Len() == 0 {
+		reserveTypeParams(scope, w.named.TypeParams())
+	}
+	for _, l := range wm.limits {
+		for _, ce := range l.exprs() {
+			for _, id := range ce.idents {
+				scope.reserve(id)
+			}
+		}
+	}
+	return scope
+}
+
 // method emits one method of w.
 func (e *emitter) method(w *wrapper, wm *wrapperMethod, id wrapperIdents) {
-	scope := e.file.child()
-	scope.reserve(id.recv)
+	scope := e.methodScope(w, wm)
+	recv := scope.fresh("r")
 	sig := wm.sig
 
 	// Parameter names: the user's, except where there is none to forward
@@ -537,7 +529,7 @@ func (e *emitter) method(w *wrapper, wm *wrapperMethod, id wrapperIdents) {
 	}
 	recvType := jen.Op("*").Id(w.name).Add(typeArgsOf(recvTPs))
 
-	target := jen.Id(id.recv).Dot(id.next)
+	target := jen.Id(recv).Dot(id.next)
 	args := make([]jen.Code, len(params))
 	for i, name := range params {
 		args[i] = jen.Id(name)
@@ -552,9 +544,9 @@ func (e *emitter) method(w *wrapper, wm *wrapperMethod, id wrapperIdents) {
 	}
 
 	e.f.Line()
+	e.comment(methodDoc(w, wm, e.limitVar))
 	if len(wm.limits) == 0 {
-		e.comment(fmt.Sprintf("%s calls the wrapped %s's %s; it has no limit.", wm.name, w.owner.Name(), wm.name))
-		e.f.Func().Params(jen.Id(id.recv).Add(recvType)).Id(wm.name).Add(e.signature(sig, params)).Block(forward)
+		e.f.Func().Params(jen.Id(recv).Add(recvType)).Id(wm.name).Add(e.signature(sig, params)).Block(forward)
 		return
 	}
 
@@ -562,32 +554,32 @@ func (e *emitter) method(w *wrapper, wm *wrapperMethod, id wrapperIdents) {
 	if hasContextParam(sig) {
 		ctx = jen.Id(params[0])
 	}
-	mc := methodCall{w: w, wm: wm, id: id, scope: scope, params: params, ctx: ctx, forward: forward}
-	var body []jen.Code
-	if len(wm.limits) == 1 {
-		body = e.singleLimit(mc)
-	} else {
-		body = e.multiLimit(mc)
-	}
-	e.f.Func().Params(jen.Id(id.recv).Add(recvType)).Id(wm.name).Add(e.signature(sig, params)).Block(body...)
+	mc := methodCall{wm: wm, recv: recv, id: id, scope: scope, params: params, ctx: ctx}
+	body := append(e.limitedBody(mc), forward)
+	e.f.Func().Params(jen.Id(recv).Add(recvType)).Id(wm.name).Add(e.signature(sig, params)).Block(body...)
 }
 
 // returnZero returns the statements that return zero values for all the
-// results of sig but the last, and errExpr for the last.
+// results of sig but the last, and errExpr for the last. A result whose
+// type is a type parameter, which has no zero literal, is returned from a
+// variable, one per type.
 func (e *emitter) returnZero(sig *types.Signature, scope *names, errExpr jen.Code) []jen.Code {
 	var stmts []jen.Code
 	results := make([]jen.Code, sig.Results().Len())
 	local := scope.child()
+	vars := map[*types.TypeParam]string{}
 	for i := 0; i < len(results)-1; i++ {
 		t := sig.Results().At(i).Type()
 		if z := zeroValue(e, t); z != nil {
 			results[i] = z
 			continue
 		}
-		// A type parameter has no zero literal.
-		name := local.fresh("zero")
-		stmts = append(stmts, jen.Var().Id(name).Add(e.typ(t)))
-		results[i] = jen.Id(name)
+		tp := types.Unalias(t).(*types.TypeParam)
+		if vars[tp] == "" {
+			vars[tp] = local.fresh("zero")
+			stmts = append(stmts, jen.Var().Id(vars[tp]).Add(e.typ(t)))
+		}
+		results[i] = jen.Id(vars[tp])
 	}
 	results[len(results)-1] = errExpr
 	return append(stmts, jen.Return(results...))

@@ -8,28 +8,25 @@ import (
 	"github.com/dave/jennifer/jen"
 )
 
-// keyWords describes a key for doc comments.
+// keyWords describes a key for doc comments: "req.Email", "(a, b)".
 func keyWords(key []*keyPart) string {
-	switch len(key) {
-	case 0:
-		return "in total"
-	case 1:
-		return "for each value of " + key[0].text
-	}
 	texts := make([]string, len(key))
 	for i, kp := range key {
 		texts[i] = kp.text
 	}
-	return "for each value of (" + strings.Join(texts, ", ") + ")"
+	if len(texts) == 1 {
+		return texts[0]
+	}
+	return "(" + strings.Join(texts, ", ") + ")"
 }
 
-// keyCode returns the expression of the key string. A composite key is
-// built in a stack buffer by statements appended to body, with one
-// allocation for the final string.
+// keyCode returns the expression of the key string, or nil for no key. A
+// composite key is built in a stack buffer by statements appended to body,
+// with one allocation for the final string.
 func (e *emitter) keyCode(key []*keyPart, params []string, scope *names, body *[]jen.Code) jen.Code {
 	switch len(key) {
 	case 0:
-		return jen.Lit("")
+		return nil
 	case 1:
 		return e.partString(key[0], params)
 	}

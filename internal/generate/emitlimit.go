@@ -1,191 +1,224 @@
 package generate
 
 import (
-	"fmt"
-	"slices"
-	"strconv"
+	"go/constant"
+	"go/token"
+	"go/types"
 	"strings"
+	"time"
 
 	"github.com/dave/jennifer/jen"
-
-	"github.com/ratelimitgen/ratelimitgen/internal/parse"
 )
 
 // methodCall is what the body of one rate-limited method is made of.
 type methodCall struct {
-	w     *wrapper
-	wm    *wrapperMethod
-	id    wrapperIdents
+	wm   *wrapperMethod
+	recv string
+	id   wrapperIdents
+	// scope holds the method's names.
 	scope *names
 	// params are the parameters' names in the wrapper.
 	params []string
 	// ctx is the context passed to the limiter.
 	ctx jen.Code
-	// forward is the statement that calls the wrapped method.
-	forward jen.Code
 }
 
-// singleLimit emits the body of a method with one limit: Limiter.Allow,
-// or runtime.AllowN with a cost, then the call.
-func (e *emitter) singleLimit(mc methodCall) []jen.Code {
-	l := mc.wm.limits[0]
-	lv := e.limitVar(l)
-	doc := fmt.Sprintf("%s calls the wrapped %s's %s if the limit %s, admits the call. Otherwise it returns a *runtime.LimitError, or the limiter's error if the limiter could not decide.",
-		mc.wm.name, mc.w.owner.Name(), mc.wm.name, limitWords(l))
-	if computedCost(l) {
-		doc += " A cost of 0 admits the call without asking the limiter, which records nothing. A negative cost or one above the limit's capacity is an error wrapping runtime.ErrCostExceedsMax, and the limiter is not asked."
-	}
-	e.comment(doc + waitDoc(mc.wm))
-
-	// The cost comes first: a call that costs nothing needs no key.
-	var body []jen.Code
-	var cost jen.Code
-	if l.cost != nil {
-		cost = e.costValue(l.cost, mc.params, mc.scope, &body)
-		if computedCost(l) {
-			body = append(body,
-				jen.If(jen.Add(cost).Op("==").Lit(0)).Block(mc.forward),
-				e.checkCost(mc, lv, cost))
-		}
-	}
-	key := e.keyCode(l.key, mc.params, mc.scope, &body)
-	var ask jen.Code
-	if l.cost == nil {
-		ask = jen.Id(mc.id.recv).Dot(mc.id.limiter).Dot("Allow").Call(mc.ctx, jen.Id(lv), key)
-	} else {
-		ask = jen.Qual(RuntimePath, "AllowN").Call(mc.ctx, jen.Id(mc.id.recv).Dot(mc.id.limiter), jen.Id(lv), key, cost)
-	}
-	d, errName := mc.scope.fresh("d"), mc.scope.fresh("err")
-	sig := mc.wm.sig
-	body = append(body,
-		jen.List(jen.Id(d), jen.Id(errName)).Op(":=").Add(ask),
-		jen.If(jen.Id(errName).Op("!=").Nil()).Block(e.returnZero(sig, mc.scope, jen.Id(errName))...))
-	body = append(body, e.waitLoop(mc, d, func() *jen.Statement { return jen.Id(d).Dot("RetryAfter") }, ask, errName)...)
-	return append(body,
-		jen.If(jen.Op("!").Id(d).Dot("Allowed")).Block(e.returnZero(sig, mc.scope, jen.Qual(RuntimePath, "NewLimitError").Call(jen.Id(lv), jen.Id(d)))...),
-		mc.forward,
-	)
+// costGroup is the limits of a method whose cost is computed by one
+// expression: a cost of 0 leaves all of them out of the decision.
+type costGroup struct {
+	cost   *costExpr
+	limits []int
 }
 
-// multiLimit emits the body of a method with several limits: one
-// runtime.AllowAll over an array of requests, which admits the call in
-// every limit or in none.
-func (e *emitter) multiLimit(mc methodCall) []jen.Code {
+// limitedBody returns the statements that ask the limiter before the call
+// is forwarded: one runtime.Enforce (runtime.Wait with wait=) over the
+// method's requests, which admits the call in every limit or in none. A
+// limit whose computed cost is 0 is left out of it (the runtime reads a
+// Request's Cost of 0 as 1); a call all of whose limits are left out is
+// forwarded without asking the limiter.
+func (e *emitter) limitedBody(mc methodCall) []jen.Code {
 	ls := mc.wm.limits
-	words := make([]string, len(ls))
+	var static []int
+	var groups []*costGroup
 	for i, l := range ls {
-		words[i] = limitWords(l)
-	}
-	doc := fmt.Sprintf("%s calls the wrapped %s's %s if every one of its limits admits the call: %s. When one of them denies the call, none of them counts it, and %s returns a *runtime.LimitError naming the limit with the longest wait. It returns the limiter's error if the limiter could not decide.",
-		mc.wm.name, mc.w.owner.Name(), mc.wm.name, strings.Join(words, "; "), mc.wm.name)
-	dynamic := slices.ContainsFunc(ls, computedCost)
-	if dynamic {
-		doc += " A limit whose cost is 0 is left out and records nothing"
-		if !slices.ContainsFunc(ls, func(l *limit) bool { return !computedCost(l) }) {
-			doc += "; when every cost is 0 the call is forwarded without asking the limiter"
+		if !computedCost(l) {
+			static = append(static, i)
+			continue
 		}
-		doc += ". A negative cost or one above its limit's capacity is an error wrapping runtime.ErrCostExceedsMax, and the limiter is not asked."
+		found := false
+		for _, g := range groups {
+			if g.cost.text == l.cost.text {
+				g.limits = append(g.limits, i)
+				found = true
+				break
+			}
+		}
+		if !found {
+			groups = append(groups, &costGroup{cost: l.cost, limits: []int{i}})
+		}
 	}
-	e.comment(doc + waitDoc(mc.wm))
 
 	var body []jen.Code
-	// A key shared by several limits is computed once, unless it is a
-	// plain string variable or field.
+	switch {
+	case len(groups) == 0:
+		keys := e.keys(mc, mc.scope, static, &body)
+		reqs := make([]jen.Code, len(static))
+		for j, i := range static {
+			reqs[j] = e.request(ls[i], keys[i], e.constantCost(ls[i].cost, mc.params))
+		}
+		return append(body, e.enforce(mc, mc.scope, reqs...))
+
+	case len(static) == 0 && len(groups) == 1:
+		// Every limit has the same computed cost: a call that costs
+		// nothing needs neither the limiter nor its keys.
+		g := groups[0]
+		scope := mc.scope.child()
+		test, cost := e.costTest(mc, g.cost, scope)
+		var inner []jen.Code
+		keys := e.keys(mc, scope, g.limits, &inner)
+		reqs := make([]jen.Code, len(g.limits))
+		for j, i := range g.limits {
+			reqs[j] = e.request(ls[i], keys[i], cost)
+		}
+		inner = append(inner, e.enforce(mc, scope, reqs...))
+		return append(body, jen.If(test...).Block(inner...))
+	}
+
+	// Several costs, or computed and fixed ones: the requests are
+	// collected in a slice, with those of a cost of 0 left out.
+	all := make([]int, len(ls))
+	for i := range all {
+		all[i] = i
+	}
+	keys := e.keys(mc, mc.scope, all, &body)
+	reqs := mc.scope.fresh("reqs")
+	if len(static) == 0 {
+		body = append(body, jen.Var().Id(reqs).Index().Qual(RuntimePath, "Request"))
+	} else {
+		elems := make([]jen.Code, 0, len(static)+1)
+		for _, i := range static {
+			elems = append(elems, jen.Line().Values(e.requestFields(ls[i], keys[i], e.constantCost(ls[i].cost, mc.params))...))
+		}
+		elems = append(elems, jen.Line())
+		body = append(body, jen.Id(reqs).Op(":=").Index().Qual(RuntimePath, "Request").Values(elems...))
+	}
+	for _, g := range groups {
+		scope := mc.scope.child()
+		test, cost := e.costTest(mc, g.cost, scope)
+		args := []jen.Code{jen.Id(reqs)}
+		for _, i := range g.limits {
+			args = append(args, e.request(ls[i], keys[i], cost))
+		}
+		body = append(body, jen.If(test...).Block(jen.Id(reqs).Op("=").Append(args...)))
+	}
+	return append(body, e.enforce(mc, mc.scope, jen.Id(reqs).Op("...")))
+}
+
+// enforce returns the statement that asks the limiter about reqs and
+// returns the denial or the limiter's error, if any.
+func (e *emitter) enforce(mc methodCall, scope *names, reqs ...jen.Code) jen.Code {
+	local := scope.child()
+	errName := local.fresh("err")
+	fn := "Enforce"
+	args := []jen.Code{mc.ctx, jen.Id(mc.recv).Dot(mc.id.limiter)}
+	if w := methodWait(mc.wm); w > 0 {
+		fn = "Wait"
+		args = append(args, durationCode(w))
+	}
+	if len(reqs) > 1 {
+		// One request per line.
+		for _, r := range reqs {
+			args = append(args, jen.Line().Add(r))
+		}
+		args = append(args, jen.Line())
+	} else {
+		args = append(args, reqs...)
+	}
+	return jen.If(
+		jen.Id(errName).Op(":=").Qual(RuntimePath, fn).Call(args...),
+		jen.Id(errName).Op("!=").Nil(),
+	).Block(e.returnZero(mc.wm.sig, local, jen.Id(errName))...)
+}
+
+// request spells one runtime.Request.
+func (e *emitter) request(l *limit, key, cost jen.Code) jen.Code {
+	return jen.Qual(RuntimePath, "Request").Values(e.requestFields(l, key, cost)...)
+}
+
+// requestFields spells the fields of a Request for l, leaving out a key
+// or cost that is nil (no key, or a cost of 1).
+func (e *emitter) requestFields(l *limit, key, cost jen.Code) []jen.Code {
+	fs := []jen.Code{jen.Id("Limit").Op(":").Id(e.limitVar(l))}
+	if key != nil {
+		fs = append(fs, jen.Id("Key").Op(":").Add(key))
+	}
+	if cost != nil {
+		fs = append(fs, jen.Id("Cost").Op(":").Add(cost))
+	}
+	return fs
+}
+
+// keys returns the key of each limit ls[i] of mc for i in idx, nil for
+// none, appending to body the statements that compute them. A key that
+// several of them share is computed once, unless it is a plain string
+// variable or field.
+func (e *emitter) keys(mc methodCall, scope *names, idx []int, body *[]jen.Code) map[int]jen.Code {
+	ls := mc.wm.limits
 	uses := map[string]int{}
-	for _, l := range ls {
-		uses[keyText(l.key)]++
+	for _, i := range idx {
+		uses[keyText(ls[i].key)]++
 	}
 	shared := map[string]jen.Code{}
-	keys := make([]jen.Code, len(ls))
-	for i, l := range ls {
+	keys := map[int]jen.Code{}
+	for _, i := range idx {
+		l := ls[i]
 		text := keyText(l.key)
 		if k, ok := shared[text]; ok {
 			keys[i] = k
 			continue
 		}
-		keys[i] = e.keyCode(l.key, mc.params, mc.scope, &body)
+		keys[i] = e.keyCode(l.key, mc.params, scope, body)
 		if uses[text] > 1 && len(l.key) > 0 && !(len(l.key) == 1 && l.key[0].plain && l.key[0].kind == keyString) {
-			name := mc.scope.fresh("key")
-			body = append(body, jen.Id(name).Op(":=").Add(keys[i]))
+			name := scope.fresh("key")
+			*body = append(*body, jen.Id(name).Op(":=").Add(keys[i]))
 			keys[i] = jen.Id(name)
-			shared[text] = keys[i]
 		}
+		shared[text] = keys[i]
 	}
+	return keys
+}
 
-	// So is a computed cost, which is checked against each of its limits
-	// before the limiter is asked.
-	sharedCost := map[string]jen.Code{}
-	costs := make([]jen.Code, len(ls))
-	for i, l := range ls {
-		if l.cost == nil {
-			continue
-		}
-		c, ok := sharedCost[l.cost.text]
-		if !ok {
-			c = e.costValue(l.cost, mc.params, mc.scope, &body)
-			sharedCost[l.cost.text] = c
-		}
-		costs[i] = c
+// costTest returns the init and condition of the if statement that runs
+// only for a computed cost c other than 0, and the int64 cost they
+// leave in scope: "cost := int64(len(items)); cost != 0" and cost, or
+// "units != 0" and units for a plain int64.
+func (e *emitter) costTest(mc methodCall, c *costExpr, scope *names) ([]jen.Code, jen.Code) {
+	x := e.exprCode(&c.checkedExpr, mc.params)
+	if c.plain && c.isInt64 {
+		return []jen.Code{x.Clone().Op("!=").Lit(0)}, x
 	}
+	if !c.isInt64 {
+		x = jen.Int64().Call(x)
+	}
+	name := scope.fresh("cost")
+	return []jen.Code{jen.Id(name).Op(":=").Add(x), jen.Id(name).Op("!=").Lit(0)}, jen.Id(name)
+}
 
-	reqs := mc.scope.fresh("reqs")
-	fields := func(i int) []jen.Code {
-		fs := []jen.Code{
-			jen.Id("Limit").Op(":").Id(e.limitVar(ls[i])),
-			jen.Id("Key").Op(":").Add(keys[i]),
-		}
-		if ls[i].cost != nil {
-			fs = append(fs, jen.Id("Cost").Op(":").Add(costs[i]))
-		}
-		return fs
+// constantCost spells a constant cost as a Request's Cost, or returns nil
+// for none or a cost of 1.
+func (e *emitter) constantCost(c *costExpr, params []string) jen.Code {
+	if c == nil || constant.Compare(constant.ToInt(c.value), token.EQL, constant.MakeInt64(1)) {
+		return nil
 	}
-	var all *jen.Statement
-	if dynamic {
-		// A computed cost may be 0: its limit is then left out, and the
-		// runtime, which reads a Cost of 0 as 1, never sees it. The
-		// slice escapes through the runtime's interface call, as the
-		// array below does: one allocation per call.
-		body = append(body, jen.Id(reqs).Op(":=").Make(jen.Index().Qual(RuntimePath, "Request"), jen.Lit(0), jen.Lit(len(ls))))
-		for i, l := range ls {
-			add := jen.Id(reqs).Op("=").Append(jen.Id(reqs), jen.Qual(RuntimePath, "Request").Values(fields(i)...))
-			if !computedCost(l) {
-				body = append(body, add)
-				continue
-			}
-			body = append(body, jen.If(jen.Add(costs[i]).Op("!=").Lit(0)).Block(e.checkCost(mc, e.limitVar(l), costs[i]), add))
-		}
-		if !slices.ContainsFunc(ls, func(l *limit) bool { return !computedCost(l) }) {
-			body = append(body, jen.If(jen.Len(jen.Id(reqs)).Op("==").Lit(0)).Block(mc.forward))
-		}
-		all = jen.Id(reqs)
-	} else {
-		elems := make([]jen.Code, 0, len(ls)+1)
-		for i := range ls {
-			elems = append(elems, jen.Line().Values(fields(i)...))
-		}
-		elems = append(elems, jen.Line())
-		// One array, sliced for both calls. It escapes through the
-		// runtime's interface call: one allocation per call (160 B for
-		// two limits), measured by the e2e benchmarks.
-		body = append(body, jen.Id(reqs).Op(":=").Index(jen.Op("...")).Qual(RuntimePath, "Request").Values(elems...))
-		all = jen.Id(reqs).Index(jen.Empty(), jen.Empty())
+	x := e.exprCode(&c.checkedExpr, params)
+	if c.isInt64 {
+		return x
 	}
-	ds, errName := mc.scope.fresh("ds"), mc.scope.fresh("err")
-	sig := mc.wm.sig
-	ask := jen.Qual(RuntimePath, "AllowAll").Call(mc.ctx, jen.Id(mc.id.recv).Dot(mc.id.limiter), all.Clone().Op("..."))
-	body = append(body,
-		jen.List(jen.Id(ds), jen.Id(errName)).Op(":=").Add(ask),
-		jen.If(jen.Id(errName).Op("!=").Nil()).Block(e.returnZero(sig, mc.scope, jen.Id(errName))...))
-	retry := func() *jen.Statement { return jen.Id(ds).Dot("LimitError").Call(all.Clone()).Dot("RetryAfter") }
-	body = append(body, e.waitLoop(mc, ds, retry, ask, errName)...)
-	return append(body,
-		jen.If(jen.Op("!").Id(ds).Dot("Allowed")).Block(e.returnZero(sig, mc.scope, jen.Id(ds).Dot("LimitError").Call(all.Clone()))...),
-		mc.forward,
-	)
+	return jen.Int64().Call(x)
 }
 
 // computedCost reports whether l has a cost that is known only at run
-// time, which the generated code checks with runtime.CheckCost.
+// time.
 func computedCost(l *limit) bool {
 	return l.cost != nil && l.cost.value == nil
 }
@@ -199,26 +232,19 @@ func keyText(key []*keyPart) string {
 	return strings.Join(texts, "\x00")
 }
 
-// limitWords describes a limit for doc comments: its name, rate, key,
-// algorithm and cost.
-func limitWords(l *limit) string {
-	units := "calls"
-	switch {
-	case l.cost != nil:
-		units = "units"
-	case l.max == 1:
-		units = "call"
+// methodWait is how long a call of the method may wait for room: the
+// longest wait= of its limits, or 0.
+func methodWait(wm *wrapperMethod) time.Duration {
+	var w time.Duration
+	for _, l := range wm.limits {
+		w = max(w, l.wait)
 	}
-	s := fmt.Sprintf("%q, %d %s %s %s", l.name, l.max, units, windowWords(l.window), keyWords(l.key))
-	if a := l.algorithm(); a != parse.DefaultAlgorithm {
-		s += " (" + a
-		if l.burst > 0 {
-			s += ", burst " + strconv.Itoa(l.burst)
-		}
-		s += ")"
-	}
-	if l.cost != nil {
-		s += ", a call costing " + l.cost.text + " units"
-	}
-	return s
+	return w
+}
+
+// isInt64 reports whether t is int64 itself or an untyped constant's
+// type, which converts to it implicitly.
+func isInt64(t types.Type) bool {
+	b, ok := types.Unalias(t).(*types.Basic)
+	return ok && (b.Kind() == types.Int64 || b.Info()&types.IsUntyped != 0)
 }

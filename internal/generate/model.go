@@ -16,6 +16,7 @@ import (
 	"golang.org/x/tools/go/packages"
 
 	"github.com/ratelimitgen/ratelimitgen/internal/parse"
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 // limit is a valid directive: one runtime.Limit, declared once in the
@@ -35,7 +36,7 @@ type limit struct {
 	window time.Duration
 	max    int
 	// algo is the algo= value, or "" for the runtime's default.
-	algo string
+	algo runtime.Algorithm
 	// burst is the burst= value, or 0 for the runtime's default (max).
 	burst int
 	// wait is the wait= value, or 0: how long a call may wait for room.
@@ -442,38 +443,48 @@ func checkLimitValues(l *limit, d *directive, ds *diagnostics) bool {
 			ok = false
 		}
 	}
-	window, _ := d.parsed.Lookup("window")
-	if tokenBucketTooLarge(l.algorithm(), l.window, capacity) {
-		algo, _ := d.parsed.Lookup("algo")
-		ds.errorf(algo.NamePos, "algo=token-bucket with window=%s and a burst of %d is too large to count exactly: the window in µs times the burst must be at most 2^52; use a shorter window or a smaller burst", window.Value, capacity)
-		ok = false
-	} else if wait := longestWait(l.algorithm(), l.window, l.max, capacity); wait > maxExactUnits {
-		ds.errorf(window.ValuePos, "window=%s is too long: %s could make a caller wait %s, and the runtime counts waits exactly only up to 2^52 µs (about 142 years); use a shorter window", window.Value, l.algorithm(), waitWords(wait))
+	if err := l.runtimeLimit().Validate(); err != nil && ok {
+		pos, msg := invalidLimit(l, d, err)
+		ds.errorf(pos, "%s", msg)
 		ok = false
 	}
-	if ok && l.algorithm() == "sliding-log" && l.max > slidingLogWarnAbove {
+	if ok && l.algorithm() == runtime.SlidingLog && l.max > slidingLogWarnAbove {
 		opt, _ := d.parsed.Lookup("max")
 		ds.warnf(opt.ValuePos, "sliding-log stores one entry per admission: at max=%d a key takes about %s in Redis; consider algo=sliding-window (constant memory, never over max)", l.max, slidingLogMemory(l.max))
 	}
 	return ok
 }
 
-// waitWords spells a wait in µs in years, for messages about absurd
-// windows.
-func waitWords(us int64) string {
-	const year = 365 * 24 * 3600 * 1_000_000
-	if us == maxExactUnits+1 { // longestWait saturated
-		return fmt.Sprintf("over %d years", maxExactUnits/year)
+// invalidLimit explains why the runtime's Limit.Validate refuses l, whose
+// options parsed, and says what to change in directive d. Parsing has
+// checked every option on its own, so what remains is the runtime's bound
+// on the numbers it counts exactly, which the window, the max and the
+// burst decide together; a shorter window satisfies it. The message is
+// for the position returned, the window's value when it is the window.
+func invalidLimit(l *limit, d *directive, err error) (token.Position, string) {
+	short := l.runtimeLimit()
+	short.Window = time.Microsecond
+	if short.Validate() != nil {
+		return d.pos, fmt.Sprintf("the runtime refuses this limit: %v; change the directive's options", err)
 	}
-	return fmt.Sprintf("about %d years", us/year)
+	window, _ := d.parsed.Lookup("window")
+	what := "algo=" + string(l.algorithm())
+	if l.burstApplies() {
+		what += fmt.Sprintf(" with a burst of %d", l.capacity())
+	}
+	advice := "use a shorter window"
+	if l.burstApplies() {
+		advice += " or a smaller burst"
+	}
+	return window.ValuePos, fmt.Sprintf("window=%s is too long for %s: the runtime cannot count it exactly (%v); %s", window.Value, what, err, advice)
 }
 
 // capacityWords explains where a limit's capacity comes from.
 func capacityWords(l *limit) string {
 	switch {
-	case parse.HasBurst(l.algorithm()) && l.burst > 0:
+	case l.burstApplies() && l.burst > 0:
 		return "its burst"
-	case parse.HasBurst(l.algorithm()):
+	case l.burstApplies():
 		return "its burst, which is max when burst= is absent"
 	}
 	return "its max"

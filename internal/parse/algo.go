@@ -3,19 +3,19 @@ package parse
 import (
 	"strconv"
 	"strings"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
-// Algorithms are the values of algo=, in documentation order; they are the
-// names of the runtime's Algorithm constants (a generator test keeps the
-// two lists equal). The first is the default.
-var Algorithms = []string{"sliding-log", "sliding-window", "fixed-window", "token-bucket", "gcra"}
+// The values of algo= are the runtime's algorithms, runtime.Algorithms(),
+// spelt as their string values; the first is the default. What follows
+// knows only how people misspell them.
 
-// DefaultAlgorithm is the algorithm of a directive without algo=.
-const DefaultAlgorithm = "sliding-log"
-
-// HasBurst reports whether algo sizes a bucket with burst=.
-func HasBurst(algo string) bool {
-	return algo == "token-bucket" || algo == "gcra"
+// BurstApplies reports whether burst= sizes a bucket of algorithm a: as the
+// runtime computes capacities, a limit of a with a burst of 1 below its max
+// admits at most 1 unit at once.
+func BurstApplies(a runtime.Algorithm) bool {
+	return runtime.Limit{Max: 2, Burst: 1, Algorithm: a}.Capacity() == 1
 }
 
 // algoSynonyms maps names other rate limiters use to the algorithm that
@@ -36,14 +36,13 @@ var algoSynonyms = map[string]string{
 	"token":              "token-bucket",
 }
 
-// checkAlgo checks algo=, one of Algorithms exactly as written there.
+// checkAlgo checks algo=, one of runtime.Algorithms() exactly as its
+// string value.
 func (p *parser) checkAlgo(v value) {
 	s := v.Value
-	for _, a := range Algorithms {
-		if s == a {
-			p.d.Algorithm = s
-			return
-		}
+	if isAlgorithm(s) {
+		p.d.Algorithm = runtime.Algorithm(s)
+		return
 	}
 	if q := s[0]; q == '"' || q == '`' || q == '\'' {
 		if u, err := strconv.Unquote(s); err == nil && isAlgorithm(u) {
@@ -60,17 +59,21 @@ func (p *parser) checkAlgo(v value) {
 }
 
 func isAlgorithm(s string) bool {
-	for _, a := range Algorithms {
-		if s == a {
+	for _, a := range runtime.Algorithms() {
+		if s == string(a) {
 			return true
 		}
 	}
 	return false
 }
 
-// algorithmList spells Algorithms for messages.
+// algorithmList spells the algorithms for messages.
 func algorithmList() string {
-	return Algorithms[0] + " (the default), " + strings.Join(Algorithms[1:], ", ")
+	var names []string
+	for _, a := range runtime.Algorithms() {
+		names = append(names, string(a))
+	}
+	return names[0] + " (the default), " + strings.Join(names[1:], ", ")
 }
 
 // suggestAlgorithm returns the algorithm that s most likely means: the same
@@ -83,7 +86,8 @@ func suggestAlgorithm(s string) (string, bool) {
 	}
 	squashed := strings.ReplaceAll(n, "-", "")
 	best, bestDist := "", 4
-	for _, a := range Algorithms {
+	for _, algo := range runtime.Algorithms() {
+		a := string(algo)
 		if squashed == strings.ReplaceAll(a, "-", "") {
 			return a, true
 		}
@@ -116,14 +120,29 @@ func (p *parser) checkBurst(v value) {
 	}
 }
 
+// burstAlgorithms spells the algorithms that burst= applies to, for
+// messages: "algo=token-bucket and algo=gcra".
+func burstAlgorithms() string {
+	var names []string
+	for _, a := range runtime.Algorithms() {
+		if BurstApplies(a) {
+			names = append(names, "algo="+string(a))
+		}
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
 // checkBurstAlgo reports a burst= on an algorithm without a bucket. It is
 // silent while algo= is itself wrong, which is reported already.
 func (p *parser) checkBurstAlgo() {
 	burst, ok := p.d.Lookup("burst")
-	if !ok || HasBurst(p.d.Algorithm) {
+	if !ok || BurstApplies(p.d.Algorithm) {
 		return
 	}
-	uses := "sliding-log (the default, as there is no algo=)"
+	uses := string(runtime.Algorithms()[0]) + " (the default, as there is no algo=)"
 	if a, set := p.d.Lookup("algo"); set {
 		if p.d.Algorithm == "" {
 			return
@@ -132,6 +151,6 @@ func (p *parser) checkBurstAlgo() {
 	}
 	p.errs = append(p.errs, &Error{
 		Pos: burst.NamePos,
-		Msg: "burst= applies only to algo=token-bucket and algo=gcra, whose bucket it sizes; this directive uses " + uses + ": remove burst= or choose one of those algorithms",
+		Msg: "burst= applies only to " + burstAlgorithms() + ", whose bucket it sizes; this directive uses " + uses + ": remove burst= or choose one of those algorithms",
 	})
 }

@@ -7,6 +7,8 @@ package parse
 import (
 	"go/token"
 	"time"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 // Prefix starts every directive. There is no space after the slashes, as in
@@ -33,9 +35,9 @@ type Directive struct {
 	Window time.Duration
 	// Max is the max= count, >= 1.
 	Max int
-	// Algorithm is the algo= value, one of Algorithms, or "" when absent
-	// (the runtime's default, sliding-log).
-	Algorithm string
+	// Algorithm is the algo= value, one of runtime.Algorithms(), or ""
+	// when absent (the runtime's default).
+	Algorithm runtime.Algorithm
 	// Burst is the burst= value, >= 1, or 0 when absent. It is only ever
 	// set with algo=token-bucket or algo=gcra.
 	Burst int

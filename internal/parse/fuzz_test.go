@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 // fuzzSeeds are directive bodies (what follows the prefix) and whole
@@ -141,10 +143,10 @@ func checkLine(t *testing.T, text string) {
 		if _, ok := d.Lookup("name"); ok && (d.Name == "" || strings.ContainsAny(d.Name, " \t\n")) {
 			t.Fatalf("Line(%q): no errors but name %q", text, d.Name)
 		}
-		if _, ok := d.Lookup("algo"); ok != (d.Algorithm != "") || ok && !slices.Contains(Algorithms, d.Algorithm) {
+		if _, ok := d.Lookup("algo"); ok != (d.Algorithm != "") || ok && !slices.Contains(runtime.Algorithms(), d.Algorithm) {
 			t.Fatalf("Line(%q): no errors but algorithm %q", text, d.Algorithm)
 		}
-		if _, ok := d.Lookup("burst"); ok != (d.Burst != 0) || ok && (d.Burst < 1 || d.Burst > math.MaxInt32 || !HasBurst(d.Algorithm)) {
+		if _, ok := d.Lookup("burst"); ok != (d.Burst != 0) || ok && (d.Burst < 1 || d.Burst > math.MaxInt32 || !BurstApplies(d.Algorithm)) {
 			t.Fatalf("Line(%q): no errors but burst %d with algorithm %q", text, d.Burst, d.Algorithm)
 		}
 		if _, ok := d.Lookup("cost"); ok != (d.Cost != nil) {

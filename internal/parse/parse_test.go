@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 // base is where the test comments start: a tab-indented interface method's
@@ -40,7 +42,7 @@ func TestLineValid(t *testing.T) {
 		window time.Duration
 		max    int
 		name   string
-		algo   string
+		algo   runtime.Algorithm
 		burst  int
 		cost   string
 	}{

@@ -1,0 +1,98 @@
+package generate
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// wrapperDoc is the doc comment of w's type, which says once what its
+// methods do; each method's own says which limits it uses.
+func wrapperDoc(w *wrapper) string {
+	var multi, computed, wait, unlimited bool
+	for _, wm := range w.methods {
+		multi = multi || len(wm.limits) > 1
+		computed = computed || slices.ContainsFunc(wm.limits, computedCost)
+		wait = wait || methodWait(wm) > 0
+		unlimited = unlimited || len(wm.limits) == 0
+	}
+	owner := w.owner.Name()
+	var b strings.Builder
+	if w.iface {
+		fmt.Fprintf(&b, "%s forwards calls to the %s it wraps, each once a runtime.Limiter admits it under the method's limits, declared by //ratelimit: directives.", w.name, owner)
+	} else {
+		fmt.Fprintf(&b, "%s embeds the %s it wraps and overrides its rate-limited methods, which forward a call once a runtime.Limiter admits it under the method's limits, declared by //ratelimit: directives.", w.name, owner)
+	}
+	fmt.Fprintf(&b, " A call that a limit denies returns a *runtime.LimitError, which matches runtime.ErrLimited, and one that the limiter cannot decide returns the limiter's error as it is; neither reaches the wrapped %s.", owner)
+	if multi {
+		b.WriteString(" A method with several limits counts a call in all of them or in none.")
+	}
+	if computed {
+		b.WriteString(" A limit whose computed cost is 0 is left out of the decision and counts nothing; a negative cost, or one above the limit's capacity, is an error wrapping runtime.ErrInvalidCost.")
+	}
+	if wait {
+		b.WriteString(" A method with wait= waits for room instead of returning a denial at once, for up to that long in all, sleeping as long as each denial's RetryAfter says, but never past the deadline of the call's context, whose error it returns if the context is done meanwhile.")
+	}
+	switch {
+	case !w.iface:
+		b.WriteString(" Its other methods are promoted unchanged.")
+	case unlimited:
+		b.WriteString(" Its methods without limits forward every call unchanged.")
+	}
+	return b.String()
+}
+
+// methodDoc is the one-sentence doc comment of a method of w: which
+// limits it forwards within, keyed by what, at what cost.
+func methodDoc(w *wrapper, wm *wrapperMethod, limitVar func(*limit) string) string {
+	target := "the wrapped " + w.owner.Name()
+	if !w.iface {
+		target = "the embedded " + w.owner.Name()
+	}
+	if len(wm.limits) == 0 {
+		return fmt.Sprintf("%s forwards to %s; it has no limit.", wm.name, target)
+	}
+	vars := make([]string, len(wm.limits))
+	descs := make([]string, len(wm.limits))
+	for i, l := range wm.limits {
+		vars[i] = limitVar(l)
+		var words []string
+		if len(l.key) > 0 {
+			words = append(words, "keyed by "+keyWords(l.key))
+		}
+		if l.cost != nil {
+			words = append(words, "at a cost of "+l.cost.text)
+		}
+		descs[i] = strings.Join(words, ", ")
+	}
+	var within string
+	if same := !slices.ContainsFunc(descs, func(d string) bool { return d != descs[0] }); same {
+		within = listWords(vars)
+		if descs[0] != "" {
+			within += ", " + descs[0]
+		}
+	} else {
+		items := make([]string, len(vars))
+		for i := range vars {
+			items[i] = vars[i]
+			if descs[i] != "" {
+				items[i] += " (" + descs[i] + ")"
+			}
+		}
+		within = listWords(items)
+	}
+	doc := fmt.Sprintf("%s forwards to %s within %s", wm.name, target, within)
+	if w := methodWait(wm); w > 0 {
+		doc += fmt.Sprintf(", waiting up to %s for room", w)
+	}
+	return doc + "."
+}
+
+// listWords joins items as a list in a sentence: "a", "a and b",
+// "a, b and c".
+func listWords(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+}

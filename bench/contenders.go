@@ -11,6 +11,7 @@ import (
 	ulredis "github.com/ulule/limiter/v3/drivers/store/redis"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/redislimit"
 )
 
 // spec is one policy, expressed in each library's own terms by its
@@ -48,11 +49,11 @@ const benchTimeout = 10 * time.Second
 
 func ratelimitgen(algo runtime.Algorithm, withClock bool) func(*redis.Client, spec, func() time.Time) (decideFunc, error) {
 	return func(c *redis.Client, s spec, now func() time.Time) (decideFunc, error) {
-		opts := []runtime.Option{runtime.WithFailurePolicy(runtime.FailClosed), runtime.WithTimeout(benchTimeout)}
+		opts := []redislimit.Option{redislimit.WithFailurePolicy(redislimit.FailClosed), redislimit.WithTimeout(benchTimeout)}
 		if withClock {
-			opts = append(opts, runtime.WithClock(now))
+			opts = append(opts, redislimit.WithClock(now))
 		}
-		lim := runtime.NewRedisLimiter(c, opts...)
+		lim := redislimit.New(c, opts...)
 		l := runtime.Limit{Name: "bench", Window: s.window, Max: s.max, Algorithm: algo}
 		if err := l.Validate(); err != nil {
 			return nil, err

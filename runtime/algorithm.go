@@ -1,6 +1,9 @@
 package runtime
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // Algorithm selects how a Limit counts. The zero value is SlidingLog.
 type Algorithm string
@@ -46,28 +49,28 @@ const (
 	GCRA Algorithm = "gcra"
 )
 
-// Algorithms returns every Algorithm, in documentation order.
+// Algorithms returns every Algorithm, in documentation order; the first is
+// the default.
 func Algorithms() []Algorithm {
 	return []Algorithm{SlidingLog, SlidingWindow, FixedWindow, TokenBucket, GCRA}
 }
 
-// algoSpec is what the backends need to know about an algorithm.
-type algoSpec struct {
-	// tag goes into storage keys so that algorithms never read each
-	// other's data structures.
-	tag string
-	// arg is the algorithm's name boxed once, as the script receives it.
-	arg any
-	// file is the algorithm's script in lua/.
-	file string
-}
-
-var algoSpecs = map[Algorithm]algoSpec{
-	SlidingLog:    {tag: "sl", arg: string(SlidingLog), file: "sliding_log.lua"},
-	SlidingWindow: {tag: "sw", arg: string(SlidingWindow), file: "sliding_window.lua"},
-	FixedWindow:   {tag: "fw", arg: string(FixedWindow), file: "fixed_window.lua"},
-	TokenBucket:   {tag: "tb", arg: string(TokenBucket), file: "token_bucket.lua"},
-	GCRA:          {tag: "gc", arg: string(GCRA), file: "gcra.lua"},
+// GoString returns a in Go syntax, such as runtime.GCRA, so that %#v prints
+// a Limit as code and the generator can name the constant.
+func (a Algorithm) GoString() string {
+	switch a {
+	case SlidingLog:
+		return "runtime.SlidingLog"
+	case SlidingWindow:
+		return "runtime.SlidingWindow"
+	case FixedWindow:
+		return "runtime.FixedWindow"
+	case TokenBucket:
+		return "runtime.TokenBucket"
+	case GCRA:
+		return "runtime.GCRA"
+	}
+	return "runtime.Algorithm(" + strconv.Quote(string(a)) + ")"
 }
 
 // algorithm returns l's algorithm, resolving the zero value.
@@ -86,8 +89,10 @@ func (l Limit) burst() int {
 	return l.Burst
 }
 
-// capacity is the largest cost a single call can ever be admitted with.
-func (l Limit) capacity() int {
+// Capacity returns the largest cost one call can ever be admitted with: the
+// bucket's size, Burst (or Max when Burst is 0), for TokenBucket and GCRA,
+// and Max for the other algorithms.
+func (l Limit) Capacity() int {
 	switch l.algorithm() {
 	case TokenBucket, GCRA:
 		return l.burst()
@@ -100,7 +105,7 @@ func (l Limit) capacity() int {
 const maxExact = 1 << 52
 
 func validateAlgorithm(l Limit) error {
-	if _, ok := algoSpecs[l.algorithm()]; !ok {
+	if _, ok := memAlgoOf(l.Algorithm); !ok {
 		return fmt.Errorf("ratelimit: limit %q has unknown Algorithm %q", l.Name, l.Algorithm)
 	}
 	if l.Burst < 0 {
@@ -144,8 +149,8 @@ type params struct {
 	cost   int64
 }
 
-func paramsOf(l Limit, cost int) params {
-	return params{window: l.Window.Microseconds(), max: int64(l.Max), burst: int64(l.burst()), cost: int64(cost)}
+func paramsOf(l Limit, cost int64) params {
+	return params{window: l.Window.Microseconds(), max: int64(l.Max), burst: int64(l.burst()), cost: cost}
 }
 
 // verdict is one algorithm's answer for one limit, before the
@@ -171,6 +176,6 @@ func floorDiv(a, b int64) int64 {
 
 func ceilDiv(a, b int64) int64 { return floorDiv(a+b-1, b) }
 
-func (v verdict) decision(allowed bool) Decision {
-	return Decision{Allowed: allowed, Remaining: int(v.remaining), RetryAfter: micros(v.retry), ResetAfter: micros(v.reset)}
+func (v verdict) decision() Decision {
+	return Decision{Allowed: v.ok, Remaining: int(v.remaining), RetryAfter: micros(v.retry), ResetAfter: micros(v.reset)}
 }

@@ -1,13 +1,9 @@
 // Package runtime holds what ratelimitgen's generated wrappers call at run
-// time: the vocabulary of rate limiting (Limit, Decision, Limiter, LimitError,
-// key building) and two backends that make the same decisions:
-//
-//   - RedisLimiter keeps the count in Redis or a Redis Cluster so that every
-//     replica of a service shares one limit. Each decision is one Lua script
-//     run atomically on the key's node, on the server's clock.
-//   - MemoryLimiter keeps the count in the process. It is the embedded default
-//     for tests and single-instance programs, and the fallback a RedisLimiter
-//     uses while Redis is unreachable.
+// time: the vocabulary of rate limiting (Limit, Request, Decision, the
+// Limiter interface, LimitError, key building) and MemoryLimiter, the
+// in-process Limiter. It depends on the standard library only; the Redis
+// backend, which keeps counts shared by every replica of a service, is
+// package runtime/redislimit.
 //
 // # Semantics
 //
@@ -20,13 +16,28 @@
 // down: a caller that waits exactly RetryAfter finds room, unless others
 // took it first.
 //
-// A call may cost several units (AllowN) and may have to pass several limits
-// at once (AllowAll): it is admitted only if every limit has room, and when
-// one denies, none of them consumes quota.
+// A call may cost several units (Request.Cost) and may have to pass several
+// limits at once: Limiter.Decide admits it only if every limit has room, and
+// when one denies, none of them consumes quota.
 //
 // Time has microsecond resolution. With SlidingLog, admissions of one key are
 // recorded at strictly increasing microseconds: a second admission in the
 // same microsecond is recorded one microsecond later. This can delay an
 // admission's expiry by a few microseconds, never advance it, so it never
 // lets more than Max calls through.
+//
+// # Writing a Limiter
+//
+// Limiter has one method, so a wrapper that embeds a Limiter and overrides
+// Decide sees every call, whatever its shape:
+//
+//	type counted struct {
+//		runtime.Limiter
+//		calls atomic.Int64
+//	}
+//
+//	func (c *counted) Decide(ctx context.Context, reqs ...runtime.Request) (runtime.Decisions, error) {
+//		c.calls.Add(1)
+//		return c.Limiter.Decide(ctx, reqs...)
+//	}
 package runtime

@@ -10,7 +10,7 @@ import (
 )
 
 // A limit of 3 verification codes per minute per e-mail address, decided in
-// memory. With Redis, use NewRedisLimiter(client) instead: the calls and the
+// memory. With Redis, use redislimit.New(client) instead: the calls and the
 // decisions are the same.
 func ExampleMemoryLimiter() {
 	lim := runtime.NewMemoryLimiter()
@@ -31,20 +31,53 @@ func ExampleMemoryLimiter() {
 	// call 4: allowed=false remaining=0
 }
 
-// Generated wrappers turn a denial into a *LimitError; callers test for it
-// with errors.Is and read the wait with errors.As.
-func ExampleLimitError() {
-	l := runtime.Limit{Name: "Orders.Query", Window: time.Second, Max: 50}
-	var err error = runtime.NewLimitError(l, runtime.Decision{RetryAfter: 250 * time.Millisecond})
+// Enforce turns a denial into a *LimitError, as generated wrappers do;
+// callers test for it with errors.Is and read the wait with errors.As.
+func ExampleEnforce() {
+	clock := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	lim := runtime.NewMemoryLimiter(runtime.WithClock(func() time.Time { return clock }))
+	query := runtime.Limit{Name: "Orders.Query", Window: time.Second, Max: 2}
+	ctx := context.Background()
 
-	var le *runtime.LimitError
-	if errors.Is(err, runtime.ErrLimited) && errors.As(err, &le) {
-		fmt.Println(le.Limit.Name, "retry after", le.RetryAfter)
+	for i := 1; i <= 3; i++ {
+		err := runtime.Enforce(ctx, lim, runtime.Request{Limit: query, Key: "user-42"})
+		var le *runtime.LimitError
+		switch {
+		case err == nil:
+			fmt.Printf("call %d: admitted\n", i)
+		case errors.As(err, &le):
+			fmt.Printf("call %d: %v (retry after %v)\n", i, err, le.Decision.RetryAfter)
+		default:
+			fmt.Println("no decision:", err)
+		}
 	}
-	fmt.Println(err)
 	// Output:
-	// Orders.Query retry after 250ms
-	// ratelimit: "Orders.Query" allows 50 calls per 1s; retry in 250ms
+	// call 1: admitted
+	// call 2: admitted
+	// call 3: ratelimit: "Orders.Query" allows 2 calls per 1s; retry in 1s (retry after 1s)
+}
+
+// A call that must pass two limits at once, costing 3 units of the second:
+// it is admitted only if both have room, and a denial records nothing.
+func ExampleLimiter_Decide() {
+	lim := runtime.NewMemoryLimiter()
+	perUser := runtime.Limit{Name: "Export.PerUser", Window: time.Minute, Max: 5}
+	rows := runtime.Limit{Name: "Export.Rows", Window: time.Minute, Max: 4, Algorithm: runtime.FixedWindow}
+
+	for i := 1; i <= 2; i++ {
+		ds, err := lim.Decide(context.Background(),
+			runtime.Request{Limit: perUser, Key: "user-42"},
+			runtime.Request{Limit: rows, Key: "tenant-a", Cost: 3},
+		)
+		if err != nil {
+			fmt.Println("no decision:", err)
+			return
+		}
+		fmt.Printf("call %d: allowed=%v per-user had room=%v rows had room=%v\n", i, ds.Allowed, ds.Each[0].Allowed, ds.Each[1].Allowed)
+	}
+	// Output:
+	// call 1: allowed=true per-user had room=true rows had room=true
+	// call 2: allowed=false per-user had room=true rows had room=false
 }
 
 // Key joins the parts of a composite key without ambiguity.

@@ -1,10 +1,6 @@
 package runtime
 
-import (
-	"crypto/sha256"
-	"encoding/hex"
-	"strconv"
-)
+import "strconv"
 
 // Key joins the parts of a composite key so that distinct tuples never yield
 // the same key: Key("a:b", "c") differs from Key("a", "b:c"), whatever bytes
@@ -54,78 +50,7 @@ func AppendKeyUint(b []byte, v uint64) []byte {
 	return append(b, d...)
 }
 
-// maxLiteralLen is the longest name or key stored verbatim; longer ones are
-// replaced by their SHA-256 so that a stored key stays below 512 bytes
-// whatever the input.
+// maxLiteralLen is the longest name or key the memory limiter holds
+// verbatim; longer ones are held as their SHA-256, as Redis stores them, so
+// that what a key costs does not depend on its length.
 const maxLiteralLen = 180
-
-// appendStorageKey appends the storage key of (algo, name, key) under prefix:
-//
-//	prefix "{" tag "}" algo enc(name) enc(key)
-//
-// where tag is a hash of key in hex, and enc(s) is "=" len ":" s for short
-// strings and "#" sha256hex(s) for long ones. The prefix and tag hold no
-// braces, so Redis Cluster hashes only the tag: user bytes cannot pick a
-// slot, and every limit on the same key lands on the same slot. enc is
-// prefix-free, so distinct (algo, name, key) never share a storage key.
-func appendStorageKey(b []byte, prefix, algo, name, key string) []byte {
-	b = append(b, prefix...)
-	b = append(b, '{')
-	b = appendTag(b, key)
-	b = append(b, '}')
-	b = append(b, algo...)
-	b = appendEncoded(b, name)
-	return appendEncoded(b, key)
-}
-
-func appendEncoded(b []byte, s string) []byte {
-	if len(s) > maxLiteralLen {
-		sum := sha256.Sum256([]byte(s))
-		b = append(b, '#')
-		return hex.AppendEncode(b, sum[:])
-	}
-	b = append(b, '=')
-	b = strconv.AppendInt(b, int64(len(s)), 10)
-	b = append(b, ':')
-	return append(b, s...)
-}
-
-// appendTag appends the 32-bit FNV-1a hash of key in hex. It only spreads
-// keys over cluster slots; collisions are harmless because the full key
-// follows the tag.
-func appendTag(b []byte, key string) []byte {
-	const (
-		offset32 = 2166136261
-		prime32  = 16777619
-	)
-	h := uint32(offset32)
-	for i := 0; i < len(key); i++ {
-		h ^= uint32(key[i])
-		h *= prime32
-	}
-	const digits = "0123456789abcdef"
-	for shift := 28; shift >= 0; shift -= 4 {
-		b = append(b, digits[(h>>uint(shift))&0xf])
-	}
-	return b
-}
-
-// sanitizePrefix makes a user-supplied prefix safe to put before the hash
-// tag: braces would let the prefix choose the cluster slot, so they and the
-// escape byte itself are percent-encoded.
-func sanitizePrefix(p string) string {
-	out := make([]byte, 0, len(p))
-	for i := 0; i < len(p); i++ {
-		switch c := p[i]; c {
-		case '{', '}', '%':
-			out = append(out, '%', "0123456789ABCDEF"[c>>4], "0123456789ABCDEF"[c&0xf])
-		default:
-			out = append(out, c)
-		}
-	}
-	if len(out) > 64 {
-		sum := sha256.Sum256(out)
-		out = hex.AppendEncode(out[:0:0], sum[:8])
-	}
-	return string(out)
-}

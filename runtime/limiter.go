@@ -2,43 +2,100 @@ package runtime
 
 import (
 	"context"
-	"fmt"
+	"time"
 )
 
-// Limiter decides whether a call identified by key may proceed under a
-// Limit. Implementations must be safe for concurrent use.
-//
-// Allow records the call when it admits it. A denial is a Decision with
-// Allowed false and a nil error; a non-nil error means that no decision could
-// be made (for example, Redis was unreachable under FailClosed), and callers
-// must not treat it as a denial.
-//
-// Keys are opaque strings. Build composite keys with Key so that different
-// tuples never share a count. A Limiter never puts the raw key into error
-// messages, because keys often hold personal data such as e-mail addresses.
+// Limiter decides whether calls may proceed. It is the one interface that
+// generated wrappers and ratelimithttp call, so a type that wraps a Limiter
+// (for metrics, logging or tests) needs to implement Decide only, and is
+// complete by construction. Implementations must be safe for concurrent use.
 type Limiter interface {
-	Allow(ctx context.Context, l Limit, key string) (Decision, error)
+	// Decide admits a call only if every request's limit has room for the
+	// request's cost, and then records it under all of them; otherwise it
+	// records nothing. A denial is a Decisions with Allowed false and a nil
+	// error. A non-nil error means that no decision was made: reqs were
+	// invalid (see Validate), ctx was done, or the backend failed; callers
+	// must not treat it as a denial.
+	//
+	// A Limiter never puts a raw key into an error message, because keys
+	// often hold personal data such as e-mail addresses.
+	Decide(ctx context.Context, reqs ...Request) (Decisions, error)
 }
 
-// NLimiter is implemented by limiters that can admit a call costing n units
-// at once, all or nothing. Both backends of this package implement it; use
-// AllowN to call it through a plain Limiter.
-type NLimiter interface {
-	Limiter
-	// AllowN is Allow for a call that uses n units of the limit. n must be
-	// at least 1; a cost above Limit.Max can never be admitted and is
-	// reported as an error wrapping ErrCostExceedsMax.
-	AllowN(ctx context.Context, l Limit, key string, n int) (Decision, error)
+// Enforce asks lim to admit a call under every request's limit. It returns
+// nil when the call is admitted, a *LimitError naming the limit with the
+// longest wait when it is denied, and lim's error when lim could not decide.
+// With no requests it admits the call without asking lim. Generated wrappers
+// call it before forwarding a call.
+func Enforce(ctx context.Context, lim Limiter, reqs ...Request) error {
+	if len(reqs) == 0 {
+		return nil
+	}
+	ds, err := lim.Decide(ctx, reqs...)
+	if err != nil {
+		return err
+	}
+	if ds.Allowed {
+		return nil
+	}
+	return denial(reqs, ds)
 }
 
-// AllowN asks lim to admit a call costing n units. It uses lim's AllowN when
-// lim implements NLimiter; otherwise n must be 1.
-func AllowN(ctx context.Context, lim Limiter, l Limit, key string, n int) (Decision, error) {
-	if nl, ok := lim.(NLimiter); ok {
-		return nl.AllowN(ctx, l, key, n)
+// Wait is Enforce for a caller that would rather wait than be denied: on a
+// denial it sleeps for the denial's RetryAfter and asks again, as long as
+// the total wait stays within max and ends before ctx's deadline. It
+// returns the last *LimitError when the next wait would not fit, and ctx's
+// error if ctx is done while it sleeps. Other callers may take the room a
+// wait was for, so Wait can ask several times; each time only the calls
+// that were admitted are recorded.
+func Wait(ctx context.Context, lim Limiter, max time.Duration, reqs ...Request) error {
+	if len(reqs) == 0 {
+		return nil
 	}
-	if n != 1 {
-		return Decision{}, fmt.Errorf("ratelimit: limit %q: cost %d needs a Limiter that implements NLimiter; %T does not", l.Name, n, lim)
+	var waited time.Duration
+	for {
+		ds, err := lim.Decide(ctx, reqs...)
+		if err != nil {
+			return err
+		}
+		if ds.Allowed {
+			return nil
+		}
+		denied := denial(reqs, ds)
+		retry := denied.Decision.RetryAfter
+		if retry <= 0 || waited+retry > max {
+			return denied
+		}
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < retry {
+			return denied
+		}
+		waited += retry
+		t := time.NewTimer(retry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
 	}
-	return lim.Allow(ctx, l, key)
+}
+
+// denial returns the *LimitError for a denied call: the denying limit with
+// the longest RetryAfter. It never returns nil, even for a Limiter that
+// filled ds inconsistently: it then names the first limit.
+func denial(reqs []Request, ds Decisions) *LimitError {
+	i := -1
+	if len(ds.Each) == len(reqs) {
+		for j, d := range ds.Each {
+			if !d.Allowed && (i < 0 || d.RetryAfter > ds.Each[i].RetryAfter) {
+				i = j
+			}
+		}
+	}
+	if i < 0 {
+		d := ds.Decision()
+		d.Allowed = false
+		return &LimitError{Limit: reqs[0].Limit, Decision: d}
+	}
+	return &LimitError{Limit: reqs[i].Limit, Decision: ds.Each[i]}
 }

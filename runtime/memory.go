@@ -6,17 +6,18 @@ import (
 	"hash/maphash"
 	"math/bits"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unsafe"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime/internal/sweep"
 )
 
 // MemoryLimiter is a Limiter that keeps its counts in the process. It makes
-// the same decisions as a RedisLimiter on the same clock, so it serves as the
+// the same decisions as runtime/redislimit's Limiter on the same clock, so it serves as the
 // embedded default for tests and single-instance programs, and as the
-// fallback of a RedisLimiter during a Redis outage. It is safe for concurrent
+// fallback of a Redis limiter during a Redis outage. It is safe for concurrent
 // use. Keys whose admissions have all stopped counting are evicted as the
 // limiter is used, so memory stays proportional to the keys active within
 // the longest window; names and keys longer than 180 bytes are held as their
@@ -315,11 +316,15 @@ func (e *memEntry) commit(now int64, p params, v *verdict) {
 	e.expireAt = now + v.reset
 }
 
-// NewMemoryLimiter returns an in-process Limiter. It honours WithClock;
-// other options are ignored.
-func NewMemoryLimiter(opts ...Option) *MemoryLimiter {
-	c := newConfig(opts)
-	m := &MemoryLimiter{clock: c.clock, keySeed: maphash.MakeSeed()}
+// NewMemoryLimiter returns an in-process Limiter reading the process's
+// monotonic clock, or WithClock's.
+func NewMemoryLimiter(opts ...MemoryOption) *MemoryLimiter {
+	m := &MemoryLimiter{keySeed: maphash.MakeSeed()}
+	for _, o := range opts {
+		if o != nil {
+			o(m)
+		}
+	}
 	m.epoch = time.Now()
 	m.epochMicros = m.epoch.UnixMicro()
 	for i := range m.shards {
@@ -352,18 +357,18 @@ func (m *MemoryLimiter) lockedNow(s *memShard, early int64) int64 {
 	return early
 }
 
-// Allow is AllowN with a cost of 1.
+// Allow admits a call of cost 1 under l for key if the limit has room, and
+// records it; otherwise it records nothing and reports when there will be
+// room. It is Decide for one request, without the Decisions.
 func (m *MemoryLimiter) Allow(ctx context.Context, l Limit, key string) (Decision, error) {
-	return m.AllowN(ctx, l, key, 1)
+	return m.allowN(ctx, l, key, 1)
 }
 
-// AllowN admits a call costing n units if the limit has room for all of
-// them, and records them; otherwise it records nothing and reports when
-// there will be room. See the package documentation for the exact semantics.
-func (m *MemoryLimiter) AllowN(ctx context.Context, l Limit, key string, n int) (Decision, error) {
+// allowN decides one request with no allocation once its key is held.
+func (m *MemoryLimiter) allowN(ctx context.Context, l Limit, key string, n int64) (Decision, error) {
 	algo, p, plain := plainRequest(l, n)
 	if !plain || len(l.Name) > maxLiteralLen || len(key) > maxLiteralLen {
-		return m.allowN(ctx, l, key, n)
+		return m.allowLong(ctx, l, key, n)
 	}
 	if err := ctx.Err(); err != nil {
 		return Decision{}, err
@@ -371,13 +376,13 @@ func (m *MemoryLimiter) AllowN(ctx context.Context, l Limit, key string, n int) 
 	k := memKey{algo: algo, name: l.Name, key: key}
 	h := m.hash(&k)
 	v := m.decide(&m.shards[shardOf(h)], h, &k, l.Name, p, m.earlyNow())
-	return v.decision(v.ok), nil
+	return v.decision(), nil
 }
 
-// allowN is AllowN for the calls that plainRequest does not vouch for or
-// whose name or key is long: it validates in full and hashes the long
+// allowLong is allowN for the calls that plainRequest does not vouch for
+// or whose name or key is long: it validates in full and hashes the long
 // parts.
-func (m *MemoryLimiter) allowN(ctx context.Context, l Limit, key string, n int) (Decision, error) {
+func (m *MemoryLimiter) allowLong(ctx context.Context, l Limit, key string, n int64) (Decision, error) {
 	if err := checkRequest(l, n); err != nil {
 		return Decision{}, err
 	}
@@ -390,7 +395,7 @@ func (m *MemoryLimiter) allowN(ctx context.Context, l Limit, key string, n int) 
 	h := m.hash(&k)
 	p := paramsOf(l, n)
 	v := m.decide(&m.shards[shardOf(h)], h, &k, l.Name, p, m.earlyNow())
-	return v.decision(v.ok), nil
+	return v.decision(), nil
 }
 
 // decide runs one call on shard s, everything that needs its lock and
@@ -408,11 +413,19 @@ func (m *MemoryLimiter) decide(s *memShard, h uint64, k *memKey, name string, p 
 	return v
 }
 
-// AllowAll admits a call only if every request's limit has room, recording
-// it in all of them; otherwise it records nothing. The shards of all keys
-// are locked together, in a fixed order, so the decision is atomic.
-func (m *MemoryLimiter) AllowAll(ctx context.Context, reqs ...Request) (Decisions, error) {
-	if err := checkRequests(reqs); err != nil {
+// Decide admits a call only if every request's limit has room, recording
+// it in all of them; otherwise it records nothing (see Limiter). The shards
+// of all keys are locked together, in a fixed order, so the decision is
+// atomic.
+func (m *MemoryLimiter) Decide(ctx context.Context, reqs ...Request) (Decisions, error) {
+	if len(reqs) == 1 {
+		d, err := m.allowN(ctx, reqs[0].Limit, reqs[0].Key, reqs[0].cost())
+		if err != nil {
+			return Decisions{}, err
+		}
+		return Decisions{Allowed: d.Allowed, Each: []Decision{d}}, nil
+	}
+	if err := Validate(reqs...); err != nil {
 		return Decisions{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -496,7 +509,11 @@ func (m *MemoryLimiter) AllowAll(ctx context.Context, reqs ...Request) (Decision
 			e.commit(now, ps[i], &vs[i])
 		}
 	}
-	return combine(vs, all), nil
+	ds := Decisions{Allowed: all, Each: make([]Decision, len(vs))}
+	for i, v := range vs {
+		ds.Each[i] = v.decision()
+	}
+	return ds, nil
 }
 
 // tidy sweeps the shard when a sweep is due: the shard has doubled since the
@@ -617,7 +634,7 @@ func (s *memShard) sweep(now int64) int {
 // to the runtime, and returns how many entries remain. It locks one shard
 // at a time, so calls on the other shards go on meanwhile.
 //
-// A RedisLimiter calls it on its fallback once Redis decides again: the keys
+// A Redis limiter calls it on its fallback once Redis decides again: the keys
 // of an outage are then visited no more, and their shards might not sweep
 // for a long while (a shard that no call reaches never does).
 func (m *MemoryLimiter) sweep() int {
@@ -632,6 +649,16 @@ func (m *MemoryLimiter) sweep() int {
 	return n
 }
 
+func init() {
+	sweep.Memory = func(l any) (int, bool) {
+		m, ok := l.(*MemoryLimiter)
+		if !ok {
+			return 0, false
+		}
+		return m.sweep(), true
+	}
+}
+
 // Len reports how many keys the limiter currently holds, expired ones not
 // yet evicted included. It is meant for tests and metrics.
 func (m *MemoryLimiter) Len() int {
@@ -643,52 +670,4 @@ func (m *MemoryLimiter) Len() int {
 		s.mu.Unlock()
 	}
 	return n
-}
-
-// checkRequest validates what every backend validates before deciding.
-func checkRequest(l Limit, n int) error {
-	if _, _, plain := plainRequest(l, n); plain {
-		return nil
-	}
-	if err := l.Validate(); err != nil {
-		return err
-	}
-	if n < 1 {
-		return costError(l, n, "the cost must be at least 1")
-	}
-	if c := l.capacity(); n > c {
-		return costError(l, n, "it is larger than the limit's capacity ("+strconv.Itoa(c)+"), so it could never be admitted")
-	}
-	return nil
-}
-
-// plainRequest reports, in a few comparisons, that a call of cost n under
-// l passes every check of checkRequest, as nearly every call does, and
-// returns what deciding it needs, so that the hot path skips Validate's
-// work (looking the algorithm up in a map, dividing to bound the waits).
-// It is conservative: false only means that checkRequest must look closer.
-//
-// The one check that needs arithmetic is that no number an algorithm
-// computes exceeds maxExact. All of them are at most about Window (µs)
-// times max(Max, Burst), so a product of fewer than 52 bits passes:
-// Window × Burst for the token bucket's level, Burst intervals of at most
-// Window each for GCRA, 11 buckets of Window/10 for the sliding window.
-func plainRequest(l Limit, n int) (memAlgo, params, bool) {
-	algo, ok := memAlgoOf(l.Algorithm)
-	w := l.Window.Microseconds()
-	if !ok || l.Name == "" || w < 1 || l.Max < 1 || l.Burst < 0 || n < 1 {
-		return 0, params{}, false
-	}
-	burst := l.Max
-	if l.Burst > 0 {
-		burst = l.Burst
-	}
-	capacity := l.Max
-	if algo == memTokenBucket || algo == memGCRA {
-		capacity = burst
-	}
-	if n > capacity || bits.Len64(uint64(w))+bits.Len64(uint64(max(l.Max, burst))) > 52 {
-		return 0, params{}, false
-	}
-	return algo, params{window: w, max: int64(l.Max), burst: int64(burst), cost: int64(n)}, true
 }

@@ -30,8 +30,8 @@ func BenchmarkMemoryAllowLongKey(b *testing.B) {
 	}
 }
 
-// BenchmarkMemoryAllowAll measures a two-limit call on one key.
-func BenchmarkMemoryAllowAll(b *testing.B) {
+// BenchmarkMemoryDecide measures a two-limit call on one key.
+func BenchmarkMemoryDecide(b *testing.B) {
 	lim := NewMemoryLimiter()
 	reqs := []Request{
 		{Limit: Limit{Name: "burst", Window: time.Second, Max: 1 << 30, Algorithm: GCRA}, Key: "user@example.com"},
@@ -40,7 +40,7 @@ func BenchmarkMemoryAllowAll(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := lim.AllowAll(ctx, reqs...); err != nil {
+		if _, err := lim.Decide(ctx, reqs...); err != nil {
 			b.Fatal(err)
 		}
 	}

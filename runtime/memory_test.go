@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 	goruntime "runtime"
@@ -12,6 +13,16 @@ import (
 
 	"github.com/stretchr/testify/require"
 )
+
+var ctx = context.Background()
+
+// allow asks lim for one call of cost 1 and fails the test on an error.
+func allow(t *testing.T, lim *MemoryLimiter, l Limit, key string) Decision {
+	t.Helper()
+	d, err := lim.Allow(ctx, l, key)
+	require.NoError(t, err)
+	return d
+}
 
 func TestMemoryEvictsIdleKeys(t *testing.T) {
 	clock := newFakeClock()
@@ -231,8 +242,8 @@ func TestMemoryIdleShardLetsGo(t *testing.T) {
 	goruntime.KeepAlive(lim)
 }
 
-func TestMemoryAllowAllKeepsAdmissionsWhenSweepDue(t *testing.T) {
-	// A sweep falling due in the middle of an AllowAll must not delete an
+func TestMemoryDecideKeepsAdmissionsWhenSweepDue(t *testing.T) {
+	// A sweep falling due in the middle of a Decide must not delete an
 	// entry the call already holds: the admission recorded in it would be
 	// lost, and the next call admitted beyond Max.
 	clock := newFakeClock()
@@ -260,10 +271,10 @@ func TestMemoryAllowAllKeepsAdmissionsWhenSweepDue(t *testing.T) {
 	}
 	// a's admission expires; the shard's timed sweep falls due.
 	clock.Advance(time.Duration(memSweepInterval)*time.Microsecond + time.Second)
-	ds, err := lim.AllowAll(ctx, Request{Limit: l, Key: a}, Request{Limit: l2, Key: b})
+	ds, err := lim.Decide(ctx, Request{Limit: l, Key: a}, Request{Limit: l2, Key: b})
 	require.NoError(t, err)
 	require.True(t, ds.Allowed)
-	require.False(t, allow(t, lim, l, a).Allowed, "the admission AllowAll recorded for a was lost")
+	require.False(t, allow(t, lim, l, a).Allowed, "the admission Decide recorded for a was lost")
 	require.False(t, allow(t, lim, l2, b).Allowed)
 }
 
@@ -398,14 +409,14 @@ func TestPlainRequestAgreesWithValidate(t *testing.T) {
 					for _, n := range []int{0, 1, 2, maxN, burst, maxN + 1} {
 						for _, name := range []string{"", "x"} {
 							l := Limit{Name: name, Window: w, Max: maxN, Burst: burst, Algorithm: algo}
-							_, p, plain := plainRequest(l, n)
+							_, p, plain := plainRequest(l, int64(n))
 							if !plain {
 								continue
 							}
 							checked++
 							require.NoError(t, l.Validate(), "%+v", l)
-							require.True(t, n >= 1 && n <= l.capacity(), "%+v cost %d", l, n)
-							require.Equal(t, paramsOf(l, n), p)
+							require.True(t, n >= 1 && n <= l.Capacity(), "%+v cost %d", l, n)
+							require.Equal(t, paramsOf(l, int64(n)), p)
 						}
 					}
 				}

@@ -13,6 +13,7 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/examples/verifycode/notify"
 	"github.com/ratelimitgen/ratelimitgen/ratelimithttp"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/redislimit"
 )
 
 // config is what the providers need from the command line and environment.
@@ -109,7 +110,7 @@ func newLimiter(cfg config) (runtime.Limiter, func(), error) {
 		_ = client.Close()
 		return nil, nil, fmt.Errorf("REDIS_URL: cannot reach Redis at %s: %w", opts.Addr, err)
 	}
-	limiter := runtime.NewRedisLimiter(client, runtime.WithPrefix(cfg.keyPrefix))
+	limiter := redislimit.New(client, redislimit.WithPrefix(cfg.keyPrefix))
 	return limiter, func() { _ = client.Close() }, nil
 }
 

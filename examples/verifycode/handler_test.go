@@ -20,6 +20,7 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
 	"github.com/ratelimitgen/ratelimitgen/ratelimithttp"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/redislimit"
 )
 
 // testAPI is the handler wired as newApp wires it, around any limiter and
@@ -178,7 +179,7 @@ func TestInvalidRequestsSpendNoQuota(t *testing.T) {
 // 503, never 429, the service is not called, and the error is logged.
 func TestLimiterUnavailableIs503(t *testing.T) {
 	s := redistest.StartServer(t)
-	limiter := runtime.NewRedisLimiter(s.Client(t), runtime.WithFailurePolicy(runtime.FailClosed))
+	limiter := redislimit.New(s.Client(t), redislimit.WithFailurePolicy(redislimit.FailClosed))
 	api := newTestAPI(t, limiter, nil)
 	require.Equal(t, http.StatusOK, api.post(t, "/codes", `{"email":"alice@example.com"}`).Code, "Redis is up")
 	api.mails.Reset()

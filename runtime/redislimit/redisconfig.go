@@ -1,4 +1,4 @@
-package runtime
+package redislimit
 
 import (
 	"context"
@@ -12,10 +12,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 // ErrEvictionRisk is matched (errors.Is) by the DegradedEvent.Err a
-// RedisLimiter reports, once per finding, when Redis may delete its keys to
+// Limiter reports, once per finding, when Redis may delete its keys to
 // free memory: with a maxmemory limit and any maxmemory-policy but
 // noeviction, an evicted key forgets its admissions and the limit admits
 // again, without any error. It is also reported when the limiter cannot read
@@ -43,7 +45,7 @@ type configCheck struct {
 
 // due starts a check on its own goroutine when one is due and none runs.
 // l is the limit being decided, which the report names.
-func (c *configCheck) due(r *RedisLimiter, now time.Time, l Limit) {
+func (c *configCheck) due(r *Limiter, now time.Time, l runtime.Limit) {
 	if now.UnixNano() < c.next.Load() || !c.running.CompareAndSwap(false, true) {
 		return
 	}
@@ -68,7 +70,7 @@ func (c *configCheck) reset() { c.next.Store(0) }
 
 // report logs and sends to OnDegraded a finding that differs from the last
 // one reported.
-func (c *configCheck) report(r *RedisLimiter, l Limit, finding error) {
+func (c *configCheck) report(r *Limiter, l runtime.Limit, finding error) {
 	msg := ""
 	if finding != nil {
 		msg = finding.Error()
@@ -147,7 +149,7 @@ func configRefused(err error) bool {
 
 // logger returns the limiter's logger: WithLogger's, or slog's default at
 // the time of the call.
-func (r *RedisLimiter) logger() *slog.Logger {
+func (r *Limiter) logger() *slog.Logger {
 	if r.cfg.logger != nil {
 		return r.cfg.logger
 	}

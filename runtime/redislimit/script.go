@@ -1,4 +1,4 @@
-package runtime
+package redislimit
 
 import (
 	"embed"
@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 //go:embed lua/*.lua
@@ -18,8 +20,8 @@ var luaFiles embed.FS
 // mixes algorithms runs the script holding all of them. These values are
 // built once and never change.
 var (
-	algoScripts = func() map[Algorithm]*redis.Script {
-		m := make(map[Algorithm]*redis.Script, len(algoSpecs))
+	algoScripts = func() map[runtime.Algorithm]*redis.Script {
+		m := make(map[runtime.Algorithm]*redis.Script, len(algoSpecs))
 		for a, spec := range algoSpecs {
 			m[a] = redis.NewScript(assembleScript(spec.file))
 		}
@@ -36,10 +38,10 @@ var (
 )
 
 // scriptFor returns the script that can decide the requests at idx.
-func scriptFor(reqs []Request, idx []int) *redis.Script {
-	a := reqs[idx[0]].Limit.algorithm()
+func scriptFor(reqs []runtime.Request, idx []int) *redis.Script {
+	a := algorithmOf(reqs[idx[0]].Limit)
 	for _, i := range idx[1:] {
-		if reqs[i].Limit.algorithm() != a {
+		if algorithmOf(reqs[i].Limit) != a {
 			return mixedScript
 		}
 	}

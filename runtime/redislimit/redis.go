@@ -1,4 +1,4 @@
-package runtime
+package redislimit
 
 import (
 	"context"
@@ -13,12 +13,15 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/internal/sweep"
 )
 
-// RedisLimiter is a Limiter whose counts live in Redis, so that every
+// Limiter is a runtime.Limiter whose counts live in Redis, so that every
 // instance of a service shares them. It works with a single server, a Redis
 // Cluster and a Sentinel-managed failover client alike: each decision is one
-// Lua script (one per cluster slot involved, see AllowAll), run with EVALSHA
+// Lua script (one per cluster slot involved, see Decide), run with EVALSHA
 // and reloaded transparently when a server answers NOSCRIPT (after SCRIPT
 // FLUSH, a restart, a failover or on a new cluster node). Time comes from
 // the Redis server unless WithClock is given. It is safe for concurrent use.
@@ -26,10 +29,10 @@ import (
 // When Redis fails or does not answer within the timeout, the decision
 // follows the FailurePolicy; see WithFailurePolicy, WithTimeout and
 // WithOnDegraded.
-type RedisLimiter struct {
+type Limiter struct {
 	client   redis.UniversalClient
 	cfg      config
-	fallback Limiter
+	fallback runtime.Limiter
 	breaker  breaker
 	// scripter runs the scripts: the client itself, or a copy of it whose
 	// read and write timeouts are the limiter's timeout.
@@ -52,19 +55,19 @@ type RedisLimiter struct {
 	sweeping atomic.Bool
 }
 
-// NewRedisLimiter returns a Limiter backed by c, which may be a
-// *redis.Client, a *redis.ClusterClient or a failover client. The defaults
+// New returns a Limiter backed by c, which may be a *redis.Client, a
+// *redis.ClusterClient, a *redis.Ring or a failover client. The defaults
 // are: server time, prefix "ratelimit:", a 100ms timeout per decision, and
 // FailLocal with an in-memory fallback.
-func NewRedisLimiter(c redis.UniversalClient, opts ...Option) *RedisLimiter {
+func New(c redis.UniversalClient, opts ...Option) *Limiter {
 	cfg := newConfig(opts)
-	r := &RedisLimiter{client: c, cfg: cfg, fallback: cfg.fallback}
+	r := &Limiter{client: c, cfg: cfg, fallback: cfg.fallback}
 	if r.fallback == nil {
-		var memOpts []Option
+		var memOpts []runtime.MemoryOption
 		if cfg.clock != nil {
-			memOpts = append(memOpts, WithClock(cfg.clock))
+			memOpts = append(memOpts, runtime.WithClock(cfg.clock))
 		}
-		r.fallback = NewMemoryLimiter(memOpts...)
+		r.fallback = runtime.NewMemoryLimiter(memOpts...)
 	}
 	r.breaker.interval = cfg.retryInterval
 	r.scripter = c
@@ -86,30 +89,27 @@ func NewRedisLimiter(c redis.UniversalClient, opts ...Option) *RedisLimiter {
 	return r
 }
 
-// Allow is AllowN with a cost of 1.
-func (r *RedisLimiter) Allow(ctx context.Context, l Limit, key string) (Decision, error) {
-	return r.AllowN(ctx, l, key, 1)
-}
-
-// AllowN admits a call costing n units if the limit has room for all of
-// them, and records them; otherwise it records nothing and reports when
-// there will be room. An error means no decision was made: the request was
-// invalid, ctx was done on entry or cancelled, or Redis failed under
-// FailClosed. A deadline of ctx that passes while Redis is asked is Redis
-// failing to answer in time: the FailurePolicy decides.
-func (r *RedisLimiter) AllowN(ctx context.Context, l Limit, key string, n int) (Decision, error) {
-	if err := checkRequest(l, n); err != nil {
-		return Decision{}, err
+// Allow admits a call of cost 1 under l for key if the limit has room, and
+// records it; otherwise it records nothing and reports when there will be
+// room. It is Decide for one request, without the Decisions.
+func (r *Limiter) Allow(ctx context.Context, l runtime.Limit, key string) (runtime.Decision, error) {
+	reqs := [1]runtime.Request{{Limit: l, Key: key}}
+	if err := runtime.Validate(reqs[:]...); err != nil {
+		return runtime.Decision{}, err
 	}
-	ds, err := r.decide(ctx, []Request{{Limit: l, Key: key, Cost: n}})
+	ds, err := r.decide(ctx, reqs[:])
 	if err != nil {
-		return Decision{}, err
+		return runtime.Decision{}, err
 	}
 	return ds.Each[0], nil
 }
 
-// AllowAll admits a call only if every request's limit has room, recording
-// it in all of them; otherwise it records nothing.
+// Decide admits a call only if every request's limit has room, recording
+// it in all of them; otherwise it records nothing (see runtime.Limiter).
+// An error means no decision was made: the requests were invalid, ctx was
+// done on entry or cancelled, or Redis failed under FailClosed. A deadline
+// of ctx that passes while Redis is asked is Redis failing to answer in
+// time: the FailurePolicy decides.
 //
 // Limits whose keys share a Redis Cluster slot (all limits on the same key
 // do, whatever their names) are decided in one script, atomically. Limits on
@@ -119,18 +119,18 @@ func (r *RedisLimiter) AllowN(ctx context.Context, l Limit, key string, n int) (
 // denied that would otherwise have been admitted, but no limit ever admits
 // more than its Max. On a single server or a Sentinel-managed one, every
 // call is one script.
-func (r *RedisLimiter) AllowAll(ctx context.Context, reqs ...Request) (Decisions, error) {
-	if err := checkRequests(reqs); err != nil {
-		return Decisions{}, err
+func (r *Limiter) Decide(ctx context.Context, reqs ...runtime.Request) (runtime.Decisions, error) {
+	if err := runtime.Validate(reqs...); err != nil {
+		return runtime.Decisions{}, err
 	}
 	return r.decide(ctx, reqs)
 }
 
 // decide runs validated requests, following the failure policy when Redis
 // does not answer.
-func (r *RedisLimiter) decide(ctx context.Context, reqs []Request) (Decisions, error) {
+func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request) (runtime.Decisions, error) {
 	if err := ctx.Err(); err != nil {
-		return Decisions{}, err
+		return runtime.Decisions{}, err
 	}
 	start := time.Now()
 	ask, probe := r.breaker.allow(start)
@@ -152,7 +152,7 @@ func (r *RedisLimiter) decide(ctx context.Context, reqs []Request) (Decisions, e
 	if errors.Is(ctx.Err(), context.Canceled) {
 		// The caller gave up; that says nothing about Redis.
 		r.breaker.release(probe)
-		return Decisions{}, ctx.Err()
+		return runtime.Decisions{}, ctx.Err()
 	}
 	// Anything else, the caller's deadline passing included, is Redis not
 	// deciding in time: the policy answers, so that a caller with a short
@@ -166,25 +166,25 @@ func (r *RedisLimiter) decide(ctx context.Context, reqs []Request) (Decisions, e
 }
 
 // degrade makes the decision Redis could not make, per the policy.
-func (r *RedisLimiter) degrade(ctx context.Context, reqs []Request, cause error) (Decisions, error) {
+func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, cause error) (runtime.Decisions, error) {
 	ev := DegradedEvent{Limit: reqs[0].Limit, Policy: r.cfg.policy, Err: cause}
 	var (
-		ds  Decisions
+		ds  runtime.Decisions
 		err error
 	)
 	switch r.cfg.policy {
 	case FailOpen:
-		ds = Decisions{Allowed: true, Each: make([]Decision, len(reqs)), Denied: -1}
+		ds = runtime.Decisions{Allowed: true, Each: make([]runtime.Decision, len(reqs))}
 		for i, q := range reqs {
-			ds.Each[i] = Decision{Allowed: true, Remaining: q.Limit.capacity() - q.cost()}
+			ds.Each[i] = runtime.Decision{Allowed: true, Remaining: int(int64(q.Limit.Capacity()) - costOf(q))}
 		}
 	case FailClosed:
-		err = &UnavailableError{Limit: reqs[0].Limit, Err: cause}
+		err = &unavailableError{limit: reqs[0].Limit, err: cause}
 	default:
 		r.fallbackUsed.Store(true)
-		ds, err = AllowAll(ctx, r.fallback, reqs...)
+		ds, err = r.fallback.Decide(ctx, reqs...)
 		if err != nil {
-			err = &UnavailableError{Limit: reqs[0].Limit, Err: fmt.Errorf("%v; the local fallback failed too: %w", cause, err)}
+			err = &unavailableError{limit: reqs[0].Limit, err: fmt.Errorf("%v; the local fallback failed too: %w", cause, err)}
 		}
 	}
 	if len(ds.Each) > 0 {
@@ -200,12 +200,11 @@ func (r *RedisLimiter) degrade(ctx context.Context, reqs []Request, cause error)
 // again: the fallback of an outage may hold many keys that no decision
 // would otherwise visit. A sweep runs on its own goroutine, at most once a
 // second, until the fallback is empty.
-func (r *RedisLimiter) sweepFallback(now time.Time) {
+func (r *Limiter) sweepFallback(now time.Time) {
 	if !r.fallbackUsed.Load() || now.UnixNano() < r.sweepAt.Load() {
 		return
 	}
-	m, ok := r.fallback.(interface{ sweep() int })
-	if !ok || !r.sweeping.CompareAndSwap(false, true) {
+	if !r.sweeping.CompareAndSwap(false, true) {
 		return
 	}
 	r.sweepAt.Store(now.Add(time.Second).UnixNano())
@@ -214,7 +213,9 @@ func (r *RedisLimiter) sweepFallback(now time.Time) {
 		// Cleared before sweeping, so that a fallback decision made during
 		// the sweep sets it again.
 		r.fallbackUsed.Store(false)
-		if m.sweep() > 0 {
+		// A fallback other than a runtime.MemoryLimiter manages its own
+		// memory.
+		if left, ok := sweep.Memory(r.fallback); ok && left > 0 {
 			r.fallbackUsed.Store(true)
 		}
 	}()
@@ -224,7 +225,7 @@ func (r *RedisLimiter) sweepFallback(now time.Time) {
 // failure. go-redis reloads it on MOVED or ASK, or once a minute, but not
 // when a crashed master refuses connections; without this the limiter
 // would stay degraded for up to a minute after a replica took over.
-func (r *RedisLimiter) reloadTopology() {
+func (r *Limiter) reloadTopology() {
 	if c, ok := r.client.(interface{ ReloadState(context.Context) }); ok {
 		c.ReloadState(context.Background())
 	}
@@ -232,7 +233,7 @@ func (r *RedisLimiter) reloadTopology() {
 
 // run asks Redis for the decision, within the limiter's timeout or the
 // caller's deadline, whichever comes first.
-func (r *RedisLimiter) run(ctx context.Context, reqs []Request) (Decisions, error) {
+func (r *Limiter) run(ctx context.Context, reqs []runtime.Request) (runtime.Decisions, error) {
 	budget := r.cfg.timeout
 	callerFirst := false
 	if dl, ok := ctx.Deadline(); ok {
@@ -260,7 +261,7 @@ func (r *RedisLimiter) run(ctx context.Context, reqs []Request) (Decisions, erro
 				}
 				err = fmt.Errorf("no answer within %v (%s): %w", budget.Round(time.Microsecond), whose, err)
 			}
-			return Decisions{}, err
+			return runtime.Decisions{}, err
 		}
 		if !committed {
 			r.refund(ctx, reqs, groups[:gi], receipts)
@@ -272,16 +273,16 @@ func (r *RedisLimiter) run(ctx context.Context, reqs []Request) (Decisions, erro
 					_, _ = r.evalGroup(ctx, callerFirst, modeCheck, now, reqs, other, vs, receipts)
 				}
 			}
-			return combine(vs, false), nil
+			return decisions(vs, false), nil
 		}
 	}
-	return combine(vs, true), nil
+	return decisions(vs, true), nil
 }
 
 // groups splits reqs (by index) into the sets one script may decide
 // together: everything on a single server; per hash tag, in tag order, on a
 // Redis Cluster or Ring, where a script may only touch one slot.
-func (r *RedisLimiter) groups(reqs []Request) [][]int {
+func (r *Limiter) groups(reqs []runtime.Request) [][]int {
 	if len(reqs) == 1 {
 		return singleGroup
 	}
@@ -328,7 +329,7 @@ var (
 // requests at idx, filling their verdicts and receipts. It reports whether
 // the group's admissions were recorded. callerFirst says ctx's deadline is
 // the caller's, earlier than the limiter's timeout.
-func (r *RedisLimiter) evalGroup(ctx context.Context, callerFirst bool, mode any, now int64, reqs []Request, idx []int, vs []verdict, receipts []int64) (bool, error) {
+func (r *Limiter) evalGroup(ctx context.Context, callerFirst bool, mode any, now int64, reqs []runtime.Request, idx []int, vs []verdict, receipts []int64) (bool, error) {
 	keys, args := r.scriptInput(mode, now, reqs, idx, receipts)
 	res, err := r.eval(ctx, callerFirst, scriptFor(reqs, idx), keys, args...)
 	if err != nil {
@@ -350,7 +351,7 @@ func (r *RedisLimiter) evalGroup(ctx context.Context, callerFirst bool, mode any
 // only deny calls, never admit extra ones. Each group's refund carries a
 // marker key of its own, so that a client resending the command after a
 // lost reply cannot refund twice.
-func (r *RedisLimiter) refund(ctx context.Context, reqs []Request, groups [][]int, receipts []int64) {
+func (r *Limiter) refund(ctx context.Context, reqs []runtime.Request, groups [][]int, receipts []int64) {
 	if len(groups) == 0 {
 		return
 	}
@@ -365,7 +366,7 @@ func (r *RedisLimiter) refund(ctx context.Context, reqs []Request, groups [][]in
 
 // refundMarker returns a new key in the cluster slot of key, unique to one
 // refund.
-func (r *RedisLimiter) refundMarker(key string) string {
+func (r *Limiter) refundMarker(key string) string {
 	b := make([]byte, 0, len(r.cfg.prefix)+48)
 	b = append(b, r.cfg.prefix...)
 	b = append(b, '{')
@@ -379,24 +380,23 @@ func (r *RedisLimiter) refundMarker(key string) string {
 
 // scriptInput builds the KEYS and ARGV of one script call for the requests
 // at idx, in the layout lua/main.lua documents.
-func (r *RedisLimiter) scriptInput(mode any, now int64, reqs []Request, idx []int, receipts []int64) ([]string, []any) {
+func (r *Limiter) scriptInput(mode any, now int64, reqs []runtime.Request, idx []int, receipts []int64) ([]string, []any) {
 	keys := make([]string, len(idx))
 	args := make([]any, 0, 2+6*len(idx))
 	args = append(args, mode, now)
 	for j, i := range idx {
 		q := reqs[i]
 		keys[j] = r.storageKey(q.Limit, q.Key)
-		p := paramsOf(q.Limit, q.cost())
-		args = append(args, algoSpecs[q.Limit.algorithm()].arg, p.window, p.max, p.burst, p.cost, receipts[i])
+		args = append(args, algoSpecs[algorithmOf(q.Limit)].arg, q.Limit.Window.Microseconds(), int64(q.Limit.Max), burstOf(q.Limit), costOf(q), receipts[i])
 	}
 	return keys, args
 }
 
-func (r *RedisLimiter) storageKey(l Limit, key string) string {
+func (r *Limiter) storageKey(l runtime.Limit, key string) string {
 	// Build in a stack buffer when the key is short, so the string is the
 	// only allocation.
 	var stack [256]byte
-	return string(appendStorageKey(stack[:0], r.cfg.prefix, algoSpecs[l.algorithm()].tag, l.Name, key))
+	return string(appendStorageKey(stack[:0], r.cfg.prefix, algoSpecs[algorithmOf(l)].tag, l.Name, key))
 }
 
 // eval runs the script, returning by ctx's deadline even when the client
@@ -405,7 +405,7 @@ func (r *RedisLimiter) storageKey(l Limit, key string) string {
 // client's copy waits for the limiter's timeout, which callerFirst says is
 // later than ctx's deadline. An abandoned call may still be recorded when
 // Redis answers late; that over-counts, never over-admits.
-func (r *RedisLimiter) eval(ctx context.Context, callerFirst bool, script *redis.Script, keys []string, args ...any) ([]int64, error) {
+func (r *Limiter) eval(ctx context.Context, callerFirst bool, script *redis.Script, keys []string, args ...any) ([]int64, error) {
 	if r.boundedByClient && !(callerFirst && r.boundedByTimeout) {
 		return script.Run(ctx, r.scripter, keys, args...).Int64Slice()
 	}

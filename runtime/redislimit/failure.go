@@ -1,13 +1,15 @@
-package runtime
+package redislimit
 
 import (
 	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
-// FailurePolicy says what a RedisLimiter decision does when Redis cannot
+// FailurePolicy says what a decision does when Redis cannot
 // make it: an error, a timeout, or a pause after recent failures.
 type FailurePolicy int
 
@@ -19,7 +21,7 @@ const (
 	// FailOpen admits the call. Availability wins over protection.
 	FailOpen
 	// FailClosed returns an *UnavailableError (errors.Is(err,
-	// ErrUnavailable)); protection wins over availability. It is not a
+	// runtime.ErrUnavailable)); protection wins over availability. It is not a
 	// denial: it is never ErrLimited.
 	FailClosed
 )
@@ -38,44 +40,39 @@ func (p FailurePolicy) String() string {
 }
 
 // DegradedEvent describes one decision that Redis did not make. It also
-// reports, once per finding and with a zero Decision, a Redis whose
+// reports, once per finding and with a zero runtime.Decision, a Redis whose
 // configuration lets it delete the limiter's counts: then Err matches
 // ErrEvictionRisk and no decision was degraded.
 type DegradedEvent struct {
 	// Limit is the limit being decided.
-	Limit Limit
+	Limit runtime.Limit
 	// Policy is the policy that decided instead.
 	Policy FailurePolicy
 	// Err is why Redis did not decide: its error, the timeout, or
 	// ErrCircuitOpen when Redis was not asked because it failed recently.
 	Err error
 	// Decision is what the policy decided; zero under FailClosed.
-	Decision Decision
+	Decision runtime.Decision
 }
 
 // ErrCircuitOpen is the DegradedEvent.Err of decisions taken without asking
 // Redis because it failed less than the retry interval ago.
 var ErrCircuitOpen = errors.New("ratelimit: redis failed recently; not asked until the retry interval passes")
 
-// UnavailableError is returned under FailClosed when Redis could not make a
-// decision. errors.Is(err, ErrUnavailable) holds; Unwrap gives the cause.
-type UnavailableError struct {
-	// Limit is the limit that could not be decided.
-	Limit Limit
-	// Err is the underlying failure.
-	Err error
+// unavailableError is FailClosed's error: it matches runtime.ErrUnavailable
+// and unwraps to the cause.
+type unavailableError struct {
+	limit runtime.Limit
+	err   error
 }
 
-// Error says what failed and what the caller can do.
-func (e *UnavailableError) Error() string {
-	return fmt.Sprintf("ratelimit: cannot decide %q: redis unavailable (%v); the call was neither admitted nor denied: retry later, or use FailLocal or FailOpen", e.Limit.Name, e.Err)
+func (e *unavailableError) Error() string {
+	return fmt.Sprintf("ratelimit: cannot decide %q: redis unavailable (%v); the call was neither admitted nor denied: retry later, or use FailLocal or FailOpen", e.limit.Name, e.err)
 }
 
-// Unwrap returns the underlying failure.
-func (e *UnavailableError) Unwrap() error { return e.Err }
+func (e *unavailableError) Unwrap() error { return e.err }
 
-// Is reports whether target is ErrUnavailable.
-func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }
+func (e *unavailableError) Is(target error) bool { return target == runtime.ErrUnavailable }
 
 // breaker remembers a recent Redis failure so that, during an outage,
 // callers get a degraded decision at once instead of each waiting for the

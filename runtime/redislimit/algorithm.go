@@ -1,0 +1,73 @@
+package redislimit
+
+import (
+	"time"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
+)
+
+// algoSpec is what the Redis backend keeps per algorithm; the algorithms
+// themselves, their limits and capacities are runtime's.
+type algoSpec struct {
+	// tag goes into storage keys so that algorithms never read each
+	// other's data structures.
+	tag string
+	// arg is the algorithm's name boxed once, as the script receives it.
+	arg any
+	// file is the algorithm's script in lua/.
+	file string
+}
+
+var algoSpecs = map[runtime.Algorithm]algoSpec{
+	runtime.SlidingLog:    {tag: "sl", arg: string(runtime.SlidingLog), file: "sliding_log.lua"},
+	runtime.SlidingWindow: {tag: "sw", arg: string(runtime.SlidingWindow), file: "sliding_window.lua"},
+	runtime.FixedWindow:   {tag: "fw", arg: string(runtime.FixedWindow), file: "fixed_window.lua"},
+	runtime.TokenBucket:   {tag: "tb", arg: string(runtime.TokenBucket), file: "token_bucket.lua"},
+	runtime.GCRA:          {tag: "gc", arg: string(runtime.GCRA), file: "gcra.lua"},
+}
+
+// algorithmOf returns l's algorithm, resolving the zero value.
+func algorithmOf(l runtime.Limit) runtime.Algorithm {
+	if l.Algorithm == "" {
+		return runtime.SlidingLog
+	}
+	return l.Algorithm
+}
+
+// costOf returns q's cost, resolving the zero value.
+func costOf(q runtime.Request) int64 {
+	if q.Cost == 0 {
+		return 1
+	}
+	return q.Cost
+}
+
+// burstOf returns l's burst, which the scripts receive for every
+// algorithm; 0 means Max.
+func burstOf(l runtime.Limit) int64 {
+	if l.Burst <= 0 {
+		return int64(l.Max)
+	}
+	return int64(l.Burst)
+}
+
+// verdict is one limit's answer from a script; times in µs.
+type verdict struct {
+	ok                      bool
+	remaining, retry, reset int64
+}
+
+func (v verdict) decision() runtime.Decision {
+	return runtime.Decision{Allowed: v.ok, Remaining: int(v.remaining), RetryAfter: micros(v.retry), ResetAfter: micros(v.reset)}
+}
+
+func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
+
+// decisions builds a call's answer from its limits' verdicts.
+func decisions(vs []verdict, allowed bool) runtime.Decisions {
+	ds := runtime.Decisions{Allowed: allowed, Each: make([]runtime.Decision, len(vs))}
+	for i, v := range vs {
+		ds.Each[i] = v.decision()
+	}
+	return ds
+}

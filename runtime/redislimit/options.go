@@ -1,0 +1,128 @@
+package redislimit
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
+)
+
+// Option configures a Limiter.
+type Option func(*config)
+
+// config holds every option's value; the zero value is never used directly,
+// defaults come from newConfig.
+type config struct {
+	clock         func() time.Time
+	prefix        string
+	timeout       time.Duration
+	policy        FailurePolicy
+	fallback      runtime.Limiter
+	retryInterval time.Duration
+	onDegraded    func(DegradedEvent)
+	logger        *slog.Logger
+}
+
+const (
+	defaultPrefix        = "ratelimit:"
+	defaultTimeout       = 100 * time.Millisecond
+	defaultRetryInterval = 500 * time.Millisecond
+)
+
+func newConfig(opts []Option) config {
+	c := config{
+		prefix:        defaultPrefix,
+		timeout:       defaultTimeout,
+		policy:        FailLocal,
+		retryInterval: defaultRetryInterval,
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
+// WithClock makes the limiter read time from now instead of the Redis
+// server's TIME, which the script reads by default so that app servers whose
+// clocks disagree still share one exact window. The caller's clock which is useful for deterministic tests and for
+// deployments that trust their clock synchronisation. With client clocks the
+// guarantees hold only as far as the clocks agree: a server whose clock runs
+// s ahead of another's sees that server's admissions as s older than they
+// are and lets them stop counting s early, so across both a window can admit
+// up to about twice Max when s nears Window (bench/ measures 100 admissions
+// for a limit of 50 per 3s with 2s of skew). That is why server time is the
+// default. Redis expires keys on its own clock, so with WithClock keys live
+// 1s longer than their contents count.
+func WithClock(now func() time.Time) Option {
+	return func(c *config) { c.clock = now }
+}
+
+// WithPrefix sets the prefix of every Redis key the limiter writes (default
+// "ratelimit:"). Braces, which would choose a Redis Cluster slot, are
+// percent-encoded, and prefixes longer than 64 bytes are hashed, so that
+// stored keys stay short.
+func WithPrefix(p string) Option {
+	return func(c *config) { c.prefix = sanitizePrefix(p) }
+}
+
+// WithTimeout bounds how long one decision may wait for Redis (default
+// 100ms). When it elapses, or the caller's context deadline passes first,
+// the decision follows the FailurePolicy and counts as a Redis failure for
+// WithRetryInterval, so a dead or slow Redis never holds a caller longer
+// than d or its own deadline. A d <= 0 keeps the default.
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.timeout = d
+		}
+	}
+}
+
+// WithFailurePolicy sets what a decision does when Redis fails or times out
+// (default FailLocal).
+func WithFailurePolicy(p FailurePolicy) Option {
+	return func(c *config) { c.policy = p }
+}
+
+// WithFallback sets the Limiter that FailLocal consults while Redis is
+// unavailable (default: a runtime.MemoryLimiter sharing this limiter's clock).
+// Each app instance then enforces Max on its own, so a fleet of n instances
+// admits up to (n+1)*Max in a window that an outage cuts in two: n*Max
+// locally plus what Redis admitted before. Pass a limiter with scaled-down
+// limits if that is too much.
+func WithFallback(l runtime.Limiter) Option {
+	return func(c *config) { c.fallback = l }
+}
+
+// WithRetryInterval sets how long a Limiter stops asking Redis after a
+// failure (default 500ms). During that time decisions follow the
+// FailurePolicy at once instead of waiting for a timeout each; afterwards a
+// single call probes Redis and, if it answers, normal operation resumes.
+// A d <= 0 keeps the default.
+func WithRetryInterval(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.retryInterval = d
+		}
+	}
+}
+
+// WithOnDegraded registers a function called for every decision that Redis
+// did not make (FailOpen, FailClosed or FailLocal took over), so operators
+// can count and alert on degraded decisions, and once per finding of a
+// Redis that may evict counts (ErrEvictionRisk). It runs synchronously on
+// the caller's goroutine (the configuration finding on a goroutine of its
+// own) and must be fast and safe for concurrent use.
+func WithOnDegraded(f func(DegradedEvent)) Option {
+	return func(c *config) { c.onDegraded = f }
+}
+
+// WithLogger sets where a Limiter logs what an operator must fix, such
+// as a Redis that may evict its keys (see ErrEvictionRisk); each finding is
+// logged once, at level Warn. The default is slog.Default() at the time of
+// logging.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) { c.logger = l }
+}

@@ -15,7 +15,6 @@ import (
 	"github.com/dave/jennifer/jen"
 	"golang.org/x/tools/imports"
 
-	"github.com/ratelimitgen/ratelimitgen/internal/parse"
 )
 
 // RuntimePath is the import path of the package generated code calls.

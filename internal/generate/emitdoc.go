@@ -19,11 +19,11 @@ func wrapperDoc(w *wrapper) string {
 	owner := w.owner.Name()
 	var b strings.Builder
 	if w.iface {
-		fmt.Fprintf(&b, "%s forwards calls to the %s it wraps, each once a runtime.Limiter admits it under the method's limits, declared by //ratelimit: directives.", w.name, owner)
+		fmt.Fprintf(&b, "%s forwards each call to the %s it wraps once a runtime.Limiter admits it under the method's limits.", w.name, owner)
 	} else {
-		fmt.Fprintf(&b, "%s embeds the %s it wraps and overrides its rate-limited methods, which forward a call once a runtime.Limiter admits it under the method's limits, declared by //ratelimit: directives.", w.name, owner)
+		fmt.Fprintf(&b, "%s embeds the %s it wraps and overrides its rate-limited methods, which forward a call once a runtime.Limiter admits it under the method's limits.", w.name, owner)
 	}
-	fmt.Fprintf(&b, " A call that a limit denies returns a *runtime.LimitError, which matches runtime.ErrLimited, and one that the limiter cannot decide returns the limiter's error as it is; neither reaches the wrapped %s.", owner)
+	fmt.Fprintf(&b, " A denied call returns a *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the limiter cannot decide returns the limiter's error as it is; neither reaches the wrapped %s.", owner)
 	if multi {
 		b.WriteString(" A method with several limits counts a call in all of them or in none.")
 	}
@@ -31,7 +31,7 @@ func wrapperDoc(w *wrapper) string {
 		b.WriteString(" A limit whose computed cost is 0 is left out of the decision and counts nothing; a negative cost, or one above the limit's capacity, is an error wrapping runtime.ErrInvalidCost.")
 	}
 	if wait {
-		b.WriteString(" A method with wait= waits for room instead of returning a denial at once, for up to that long in all, sleeping as long as each denial's RetryAfter says, but never past the deadline of the call's context, whose error it returns if the context is done meanwhile.")
+		b.WriteString(" A method that waits for room sleeps as long as each denial's RetryAfter says and asks again, for up to its wait in all and never past the deadline of the call's context; it returns the context's error if the context is done meanwhile.")
 	}
 	switch {
 	case !w.iface:

@@ -443,10 +443,11 @@ func checkLimitValues(l *limit, d *directive, ds *diagnostics) bool {
 			ok = false
 		}
 	}
-	if err := l.runtimeLimit().Validate(); err != nil && ok {
-		pos, msg := invalidLimit(l, d, err)
-		ds.errorf(pos, "%s", msg)
-		ok = false
+	if ok {
+		if pos, msg := invalidLimit(l, d); msg != "" {
+			ds.errorf(pos, "%s", msg)
+			ok = false
+		}
 	}
 	if ok && l.algorithm() == runtime.SlidingLog && l.max > slidingLogWarnAbove {
 		opt, _ := d.parsed.Lookup("max")
@@ -455,28 +456,32 @@ func checkLimitValues(l *limit, d *directive, ds *diagnostics) bool {
 	return ok
 }
 
-// invalidLimit explains why the runtime's Limit.Validate refuses l, whose
-// options parsed, and says what to change in directive d. Parsing has
-// checked every option on its own, so what remains is the runtime's bound
-// on the numbers it counts exactly, which the window, the max and the
-// burst decide together; a shorter window satisfies it. The message is
-// for the position returned, the window's value when it is the window.
-func invalidLimit(l *limit, d *directive, err error) (token.Position, string) {
-	short := l.runtimeLimit()
-	short.Window = time.Microsecond
-	if short.Validate() != nil {
-		return d.pos, fmt.Sprintf("the runtime refuses this limit: %v; change the directive's options", err)
+// invalidLimit returns, if the runtime's Limit.Validate refuses l, whose
+// options parsed, a message saying why and what to change in directive d,
+// for the position returned. Parsing has checked every option on its own,
+// so what remains is the runtime's bound on the numbers it counts exactly,
+// which the window, max and burst decide together, and which a shorter
+// window satisfies: the message is for window=, unless even the shortest
+// window would not do.
+func invalidLimit(l *limit, d *directive) (token.Position, string) {
+	rl := l.runtimeLimit()
+	if rl.Name == "" {
+		rl.Name = "unnamed" // a missing name= is reported already
+	}
+	err := rl.Validate()
+	if err == nil {
+		return token.Position{}, ""
+	}
+	rl.Window = time.Microsecond
+	if rl.Validate() != nil {
+		return d.pos, fmt.Sprintf("the runtime refuses this limit: %v", err)
 	}
 	window, _ := d.parsed.Lookup("window")
 	what := "algo=" + string(l.algorithm())
 	if l.burstApplies() {
 		what += fmt.Sprintf(" with a burst of %d", l.capacity())
 	}
-	advice := "use a shorter window"
-	if l.burstApplies() {
-		advice += " or a smaller burst"
-	}
-	return window.ValuePos, fmt.Sprintf("window=%s is too long for %s: the runtime cannot count it exactly (%v); %s", window.Value, what, err, advice)
+	return window.ValuePos, fmt.Sprintf("window=%s is too long for %s: %v", window.Value, what, err)
 }
 
 // capacityWords explains where a limit's capacity comes from.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/redislimit"
 )
 
 // recorder is the wrapped Notifier: it counts the calls that reach it.
@@ -50,11 +51,11 @@ func TestRedisLimiter(t *testing.T) {
 	client := s.Client(t)
 	// FailClosed, so that a Redis failure cannot pass for a decision of
 	// the in-memory fallback; a generous timeout for a busy machine.
-	lim := runtime.NewRedisLimiter(client, runtime.WithFailurePolicy(runtime.FailClosed), runtime.WithTimeout(10*time.Second))
+	lim := redislimit.New(client, redislimit.WithFailurePolicy(redislimit.FailClosed), redislimit.WithTimeout(10*time.Second))
 	exercise(t, lim)
 	clock := newClock()
-	exerciseAlerts(t, runtime.NewRedisLimiter(client, runtime.WithFailurePolicy(runtime.FailClosed), runtime.WithTimeout(10*time.Second),
-		runtime.WithClock(clock.Now), runtime.WithPrefix("alerts:")), clock)
+	exerciseAlerts(t, redislimit.New(client, redislimit.WithFailurePolicy(redislimit.FailClosed), redislimit.WithTimeout(10*time.Second),
+		redislimit.WithClock(clock.Now), redislimit.WithPrefix("alerts:")), clock)
 
 	n, err := client.DBSize(context.Background()).Result()
 	if err != nil || n == 0 {
@@ -136,7 +137,7 @@ func checkDenied(t *testing.T, err error, name string) {
 	if !errors.As(err, &le) || !errors.Is(err, runtime.ErrLimited) {
 		t.Fatalf("4th call: got %v, want a *runtime.LimitError matching runtime.ErrLimited", err)
 	}
-	if le.Limit.Name != name || le.Limit.Max != 3 || le.Limit.Window != time.Minute || le.RetryAfter <= 0 {
+	if le.Limit.Name != name || le.Limit.Max != 3 || le.Limit.Window != time.Minute || le.Decision.RetryAfter <= 0 {
 		t.Fatalf("LimitError = %+v; want limit %q, 3 per minute, a positive RetryAfter", le, name)
 	}
 }
@@ -144,8 +145,8 @@ func checkDenied(t *testing.T, err error, name string) {
 // failing is a Limiter that cannot decide.
 type failing struct{ err error }
 
-func (f failing) Allow(context.Context, runtime.Limit, string) (runtime.Decision, error) {
-	return runtime.Decision{}, f.err
+func (f failing) Decide(context.Context, ...runtime.Request) (runtime.Decisions, error) {
+	return runtime.Decisions{}, f.err
 }
 
 func TestLimiterErrorReturnedAsIs(t *testing.T) {
@@ -158,20 +159,11 @@ func TestLimiterErrorReturnedAsIs(t *testing.T) {
 }
 
 // allowAll admits everything at no cost, so that the benchmarks measure
-// the wrapper itself. It implements runtime.NLimiter and
-// runtime.MultiLimiter, as both backends do.
+// the wrapper itself.
 type allowAll struct{}
 
-func (allowAll) Allow(context.Context, runtime.Limit, string) (runtime.Decision, error) {
-	return runtime.Decision{Allowed: true}, nil
-}
-
-func (allowAll) AllowN(context.Context, runtime.Limit, string, int) (runtime.Decision, error) {
-	return runtime.Decision{Allowed: true}, nil
-}
-
-func (allowAll) AllowAll(context.Context, ...runtime.Request) (runtime.Decisions, error) {
-	return runtime.Decisions{Allowed: true, Denied: -1}, nil
+func (allowAll) Decide(context.Context, ...runtime.Request) (runtime.Decisions, error) {
+	return runtime.Decisions{Allowed: true}, nil
 }
 
 // nop is a Notifier that does nothing.
@@ -313,10 +305,11 @@ func exerciseAlerts(t *testing.T, lim runtime.Limiter, clock *clock) {
 		t.Fatalf("the wrapped Digest ran %d times; want 2", next.digest)
 	}
 
-	// Upload: a uint64 cost beyond int's range is clamped, never wrapped
-	// around to a small admissible cost.
+	// Upload: a uint64 cost beyond int64's range becomes a negative cost,
+	// never a small admissible one, and one beyond a 32-bit int's stays
+	// what it is.
 	for _, size := range []uint64{math.MaxUint64, 1<<63 + 1, 1<<32 + 1, 1001} {
-		checkCostError(t, a.Upload(ctx, "ops@example.com", size), "Upload", clampUint64(size))
+		checkCostError(t, a.Upload(ctx, "ops@example.com", size), "Upload", int64(size))
 	}
 	if err := a.Upload(ctx, "ops@example.com", 1000); err != nil {
 		t.Fatalf("Upload of the limit's capacity: %v", err)
@@ -330,7 +323,7 @@ func exerciseAlerts(t *testing.T, lim runtime.Limiter, clock *clock) {
 
 	// Adjust: an int64 cost, negative or beyond a 32-bit int's range.
 	for _, units := range []int64{-1, math.MinInt64, 1<<32 + 1, 11} {
-		checkCostError(t, a.Adjust(ctx, "ops@example.com", units), "Adjust", clampInt64(units))
+		checkCostError(t, a.Adjust(ctx, "ops@example.com", units), "Adjust", units)
 	}
 	if err := a.Adjust(ctx, "ops@example.com", 10); err != nil {
 		t.Fatalf("Adjust of the limit's capacity: %v", err)
@@ -339,9 +332,9 @@ func exerciseAlerts(t *testing.T, lim runtime.Limiter, clock *clock) {
 		t.Fatalf("the wrapped Adjust ran %d times; want 1", next.adjust)
 	}
 
-	// Bulk: the same costs through AllowAll.
+	// Bulk: the same costs with two limits.
 	for _, n := range []uint64{11, 1<<64 - 1, 1 << 63} {
-		checkCostError(t, a.Bulk(ctx, "ops@example.com", n), "Bulk", clampUint64(n))
+		checkCostError(t, a.Bulk(ctx, "ops@example.com", n), "Bulk", int64(n))
 	}
 	if next.bulk != 0 {
 		t.Fatalf("the wrapped Bulk ran %d times for costs no limit admits; want 0", next.bulk)
@@ -375,75 +368,47 @@ func checkDeniedBy(t *testing.T, err error, name string, max int, window time.Du
 	if !errors.As(err, &le) || !errors.Is(err, runtime.ErrLimited) {
 		t.Fatalf("got %v, want a *runtime.LimitError from %q", err, name)
 	}
-	if le.Limit.Name != name || le.Limit.Max != max || le.Limit.Window != window || le.RetryAfter <= 0 {
+	if le.Limit.Name != name || le.Limit.Max != max || le.Limit.Window != window || le.Decision.RetryAfter <= 0 {
 		t.Fatalf("LimitError = %+v; want limit %q, %d per %v, a positive RetryAfter", le, name, max, window)
 	}
 }
 
 // checkCostError fails unless err is the runtime's error for a cost that
 // no limit can admit, not a denial, and names the cost the wrapper
-// computed: the real value, clamped to int's range.
-func checkCostError(t *testing.T, err error, method string, cost int) {
+// computed: the real value as an int64.
+func checkCostError(t *testing.T, err error, method string, cost int64) {
 	t.Helper()
-	if !errors.Is(err, runtime.ErrCostExceedsMax) || errors.Is(err, runtime.ErrLimited) {
-		t.Fatalf("%s with cost %d: got %v, want an error wrapping runtime.ErrCostExceedsMax that is not ErrLimited", method, cost, err)
+	if !errors.Is(err, runtime.ErrInvalidCost) || errors.Is(err, runtime.ErrLimited) {
+		t.Fatalf("%s with cost %d: got %v, want an error wrapping runtime.ErrInvalidCost that is not ErrLimited", method, cost, err)
 	}
 	if want := fmt.Sprintf("cost of %d:", cost); !strings.Contains(err.Error(), want) {
 		t.Fatalf("%s with cost %d: the error %q does not say %q", method, cost, err, want)
 	}
 }
 
-// clampUint64 and clampInt64 are the int a cost becomes: itself when int
-// can hold it, else the nearest bound.
-func clampUint64(n uint64) int {
-	if n > math.MaxInt {
-		return math.MaxInt
-	}
-	return int(n)
-}
-
-func clampInt64(n int64) int {
-	switch {
-	case n > math.MaxInt:
-		return math.MaxInt
-	case n < math.MinInt:
-		return math.MinInt
-	}
-	return int(n)
-}
-
-// askCounter admits everything without checking costs, as a Limiter of
-// the user's own may, and counts how often it is asked.
+// askCounter is a Limiter of the user's own: it checks requests as the
+// module's limiters do (runtime.Validate), admits the valid ones, and
+// counts how often it is asked.
 type askCounter struct{ asked int }
 
-func (a *askCounter) Allow(context.Context, runtime.Limit, string) (runtime.Decision, error) {
+func (a *askCounter) Decide(_ context.Context, reqs ...runtime.Request) (runtime.Decisions, error) {
 	a.asked++
-	return runtime.Decision{Allowed: true}, nil
+	if err := runtime.Validate(reqs...); err != nil {
+		return runtime.Decisions{}, err
+	}
+	return runtime.Decisions{Allowed: true, Each: make([]runtime.Decision, len(reqs))}, nil
 }
 
-func (a *askCounter) AllowN(context.Context, runtime.Limit, string, int) (runtime.Decision, error) {
-	a.asked++
-	return runtime.Decision{Allowed: true}, nil
-}
-
-func (a *askCounter) AllowAll(context.Context, ...runtime.Request) (runtime.Decisions, error) {
-	a.asked++
-	return runtime.Decisions{Allowed: true, Denied: -1}, nil
-}
-
-// TestCostCheckedBeforeLimiter: the wrapper itself refuses a negative
-// cost, so that neither the limiter nor the wrapped method sees the call,
-// and forwards a call that costs 0 without asking the limiter, with one
-// limit and with several (where a Request's Cost of 0 would mean 1).
-func TestCostCheckedBeforeLimiter(t *testing.T) {
+// TestCostZeroSkipsLimiter: the wrapper forwards a call that costs 0
+// without asking the limiter, with one limit and with several (where a
+// Request's Cost of 0 would mean 1), and hands a negative cost to the
+// limiter as it is, which refuses it, so that the wrapped method is not
+// called.
+func TestCostZeroSkipsLimiter(t *testing.T) {
 	ctx := context.Background()
 	lim := &askCounter{}
 	next := &alertsRecorder{}
 	a := NewRateLimitedAlerts(next, lim)
-	checkCostError(t, a.Adjust(ctx, "ops@example.com", -3), "Adjust", -3)
-	if lim.asked != 0 || next.adjust != 0 {
-		t.Fatalf("the limiter was asked %d times, the wrapped methods ran %+v; want no call at all", lim.asked, *next)
-	}
 	if err := a.Digest(ctx, "ops@example.com", nil); err != nil {
 		t.Fatalf("Digest of no line: %v", err)
 	}
@@ -453,11 +418,13 @@ func TestCostCheckedBeforeLimiter(t *testing.T) {
 	if lim.asked != 0 || next.digest != 1 || next.bulk != 1 {
 		t.Fatalf("calls costing 0: the limiter was asked %d times, the wrapped methods ran %+v; want 0 asks, 1 Digest, 1 Bulk", lim.asked, *next)
 	}
-	next.bulk = 0
-	// A cost in range goes through, so that the check is not simply
-	// refusing everything.
-	if err := a.Bulk(ctx, "ops@example.com", 10); err != nil || lim.asked != 1 || next.bulk != 1 {
-		t.Fatalf("Bulk of 10: %v, limiter asked %d times, wrapped Bulk ran %d times; want nil, 1, 1", err, lim.asked, next.bulk)
+	checkCostError(t, a.Adjust(ctx, "ops@example.com", -3), "Adjust", -3)
+	if lim.asked != 1 || next.adjust != 0 {
+		t.Fatalf("Adjust of -3: the limiter was asked %d times, the wrapped Adjust ran %d times; want 1 and 0", lim.asked, next.adjust)
+	}
+	// A cost in range goes through.
+	if err := a.Bulk(ctx, "ops@example.com", 10); err != nil || lim.asked != 2 || next.bulk != 2 {
+		t.Fatalf("Bulk of 10: %v, limiter asked %d times, wrapped Bulk ran %d times; want nil, 2, 2", err, lim.asked, next.bulk)
 	}
 }
 
@@ -470,7 +437,7 @@ func (nopAlerts) Upload(context.Context, string, uint64) error   { return nil }
 func (nopAlerts) Adjust(context.Context, string, int64) error    { return nil }
 func (nopAlerts) Bulk(context.Context, string, uint64) error     { return nil }
 
-// BenchmarkCost: one limit with a cost, through runtime.AllowN.
+// BenchmarkCost: one limit with a cost.
 func BenchmarkCost(b *testing.B) {
 	var a Alerts = NewRateLimitedAlerts(nopAlerts{}, allowAll{})
 	ctx := context.Background()
@@ -481,8 +448,7 @@ func BenchmarkCost(b *testing.B) {
 	}
 }
 
-// BenchmarkMultiLimit: two limits on one string key, through
-// runtime.AllowAll.
+// BenchmarkMultiLimit: two limits on one string key.
 func BenchmarkMultiLimit(b *testing.B) {
 	var a Alerts = NewRateLimitedAlerts(nopAlerts{}, allowAll{})
 	ctx := context.Background()

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/redislimit"
 )
 
 // newRedisLimiter starts a Redis server for t and returns a limiter on it
@@ -14,5 +15,5 @@ import (
 func newRedisLimiter(t *testing.T) runtime.Limiter {
 	t.Helper()
 	s := redistest.StartServer(t)
-	return runtime.NewRedisLimiter(s.Client(t), runtime.WithFailurePolicy(runtime.FailClosed), runtime.WithTimeout(10*time.Second))
+	return redislimit.New(s.Client(t), redislimit.WithFailurePolicy(redislimit.FailClosed), redislimit.WithTimeout(10*time.Second))
 }

@@ -17,13 +17,17 @@ var (
 	limitCodeServiceVerifyCode = runtime.Limit{Name: "CodeService.VerifyCode", Window: 10 * time.Minute, Max: 5}
 )
 
-// RateLimitedCodeService is a CodeService that asks a runtime.Limiter before
-// each call of a rate-limited method and forwards to the CodeService it wraps
-// only the calls the limiter admits.
+// RateLimitedCodeService forwards each call to the CodeService it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped CodeService.
 type RateLimitedCodeService struct {
 	next    CodeService
 	limiter runtime.Limiter
 }
+
+var _ CodeService = (*RateLimitedCodeService)(nil)
 
 // NewRateLimitedCodeService returns a RateLimitedCodeService that forwards to
 // next the calls that limiter admits.
@@ -31,32 +35,20 @@ func NewRateLimitedCodeService(next CodeService, limiter runtime.Limiter) *RateL
 	return &RateLimitedCodeService{next: next, limiter: limiter}
 }
 
-// SendCode calls the wrapped CodeService's SendCode if the limit
-// "CodeService.SendCode", 3 calls per minute for each value of
-// NormalizeEmail(req.Email), admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// SendCode forwards to the wrapped CodeService within
+// limitCodeServiceSendCode, keyed by NormalizeEmail(req.Email).
 func (r *RateLimitedCodeService) SendCode(ctx context.Context, req SendCodeRequest) error {
-	d, err := r.limiter.Allow(ctx, limitCodeServiceSendCode, NormalizeEmail(req.Email))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCodeServiceSendCode, Key: NormalizeEmail(req.Email)}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitCodeServiceSendCode, d)
 	}
 	return r.next.SendCode(ctx, req)
 }
 
-// VerifyCode calls the wrapped CodeService's VerifyCode if the limit
-// "CodeService.VerifyCode", 5 calls per 10 minutes for each value of
-// NormalizeEmail(req.Email), admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// VerifyCode forwards to the wrapped CodeService within
+// limitCodeServiceVerifyCode, keyed by NormalizeEmail(req.Email).
 func (r *RateLimitedCodeService) VerifyCode(ctx context.Context, req VerifyCodeRequest) error {
-	d, err := r.limiter.Allow(ctx, limitCodeServiceVerifyCode, NormalizeEmail(req.Email))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCodeServiceVerifyCode, Key: NormalizeEmail(req.Email)}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitCodeServiceVerifyCode, d)
 	}
 	return r.next.VerifyCode(ctx, req)
 }

@@ -24,13 +24,17 @@ var (
 	limitAPIHuge          = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Huge", Window: 24 * time.Hour, Max: 100000}
 )
 
-// RateLimitedAPI is an API that asks a runtime.Limiter before each call of a
-// rate-limited method and forwards to the API it wraps only the calls the
-// limiter admits.
+// RateLimitedAPI forwards each call to the API it wraps once a runtime.Limiter
+// admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped API.
 type RateLimitedAPI struct {
 	next    API
 	limiter runtime.Limiter
 }
+
+var _ API = (*RateLimitedAPI)(nil)
 
 // NewRateLimitedAPI returns a RateLimitedAPI that forwards to next the calls
 // that limiter admits.
@@ -38,144 +42,76 @@ func NewRateLimitedAPI(next API, limiter runtime.Limiter) *RateLimitedAPI {
 	return &RateLimitedAPI{next: next, limiter: limiter}
 }
 
-// Big calls the wrapped API's Big if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Big", 129 calls
-// per hour for each value of user, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Big forwards to the wrapped API within limitAPIBig, keyed by user.
 func (r *RateLimitedAPI) Big(ctx context.Context, user string) error {
-	d, err := r.limiter.Allow(ctx, limitAPIBig, user)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPIBig, Key: user}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitAPIBig, d)
 	}
 	return r.next.Big(ctx, user)
 }
 
-// Bucket calls the wrapped API's Bucket if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Bucket", 50
-// calls per second for each value of user (token-bucket, burst 100), admits
-// the call. Otherwise it returns a *runtime.LimitError, or the limiter's error
-// if the limiter could not decide.
+// Bucket forwards to the wrapped API within limitAPIBucket, keyed by user.
 func (r *RateLimitedAPI) Bucket(ctx context.Context, user string) error {
-	d, err := r.limiter.Allow(ctx, limitAPIBucket, user)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPIBucket, Key: user}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitAPIBucket, d)
 	}
 	return r.next.Bucket(ctx, user)
 }
 
-// BucketDefault calls the wrapped API's BucketDefault if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.BucketDefault",
-// 20 calls per minute for each value of user (token-bucket), admits the call.
-// Otherwise it returns a *runtime.LimitError, or the limiter's error if the
-// limiter could not decide.
+// BucketDefault forwards to the wrapped API within limitAPIBucketDefault,
+// keyed by user.
 func (r *RateLimitedAPI) BucketDefault(ctx context.Context, user string) error {
-	d, err := r.limiter.Allow(ctx, limitAPIBucketDefault, user)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPIBucketDefault, Key: user}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitAPIBucketDefault, d)
 	}
 	return r.next.BucketDefault(ctx, user)
 }
 
-// Fixed calls the wrapped API's Fixed if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Fixed", 10
-// calls per second for each value of user (fixed-window), admits the call.
-// Otherwise it returns a *runtime.LimitError, or the limiter's error if the
-// limiter could not decide.
+// Fixed forwards to the wrapped API within limitAPIFixed, keyed by user.
 func (r *RateLimitedAPI) Fixed(ctx context.Context, user string) error {
-	d, err := r.limiter.Allow(ctx, limitAPIFixed, user)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPIFixed, Key: user}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitAPIFixed, d)
 	}
 	return r.next.Fixed(ctx, user)
 }
 
-// Huge calls the wrapped API's Huge if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Huge", 100000
-// calls per 24 hours for each value of user, admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// Huge forwards to the wrapped API within limitAPIHuge, keyed by user.
 func (r *RateLimitedAPI) Huge(ctx context.Context, user string) error {
-	d, err := r.limiter.Allow(ctx, limitAPIHuge, user)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPIHuge, Key: user}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitAPIHuge, d)
 	}
 	return r.next.Huge(ctx, user)
 }
 
-// Log calls the wrapped API's Log if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Log", 100 calls
-// per minute for each value of user, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Log forwards to the wrapped API within limitAPILog, keyed by user.
 func (r *RateLimitedAPI) Log(ctx context.Context, user string) error {
-	d, err := r.limiter.Allow(ctx, limitAPILog, user)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPILog, Key: user}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitAPILog, d)
 	}
 	return r.next.Log(ctx, user)
 }
 
-// Meter calls the wrapped API's Meter if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Meter", 5 calls
-// per second for each value of user (gcra, burst 1), admits the call.
-// Otherwise it returns a *runtime.LimitError, or the limiter's error if the
-// limiter could not decide.
+// Meter forwards to the wrapped API within limitAPIMeter, keyed by user.
 func (r *RateLimitedAPI) Meter(ctx context.Context, user string) error {
-	d, err := r.limiter.Allow(ctx, limitAPIMeter, user)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPIMeter, Key: user}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitAPIMeter, d)
 	}
 	return r.next.Meter(ctx, user)
 }
 
-// MeterDefault calls the wrapped API's MeterDefault if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.MeterDefault",
-// 600 calls per 10 minutes for each value of user (gcra), admits the call.
-// Otherwise it returns a *runtime.LimitError, or the limiter's error if the
-// limiter could not decide.
+// MeterDefault forwards to the wrapped API within limitAPIMeterDefault, keyed
+// by user.
 func (r *RateLimitedAPI) MeterDefault(ctx context.Context, user string) error {
-	d, err := r.limiter.Allow(ctx, limitAPIMeterDefault, user)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPIMeterDefault, Key: user}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitAPIMeterDefault, d)
 	}
 	return r.next.MeterDefault(ctx, user)
 }
 
-// Window calls the wrapped API's Window if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Window", 5000
-// calls per hour for each value of user (sliding-window), admits the call.
-// Otherwise it returns a *runtime.LimitError, or the limiter's error if the
-// limiter could not decide.
+// Window forwards to the wrapped API within limitAPIWindow, keyed by user.
 func (r *RateLimitedAPI) Window(ctx context.Context, user string) error {
-	d, err := r.limiter.Allow(ctx, limitAPIWindow, user)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPIWindow, Key: user}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitAPIWindow, d)
 	}
 	return r.next.Window(ctx, user)
 }

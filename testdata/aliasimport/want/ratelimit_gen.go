@@ -19,13 +19,17 @@ var (
 	limitTeamsJoin   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/aliasimport.Teams.Join", Window: time.Minute, Max: 5}
 )
 
-// RateLimitedUsers is a Users that asks a runtime.Limiter before each call of
-// a rate-limited method and forwards to the Users it wraps only the calls the
-// limiter admits.
+// RateLimitedUsers forwards each call to the Users it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Users.
 type RateLimitedUsers struct {
 	next    Users
 	limiter runtime.Limiter
 }
+
+var _ Users = (*RateLimitedUsers)(nil)
 
 // NewRateLimitedUsers returns a RateLimitedUsers that forwards to next the
 // calls that limiter admits.
@@ -33,45 +37,34 @@ func NewRateLimitedUsers(next Users, limiter runtime.Limiter) *RateLimitedUsers 
 	return &RateLimitedUsers{next: next, limiter: limiter}
 }
 
-// Invite calls the wrapped Users's Invite if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/aliasimport.Users.Invite", 5
-// calls per minute for each value of str.ToLower(email), admits the call.
-// Otherwise it returns a *runtime.LimitError, or the limiter's error if the
-// limiter could not decide.
+// Invite forwards to the wrapped Users within limitUsersInvite, keyed by
+// str.ToLower(email).
 func (r *RateLimitedUsers) Invite(ctx context.Context, email string) error {
-	d, err := r.limiter.Allow(ctx, limitUsersInvite, str1.ToLower(email))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitUsersInvite, Key: str1.ToLower(email)}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitUsersInvite, d)
 	}
 	return r.next.Invite(ctx, email)
 }
 
-// Tag calls the wrapped Users's Tag if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/aliasimport.Users.Tag", 5
-// calls per minute for each value of str, admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// Tag forwards to the wrapped Users within limitUsersTag, keyed by str.
 func (r *RateLimitedUsers) Tag(ctx context.Context, str string) error {
-	d, err := r.limiter.Allow(ctx, limitUsersTag, str)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitUsersTag, Key: str}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitUsersTag, d)
 	}
 	return r.next.Tag(ctx, str)
 }
 
-// RateLimitedTeams is a Teams that asks a runtime.Limiter before each call of
-// a rate-limited method and forwards to the Teams it wraps only the calls the
-// limiter admits.
+// RateLimitedTeams forwards each call to the Teams it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Teams.
 type RateLimitedTeams struct {
 	next    Teams
 	limiter runtime.Limiter
 }
+
+var _ Teams = (*RateLimitedTeams)(nil)
 
 // NewRateLimitedTeams returns a RateLimitedTeams that forwards to next the
 // calls that limiter admits.
@@ -79,21 +72,14 @@ func NewRateLimitedTeams(next Teams, limiter runtime.Limiter) *RateLimitedTeams 
 	return &RateLimitedTeams{next: next, limiter: limiter}
 }
 
-// Join calls the wrapped Teams's Join if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/aliasimport.Teams.Join", 5
-// calls per minute for each value of (ToUpper(name), TrimSpace(name)), admits
-// the call. Otherwise it returns a *runtime.LimitError, or the limiter's error
-// if the limiter could not decide.
+// Join forwards to the wrapped Teams within limitTeamsJoin, keyed by
+// (ToUpper(name), TrimSpace(name)).
 func (r *RateLimitedTeams) Join(ctx context.Context, name string) error {
 	var buf [64]byte
 	b := runtime.AppendKeyPart(buf[:0], str1.ToUpper(name))
 	b = runtime.AppendKeyPart(b, str1.TrimSpace(name))
-	d, err := r.limiter.Allow(ctx, limitTeamsJoin, string(b))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitTeamsJoin, Key: string(b)}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitTeamsJoin, d)
 	}
 	return r.next.Join(ctx, name)
 }

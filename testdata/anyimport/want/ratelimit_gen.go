@@ -20,13 +20,19 @@ var (
 	limitAPISuggest = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/anyimport.API.Suggest", Window: time.Minute, Max: 10}
 )
 
-// RateLimitedAPI is an API that asks a runtime.Limiter before each call of a
-// rate-limited method and forwards to the API it wraps only the calls the
-// limiter admits.
+// RateLimitedAPI forwards each call to the API it wraps once a runtime.Limiter
+// admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped API. A limit whose computed cost is 0 is left out of the
+// decision and counts nothing; a negative cost, or one above the limit's
+// capacity, is an error wrapping runtime.ErrInvalidCost.
 type RateLimitedAPI struct {
 	next    API
 	limiter runtime.Limiter
 }
+
+var _ API = (*RateLimitedAPI)(nil)
 
 // NewRateLimitedAPI returns a RateLimitedAPI that forwards to next the calls
 // that limiter admits.
@@ -34,48 +40,25 @@ func NewRateLimitedAPI(next API, limiter runtime.Limiter) *RateLimitedAPI {
 	return &RateLimitedAPI{next: next, limiter: limiter}
 }
 
-// Search calls the wrapped API's Search if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/anyimport.API.Search", 100
-// units per minute for each value of strings.ToLower(req.Email), a call
-// costing len(strings.Fields(req.Query)) units, admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide. A cost of 0 admits the call without asking the limiter, which
-// records nothing. A negative cost or one above the limit's capacity is an
-// error wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
+// Search forwards to the wrapped API within limitAPISearch, keyed by
+// strings.ToLower(req.Email), at a cost of len(strings.Fields(req.Query)).
 func (r *RateLimitedAPI) Search(ctx context.Context, req Request) error {
-	cost := len(strings.Fields(req.Query))
-	if cost == 0 {
-		return r.next.Search(ctx, req)
-	}
-	if err := runtime.CheckCost(limitAPISearch, cost); err != nil {
-		return err
-	}
-	d, err := runtime.AllowN(ctx, r.limiter, limitAPISearch, strings.ToLower(req.Email), cost)
-	if err != nil {
-		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitAPISearch, d)
+	if cost := int64(len(strings.Fields(req.Query))); cost != 0 {
+		if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPISearch, Key: strings.ToLower(req.Email), Cost: cost}); err != nil {
+			return err
+		}
 	}
 	return r.next.Search(ctx, req)
 }
 
-// Suggest calls the wrapped API's Suggest if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/anyimport.API.Suggest", 10
-// calls per minute for each value of (tenant.From(ctx),
-// template.HTMLEscapeString(req.Query)), admits the call. Otherwise it returns
-// a *runtime.LimitError, or the limiter's error if the limiter could not
-// decide.
+// Suggest forwards to the wrapped API within limitAPISuggest, keyed by
+// (tenant.From(ctx), template.HTMLEscapeString(req.Query)).
 func (r *RateLimitedAPI) Suggest(ctx context.Context, req Request) error {
 	var buf [64]byte
 	b := runtime.AppendKeyPart(buf[:0], tenant.From(ctx))
 	b = runtime.AppendKeyPart(b, template.HTMLEscapeString(req.Query))
-	d, err := r.limiter.Allow(ctx, limitAPISuggest, string(b))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPISuggest, Key: string(b)}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitAPISuggest, d)
 	}
 	return r.next.Suggest(ctx, req)
 }

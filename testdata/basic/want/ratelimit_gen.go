@@ -16,13 +16,18 @@ var (
 	limitNotifierSendCode = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/basic.Notifier.SendCode", Window: time.Minute, Max: 3}
 )
 
-// RateLimitedNotifier is a Notifier that asks a runtime.Limiter before each
-// call of a rate-limited method and forwards to the Notifier it wraps only the
-// calls the limiter admits. Its other methods forward every call unchanged.
+// RateLimitedNotifier forwards each call to the Notifier it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Notifier. Its methods without limits forward every call
+// unchanged.
 type RateLimitedNotifier struct {
 	next    Notifier
 	limiter runtime.Limiter
 }
+
+var _ Notifier = (*RateLimitedNotifier)(nil)
 
 // NewRateLimitedNotifier returns a RateLimitedNotifier that forwards to next
 // the calls that limiter admits.
@@ -30,23 +35,16 @@ func NewRateLimitedNotifier(next Notifier, limiter runtime.Limiter) *RateLimited
 	return &RateLimitedNotifier{next: next, limiter: limiter}
 }
 
-// SendCode calls the wrapped Notifier's SendCode if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/basic.Notifier.SendCode", 3
-// calls per minute for each value of req.Email, admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// SendCode forwards to the wrapped Notifier within limitNotifierSendCode,
+// keyed by req.Email.
 func (r *RateLimitedNotifier) SendCode(ctx context.Context, req SendCodeRequest) error {
-	d, err := r.limiter.Allow(ctx, limitNotifierSendCode, req.Email)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitNotifierSendCode, Key: req.Email}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitNotifierSendCode, d)
 	}
 	return r.next.SendCode(ctx, req)
 }
 
-// Status calls the wrapped Notifier's Status; it has no limit.
+// Status forwards to the wrapped Notifier; it has no limit.
 func (r *RateLimitedNotifier) Status(ctx context.Context) (string, error) {
 	return r.next.Status(ctx)
 }

@@ -16,13 +16,17 @@ var (
 	limitNotifierSend = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/buildtags.Notifier.Send", Window: time.Minute, Max: 3}
 )
 
-// RateLimitedNotifier is a Notifier that asks a runtime.Limiter before each
-// call of a rate-limited method and forwards to the Notifier it wraps only the
-// calls the limiter admits.
+// RateLimitedNotifier forwards each call to the Notifier it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Notifier.
 type RateLimitedNotifier struct {
 	next    Notifier
 	limiter runtime.Limiter
 }
+
+var _ Notifier = (*RateLimitedNotifier)(nil)
 
 // NewRateLimitedNotifier returns a RateLimitedNotifier that forwards to next
 // the calls that limiter admits.
@@ -30,18 +34,10 @@ func NewRateLimitedNotifier(next Notifier, limiter runtime.Limiter) *RateLimited
 	return &RateLimitedNotifier{next: next, limiter: limiter}
 }
 
-// Send calls the wrapped Notifier's Send if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/buildtags.Notifier.Send", 3
-// calls per minute for each value of to, admits the call. Otherwise it returns
-// a *runtime.LimitError, or the limiter's error if the limiter could not
-// decide.
+// Send forwards to the wrapped Notifier within limitNotifierSend, keyed by to.
 func (r *RateLimitedNotifier) Send(ctx context.Context, to string) error {
-	d, err := r.limiter.Allow(ctx, limitNotifierSend, to)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitNotifierSend, Key: to}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitNotifierSend, d)
 	}
 	return r.next.Send(ctx, to)
 }

@@ -19,13 +19,17 @@ var (
 	limitDiskSync   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/buildtags.Disk.Sync", Window: time.Second, Max: 1}
 )
 
-// RateLimitedPoller is a Poller that asks a runtime.Limiter before each call
-// of a rate-limited method and forwards to the Poller it wraps only the calls
-// the limiter admits.
+// RateLimitedPoller forwards each call to the Poller it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Poller.
 type RateLimitedPoller struct {
 	next    Poller
 	limiter runtime.Limiter
 }
+
+var _ Poller = (*RateLimitedPoller)(nil)
 
 // NewRateLimitedPoller returns a RateLimitedPoller that forwards to next the
 // calls that limiter admits.
@@ -33,25 +37,20 @@ func NewRateLimitedPoller(next Poller, limiter runtime.Limiter) *RateLimitedPoll
 	return &RateLimitedPoller{next: next, limiter: limiter}
 }
 
-// Wait calls the wrapped Poller's Wait if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/buildtags.Poller.Wait", 100
-// calls per second for each value of fd, admits the call. Otherwise it returns
-// a *runtime.LimitError, or the limiter's error if the limiter could not
-// decide.
+// Wait forwards to the wrapped Poller within limitPollerWait, keyed by fd.
 func (r *RateLimitedPoller) Wait(ctx context.Context, fd int) error {
-	d, err := r.limiter.Allow(ctx, limitPollerWait, strconv.Itoa(fd))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitPollerWait, Key: strconv.Itoa(fd)}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitPollerWait, d)
 	}
 	return r.next.Wait(ctx, fd)
 }
 
-// RateLimitedDisk is a Disk whose rate-limited methods ask a runtime.Limiter
-// before each call and call the embedded Disk's method only when the limiter
-// admits the call. Its other methods are promoted unchanged.
+// RateLimitedDisk embeds the Disk it wraps and overrides its rate-limited
+// methods, which forward a call once a runtime.Limiter admits it under the
+// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
+// runtime.ErrLimited)), and a call the limiter cannot decide returns the
+// limiter's error as it is; neither reaches the wrapped Disk. Its other
+// methods are promoted unchanged.
 type RateLimitedDisk struct {
 	*Disk
 	limiter runtime.Limiter
@@ -63,17 +62,10 @@ func NewRateLimitedDisk(next *Disk, limiter runtime.Limiter) *RateLimitedDisk {
 	return &RateLimitedDisk{Disk: next, limiter: limiter}
 }
 
-// Sync calls the wrapped Disk's Sync if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/buildtags.Disk.Sync", 1 call
-// per second in total, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Sync forwards to the embedded Disk within limitDiskSync.
 func (r *RateLimitedDisk) Sync(ctx context.Context) error {
-	d, err := r.limiter.Allow(ctx, limitDiskSync, "")
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitDiskSync}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitDiskSync, d)
 	}
 	return r.Disk.Sync(ctx)
 }

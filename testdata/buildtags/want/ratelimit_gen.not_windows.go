@@ -18,13 +18,17 @@ var (
 	limitSignalsRaise = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/buildtags.Signals.Raise", Window: time.Minute, Max: 5}
 )
 
-// RateLimitedSignals is a Signals that asks a runtime.Limiter before each call
-// of a rate-limited method and forwards to the Signals it wraps only the calls
-// the limiter admits.
+// RateLimitedSignals forwards each call to the Signals it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Signals.
 type RateLimitedSignals struct {
 	next    Signals
 	limiter runtime.Limiter
 }
+
+var _ Signals = (*RateLimitedSignals)(nil)
 
 // NewRateLimitedSignals returns a RateLimitedSignals that forwards to next the
 // calls that limiter admits.
@@ -32,18 +36,11 @@ func NewRateLimitedSignals(next Signals, limiter runtime.Limiter) *RateLimitedSi
 	return &RateLimitedSignals{next: next, limiter: limiter}
 }
 
-// Raise calls the wrapped Signals's Raise if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/buildtags.Signals.Raise", 5
-// calls per minute for each value of sig, admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// Raise forwards to the wrapped Signals within limitSignalsRaise, keyed by
+// sig.
 func (r *RateLimitedSignals) Raise(ctx context.Context, sig int) error {
-	d, err := r.limiter.Allow(ctx, limitSignalsRaise, strconv.Itoa(sig))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitSignalsRaise, Key: strconv.Itoa(sig)}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitSignalsRaise, d)
 	}
 	return r.next.Raise(ctx, sig)
 }

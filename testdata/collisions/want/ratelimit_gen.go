@@ -5,7 +5,6 @@ package collisions
 
 import (
 	context1 "context"
-	"math"
 	strconv1 "strconv"
 	time1 "time"
 
@@ -25,25 +24,30 @@ var (
 	limitBoxPut              = runtime1.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Box.Put", Window: time1.Second, Max: 1}
 )
 
-// RateLimitedService is a Service that asks a runtime.Limiter before each call
-// of a rate-limited method and forwards to the Service it wraps only the calls
-// the limiter admits. Its other methods forward every call unchanged.
+// RateLimitedService forwards each call to the Service it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Service. A method with several limits counts a call in all of
+// them or in none. A limit whose computed cost is 0 is left out of the
+// decision and counts nothing; a negative cost, or one above the limit's
+// capacity, is an error wrapping runtime.ErrInvalidCost. Its methods without
+// limits forward every call unchanged.
 type RateLimitedService struct {
 	next1    Service
 	limiter1 runtime1.Limiter
 }
 
-// NewRateLimitedService returns a RateLimitedService that forwards to next1
-// the calls that limiter1 admits.
-func NewRateLimitedService(next1 Service, limiter1 runtime1.Limiter) *RateLimitedService {
-	return &RateLimitedService{next1: next1, limiter1: limiter1}
+var _ Service = (*RateLimitedService)(nil)
+
+// NewRateLimitedService returns a RateLimitedService that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedService(next Service, limiter runtime1.Limiter) *RateLimitedService {
+	return &RateLimitedService{next1: next, limiter1: limiter}
 }
 
-// Again calls the wrapped Service's Again if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.Again", 1
-// call per minute for each value of (ctx, err, d, b, buf, num, zero), admits
-// the call. Otherwise it returns a *runtime.LimitError, or the limiter's error
-// if the limiter could not decide.
+// Again forwards to the wrapped Service within limitServiceAgain, keyed by
+// (ctx, err, d, b, buf, num, zero).
 func (r1 *RateLimitedService) Again(ctx string, err int64, d string, b string, buf string, num int, zero uint) (int, error) {
 	var buf1 [64]byte
 	b1 := runtime1.AppendKeyPart(buf1[:0], ctx)
@@ -53,194 +57,106 @@ func (r1 *RateLimitedService) Again(ctx string, err int64, d string, b string, b
 	b1 = runtime1.AppendKeyPart(b1, buf)
 	b1 = runtime1.AppendKeyInt(b1, int64(num))
 	b1 = runtime1.AppendKeyUint(b1, uint64(zero))
-	d1, err1 := r1.limiter1.Allow(context1.Background(), limitServiceAgain, string(b1))
-	if err1 != nil {
+	if err1 := runtime1.Enforce(context1.Background(), r1.limiter1, runtime1.Request{Limit: limitServiceAgain, Key: string(b1)}); err1 != nil {
 		return 0, err1
-	}
-	if !d1.Allowed {
-		return 0, runtime1.NewLimitError(limitServiceAgain, d1)
 	}
 	return r1.next1.Again(ctx, err, d, b, buf, num, zero)
 }
 
-// Do calls the wrapped Service's Do if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.Do", 1 call
-// per minute for each value of (runtime, strconv, limiter, key, next), admits
-// the call. Otherwise it returns a *runtime.LimitError, or the limiter's error
-// if the limiter could not decide.
+// Do forwards to the wrapped Service within limitServiceDo1, keyed by
+// (runtime, strconv, limiter, key, next).
 func (r1 *RateLimitedService) Do(runtime string, strconv int, limiter bool, key []byte, next uint8) error {
-	var buf1 [64]byte
-	b1 := runtime1.AppendKeyPart(buf1[:0], runtime)
-	b1 = runtime1.AppendKeyInt(b1, int64(strconv))
-	b1 = runtime1.AppendKeyPart(b1, strconv1.FormatBool(limiter))
-	b1 = runtime1.AppendKeyPart(b1, string(key))
-	b1 = runtime1.AppendKeyUint(b1, uint64(next))
-	d1, err1 := r1.limiter1.Allow(context1.Background(), limitServiceDo1, string(b1))
-	if err1 != nil {
-		return err1
-	}
-	if !d1.Allowed {
-		return runtime1.NewLimitError(limitServiceDo1, d1)
+	var buf [64]byte
+	b := runtime1.AppendKeyPart(buf[:0], runtime)
+	b = runtime1.AppendKeyInt(b, int64(strconv))
+	b = runtime1.AppendKeyPart(b, strconv1.FormatBool(limiter))
+	b = runtime1.AppendKeyPart(b, string(key))
+	b = runtime1.AppendKeyUint(b, uint64(next))
+	if err := runtime1.Enforce(context1.Background(), r1.limiter1, runtime1.Request{Limit: limitServiceDo1, Key: string(b)}); err != nil {
+		return err
 	}
 	return r1.next1.Do(runtime, strconv, limiter, key, next)
 }
 
-// Multi calls the wrapped Service's Multi if every one of its limits admits
-// the call:
-// "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.Multi", 3
-// units per minute for each value of key, a call costing rateLimitCost units;
-// "hourly", 30 units per hour for each value of key, a call costing
-// rateLimitRequestCost units. When one of them denies the call, none of them
-// counts it, and Multi returns a *runtime.LimitError naming the limit with the
-// longest wait. It returns the limiter's error if the limiter could not
-// decide. A limit whose cost is 0 is left out and records nothing; when every
-// cost is 0 the call is forwarded without asking the limiter. A negative cost
-// or one above its limit's capacity is an error wrapping
-// runtime.ErrCostExceedsMax, and the limiter is not asked.
+// Multi forwards to the wrapped Service within limitServiceMulti (keyed by
+// key, at a cost of rateLimitCost) and limitServiceMultiHourly1 (keyed by key,
+// at a cost of rateLimitRequestCost).
 func (r1 *RateLimitedService) Multi(reqs string, ds string, err string, key string, cost string, rateLimitCost uint, rateLimitRequestCost int) error {
-	cost1 := rateLimitCost1(rateLimitCost)
-	reqs1 := make([]runtime1.Request, 0, 2)
-	if cost1 != 0 {
-		if err1 := runtime1.CheckCost(limitServiceMulti, cost1); err1 != nil {
-			return err1
-		}
+	var reqs1 []runtime1.Request
+	if cost1 := int64(rateLimitCost); cost1 != 0 {
 		reqs1 = append(reqs1, runtime1.Request{Limit: limitServiceMulti, Key: key, Cost: cost1})
 	}
-	if rateLimitRequestCost != 0 {
-		if err1 := runtime1.CheckCost(limitServiceMultiHourly1, rateLimitRequestCost); err1 != nil {
-			return err1
-		}
-		reqs1 = append(reqs1, runtime1.Request{Limit: limitServiceMultiHourly1, Key: key, Cost: rateLimitRequestCost})
+	if cost1 := int64(rateLimitRequestCost); cost1 != 0 {
+		reqs1 = append(reqs1, runtime1.Request{Limit: limitServiceMultiHourly1, Key: key, Cost: cost1})
 	}
-	if len(reqs1) == 0 {
-		return r1.next1.Multi(reqs, ds, err, key, cost, rateLimitCost, rateLimitRequestCost)
-	}
-	ds1, err1 := runtime1.AllowAll(context1.Background(), r1.limiter1, reqs1...)
-	if err1 != nil {
+	if err1 := runtime1.Enforce(context1.Background(), r1.limiter1, reqs1...); err1 != nil {
 		return err1
-	}
-	if !ds1.Allowed {
-		return ds1.LimitError(reqs1)
 	}
 	return r1.next1.Multi(reqs, ds, err, key, cost, rateLimitCost, rateLimitRequestCost)
 }
 
-// One calls the wrapped Service's One if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.One", 3
-// units per minute for each value of d, a call costing len(cost) units, admits
-// the call. Otherwise it returns a *runtime.LimitError, or the limiter's error
-// if the limiter could not decide. A cost of 0 admits the call without asking
-// the limiter, which records nothing. A negative cost or one above the limit's
-// capacity is an error wrapping runtime.ErrCostExceedsMax, and the limiter is
-// not asked.
+// One forwards to the wrapped Service within limitServiceOne, keyed by d, at a
+// cost of len(cost).
 func (r1 *RateLimitedService) One(d string, err int, cost []byte) error {
-	cost1 := len(cost)
-	if cost1 == 0 {
-		return r1.next1.One(d, err, cost)
-	}
-	if err1 := runtime1.CheckCost(limitServiceOne, cost1); err1 != nil {
-		return err1
-	}
-	d1, err1 := runtime1.AllowN(context1.Background(), r1.limiter1, limitServiceOne, d, cost1)
-	if err1 != nil {
-		return err1
-	}
-	if !d1.Allowed {
-		return runtime1.NewLimitError(limitServiceOne, d1)
+	if cost1 := int64(len(cost)); cost1 != 0 {
+		if err1 := runtime1.Enforce(context1.Background(), r1.limiter1, runtime1.Request{Limit: limitServiceOne, Key: d, Cost: cost1}); err1 != nil {
+			return err1
+		}
 	}
 	return r1.next1.One(d, err, cost)
 }
 
-// Str calls the wrapped Service's Str if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.Str", 1
-// call per minute for each value of (string, in1), admits the call. Otherwise
-// it returns a *runtime.LimitError, or the limiter's error if the limiter
-// could not decide.
+// Str forwards to the wrapped Service within limitServiceStr, keyed by
+// (string, in1).
 func (r1 *RateLimitedService) Str(string1 string, in1 int, in3 float64) error {
-	var buf1 [64]byte
-	b1 := runtime1.AppendKeyPart(buf1[:0], string1)
-	b1 = runtime1.AppendKeyInt(b1, int64(in1))
-	d1, err1 := r1.limiter1.Allow(context1.Background(), limitServiceStr, string(b1))
-	if err1 != nil {
-		return err1
-	}
-	if !d1.Allowed {
-		return runtime1.NewLimitError(limitServiceStr, d1)
+	var buf [64]byte
+	b := runtime1.AppendKeyPart(buf[:0], string1)
+	b = runtime1.AppendKeyInt(b, int64(in1))
+	if err := runtime1.Enforce(context1.Background(), r1.limiter1, runtime1.Request{Limit: limitServiceStr, Key: string(b)}); err != nil {
+		return err
 	}
 	return r1.next1.Str(string1, in1, in3)
 }
 
-// When calls the wrapped Service's When if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.When", 1
-// call per minute for each value of time, admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// When forwards to the wrapped Service within limitServiceWhen, keyed by time.
 func (r1 *RateLimitedService) When(context context1.Context, time int) error {
-	d1, err1 := r1.limiter1.Allow(context, limitServiceWhen, strconv1.Itoa(time))
-	if err1 != nil {
-		return err1
-	}
-	if !d1.Allowed {
-		return runtime1.NewLimitError(limitServiceWhen, d1)
+	if err := runtime1.Enforce(context, r1.limiter1, runtime1.Request{Limit: limitServiceWhen, Key: strconv1.Itoa(time)}); err != nil {
+		return err
 	}
 	return r1.next1.When(context, time)
 }
 
-// limiter calls the wrapped Service's limiter; it has no limit.
+// limiter forwards to the wrapped Service; it has no limit.
 func (r1 *RateLimitedService) limiter() error {
 	return r1.next1.limiter()
 }
 
-// next calls the wrapped Service's next; it has no limit.
+// next forwards to the wrapped Service; it has no limit.
 func (r1 *RateLimitedService) next() error {
 	return r1.next1.next()
 }
 
-// RateLimitedBox is a Box that asks a runtime.Limiter before each call of a
-// rate-limited method and forwards to the Box it wraps only the calls the
-// limiter admits.
+// RateLimitedBox forwards each call to the Box it wraps once a runtime.Limiter
+// admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Box.
 type RateLimitedBox[runtime any] struct {
 	next    Box[runtime]
 	limiter runtime1.Limiter
 }
 
-// NewRateLimitedBox returns a RateLimitedBox that forwards to next1 the calls
-// that limiter1 admits.
-func NewRateLimitedBox[runtime any](next1 Box[runtime], limiter1 runtime1.Limiter) *RateLimitedBox[runtime] {
-	return &RateLimitedBox[runtime]{next: next1, limiter: limiter1}
+// NewRateLimitedBox returns a RateLimitedBox that forwards to next the calls
+// that limiter admits.
+func NewRateLimitedBox[runtime any](next Box[runtime], limiter runtime1.Limiter) *RateLimitedBox[runtime] {
+	return &RateLimitedBox[runtime]{next: next, limiter: limiter}
 }
 
-// Put calls the wrapped Box's Put if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Box.Put", 1 call
-// per second in total, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Put forwards to the wrapped Box within limitBoxPut.
 func (r1 *RateLimitedBox[runtime]) Put(v runtime) (runtime, error) {
-	d1, err1 := r1.limiter.Allow(context1.Background(), limitBoxPut, "")
-	if err1 != nil {
-		var zero1 runtime
-		return zero1, err1
-	}
-	if !d1.Allowed {
-		var zero1 runtime
-		return zero1, runtime1.NewLimitError(limitBoxPut, d1)
+	if err := runtime1.Enforce(context1.Background(), r1.limiter, runtime1.Request{Limit: limitBoxPut}); err != nil {
+		var zero runtime
+		return zero, err
 	}
 	return r1.next.Put(v)
-}
-
-// rateLimitCost1 converts a cost= value to the int that the runtime takes. A
-// value beyond int's range (a uint64 above math.MaxInt, an int64 beyond a
-// 32-bit int) is clamped rather than wrapped around, so that it stays out of
-// every limit's range and runtime.CheckCost reports it as an error instead of
-// admitting a small cost.
-func rateLimitCost1[T ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](n T) int {
-	if n < 0 {
-		if int64(n) < math.MinInt {
-			return math.MinInt
-		}
-		return int(n)
-	}
-	if uint64(n) > math.MaxInt {
-		return math.MaxInt
-	}
-	return int(n)
 }

@@ -26,13 +26,17 @@ var (
 	limitAccountsZone    = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Zone", Window: time.Minute, Max: 5}
 )
 
-// RateLimitedAccounts is an Accounts that asks a runtime.Limiter before each
-// call of a rate-limited method and forwards to the Accounts it wraps only the
-// calls the limiter admits.
+// RateLimitedAccounts forwards each call to the Accounts it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Accounts.
 type RateLimitedAccounts struct {
 	next    Accounts
 	limiter runtime.Limiter
 }
+
+var _ Accounts = (*RateLimitedAccounts)(nil)
 
 // NewRateLimitedAccounts returns a RateLimitedAccounts that forwards to next
 // the calls that limiter admits.
@@ -40,109 +44,63 @@ func NewRateLimitedAccounts(next Accounts, limiter runtime.Limiter) *RateLimited
 	return &RateLimitedAccounts{next: next, limiter: limiter}
 }
 
-// Admin calls the wrapped Accounts's Admin if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Admin",
-// 5 calls per minute for each value of user.Admin, admits the call. Otherwise
-// it returns a *runtime.LimitError, or the limiter's error if the limiter
-// could not decide.
+// Admin forwards to the wrapped Accounts within limitAccountsAdmin, keyed by
+// user.Admin.
 func (r *RateLimitedAccounts) Admin(ctx context.Context, user User) error {
-	d, err := r.limiter.Allow(ctx, limitAccountsAdmin, strconv.FormatBool(user.Admin))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAccountsAdmin, Key: strconv.FormatBool(user.Admin)}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitAccountsAdmin, d)
 	}
 	return r.next.Admin(ctx, user)
 }
 
-// Count calls the wrapped Accounts's Count if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Count",
-// 5 calls per minute for each value of user.Count, admits the call. Otherwise
-// it returns a *runtime.LimitError, or the limiter's error if the limiter
-// could not decide.
+// Count forwards to the wrapped Accounts within limitAccountsCount, keyed by
+// user.Count.
 func (r *RateLimitedAccounts) Count(ctx context.Context, user User) error {
-	d, err := r.limiter.Allow(ctx, limitAccountsCount, strconv.Itoa(user.Count))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAccountsCount, Key: strconv.Itoa(user.Count)}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitAccountsCount, d)
 	}
 	return r.next.Count(ctx, user)
 }
 
-// Move calls the wrapped Accounts's Move if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Move",
-// 5 calls per minute for each value of user.Region, admits the call. Otherwise
-// it returns a *runtime.LimitError, or the limiter's error if the limiter
-// could not decide.
+// Move forwards to the wrapped Accounts within limitAccountsMove, keyed by
+// user.Region.
 func (r *RateLimitedAccounts) Move(ctx context.Context, user User) error {
-	d, err := r.limiter.Allow(ctx, limitAccountsMove, user.Region.String())
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAccountsMove, Key: user.Region.String()}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitAccountsMove, d)
 	}
 	return r.next.Move(ctx, user)
 }
 
-// Raw calls the wrapped Accounts's Raw if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Raw", 5
-// calls per minute for each value of user.Raw, admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// Raw forwards to the wrapped Accounts within limitAccountsRaw, keyed by
+// user.Raw.
 func (r *RateLimitedAccounts) Raw(ctx context.Context, user User) error {
-	d, err := r.limiter.Allow(ctx, limitAccountsRaw, string(user.Raw))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAccountsRaw, Key: string(user.Raw)}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitAccountsRaw, d)
 	}
 	return r.next.Raw(ctx, user)
 }
 
-// Seq calls the wrapped Accounts's Seq if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Seq", 5
-// calls per minute for each value of user.Seq, admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// Seq forwards to the wrapped Accounts within limitAccountsSeq, keyed by
+// user.Seq.
 func (r *RateLimitedAccounts) Seq(ctx context.Context, user User) error {
-	d, err := r.limiter.Allow(ctx, limitAccountsSeq, strconv.FormatUint(user.Seq, 10))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAccountsSeq, Key: strconv.FormatUint(user.Seq, 10)}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitAccountsSeq, d)
 	}
 	return r.next.Seq(ctx, user)
 }
 
-// Tenant calls the wrapped Accounts's Tenant if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Tenant",
-// 5 calls per minute for each value of user.Tenant, admits the call. Otherwise
-// it returns a *runtime.LimitError, or the limiter's error if the limiter
-// could not decide.
+// Tenant forwards to the wrapped Accounts within limitAccountsTenant, keyed by
+// user.Tenant.
 func (r *RateLimitedAccounts) Tenant(ctx context.Context, user User) error {
-	d, err := r.limiter.Allow(ctx, limitAccountsTenant, string(user.Tenant))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAccountsTenant, Key: string(user.Tenant)}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitAccountsTenant, d)
 	}
 	return r.next.Tenant(ctx, user)
 }
 
-// Update calls the wrapped Accounts's Update if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Update",
-// 5 calls per minute for each value of (user.Tenant, user.ID, user.Admin,
-// user.Raw, user.Region, user.Age, plan, zone,
-// strings.ToLower(user.Name)+"/"+string(user.Tenant)), admits the call.
-// Otherwise it returns a *runtime.LimitError, or the limiter's error if the
-// limiter could not decide.
+// Update forwards to the wrapped Accounts within limitAccountsUpdate, keyed by
+// (user.Tenant, user.ID, user.Admin, user.Raw, user.Region, user.Age, plan,
+// zone, strings.ToLower(user.Name)+"/"+string(user.Tenant)).
 func (r *RateLimitedAccounts) Update(ctx context.Context, user User, plan Plan, zone Zone) error {
 	var buf [64]byte
 	b := runtime.AppendKeyPart(buf[:0], string(user.Tenant))
@@ -154,44 +112,25 @@ func (r *RateLimitedAccounts) Update(ctx context.Context, user User, plan Plan, 
 	b = runtime.AppendKeyInt(b, int64(plan))
 	b = runtime.AppendKeyPart(b, zone.String())
 	b = runtime.AppendKeyPart(b, strings.ToLower(user.Name)+"/"+string(user.Tenant))
-	d, err := r.limiter.Allow(ctx, limitAccountsUpdate, string(b))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAccountsUpdate, Key: string(b)}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitAccountsUpdate, d)
 	}
 	return r.next.Update(ctx, user, plan, zone)
 }
 
-// Upgrade calls the wrapped Accounts's Upgrade if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Upgrade",
-// 5 calls per minute for each value of plan, admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// Upgrade forwards to the wrapped Accounts within limitAccountsUpgrade, keyed
+// by plan.
 func (r *RateLimitedAccounts) Upgrade(ctx context.Context, plan Plan) error {
-	d, err := r.limiter.Allow(ctx, limitAccountsUpgrade, strconv.FormatInt(int64(plan), 10))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAccountsUpgrade, Key: strconv.FormatInt(int64(plan), 10)}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitAccountsUpgrade, d)
 	}
 	return r.next.Upgrade(ctx, plan)
 }
 
-// Zone calls the wrapped Accounts's Zone if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Zone",
-// 5 calls per minute for each value of *z, admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// Zone forwards to the wrapped Accounts within limitAccountsZone, keyed by *z.
 func (r *RateLimitedAccounts) Zone(ctx context.Context, z *Zone) error {
-	d, err := r.limiter.Allow(ctx, limitAccountsZone, (*z).String())
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAccountsZone, Key: (*z).String()}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitAccountsZone, d)
 	}
 	return r.next.Zone(ctx, z)
 }

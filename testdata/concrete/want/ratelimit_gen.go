@@ -17,9 +17,12 @@ var (
 	limitMailerCount = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/concrete.Mailer.Count", Window: time.Second, Max: 10}
 )
 
-// RateLimitedMailer is a Mailer whose rate-limited methods ask a
-// runtime.Limiter before each call and call the embedded Mailer's method only
-// when the limiter admits the call. Its other methods are promoted unchanged.
+// RateLimitedMailer embeds the Mailer it wraps and overrides its rate-limited
+// methods, which forward a call once a runtime.Limiter admits it under the
+// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
+// runtime.ErrLimited)), and a call the limiter cannot decide returns the
+// limiter's error as it is; neither reaches the wrapped Mailer. Its other
+// methods are promoted unchanged.
 type RateLimitedMailer struct {
 	*Mailer
 	limiter runtime.Limiter
@@ -31,32 +34,18 @@ func NewRateLimitedMailer(next *Mailer, limiter runtime.Limiter) *RateLimitedMai
 	return &RateLimitedMailer{Mailer: next, limiter: limiter}
 }
 
-// Count calls the wrapped Mailer's Count if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/concrete.Mailer.Count", 10
-// calls per second in total, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Count forwards to the embedded Mailer within limitMailerCount.
 func (r *RateLimitedMailer) Count() (int, error) {
-	d, err := r.limiter.Allow(context.Background(), limitMailerCount, "")
-	if err != nil {
+	if err := runtime.Enforce(context.Background(), r.limiter, runtime.Request{Limit: limitMailerCount}); err != nil {
 		return 0, err
-	}
-	if !d.Allowed {
-		return 0, runtime.NewLimitError(limitMailerCount, d)
 	}
 	return r.Mailer.Count()
 }
 
-// Send calls the wrapped Mailer's Send if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/concrete.Mailer.Send", 100
-// calls per hour for each value of to, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Send forwards to the embedded Mailer within limitMailerSend, keyed by to.
 func (r *RateLimitedMailer) Send(ctx context.Context, to string, body []byte) error {
-	d, err := r.limiter.Allow(ctx, limitMailerSend, to)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitMailerSend, Key: to}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitMailerSend, d)
 	}
 	return r.Mailer.Send(ctx, to, body)
 }

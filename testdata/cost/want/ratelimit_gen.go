@@ -6,7 +6,6 @@ package cost
 import (
 	bytes2 "bytes"
 	"context"
-	"math"
 	"time"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
@@ -26,13 +25,19 @@ var (
 	limitMeterRecord  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/cost.Meter.Record", Window: time.Second, Max: 64, Algorithm: runtime.SlidingWindow}
 )
 
-// RateLimitedBatcher is a Batcher that asks a runtime.Limiter before each call
-// of a rate-limited method and forwards to the Batcher it wraps only the calls
-// the limiter admits.
+// RateLimitedBatcher forwards each call to the Batcher it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Batcher. A limit whose computed cost is 0 is left out of the
+// decision and counts nothing; a negative cost, or one above the limit's
+// capacity, is an error wrapping runtime.ErrInvalidCost.
 type RateLimitedBatcher struct {
 	next    Batcher
 	limiter runtime.Limiter
 }
+
+var _ Batcher = (*RateLimitedBatcher)(nil)
 
 // NewRateLimitedBatcher returns a RateLimitedBatcher that forwards to next the
 // calls that limiter admits.
@@ -40,174 +45,89 @@ func NewRateLimitedBatcher(next Batcher, limiter runtime.Limiter) *RateLimitedBa
 	return &RateLimitedBatcher{next: next, limiter: limiter}
 }
 
-// Count calls the wrapped Batcher's Count if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Count", 10 units
-// per minute for each value of n (fixed-window), a call costing
-// bytes2.Count(b, sep)+1 units, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
-// A cost of 0 admits the call without asking the limiter, which records
-// nothing. A negative cost or one above the limit's capacity is an error
-// wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
+// Count forwards to the wrapped Batcher within limitBatcherCount, keyed by n,
+// at a cost of bytes2.Count(b, sep)+1.
 func (r *RateLimitedBatcher) Count(n string, b []byte, sep []byte) (int, error) {
-	cost := bytes2.Count(b, sep) + 1
-	if cost == 0 {
-		return r.next.Count(n, b, sep)
-	}
-	if err := runtime.CheckCost(limitBatcherCount, cost); err != nil {
-		return 0, err
-	}
-	d, err := runtime.AllowN(context.Background(), r.limiter, limitBatcherCount, n, cost)
-	if err != nil {
-		return 0, err
-	}
-	if !d.Allowed {
-		return 0, runtime.NewLimitError(limitBatcherCount, d)
+	if cost := int64(bytes2.Count(b, sep) + 1); cost != 0 {
+		if err := runtime.Enforce(context.Background(), r.limiter, runtime.Request{Limit: limitBatcherCount, Key: n, Cost: cost}); err != nil {
+			return 0, err
+		}
 	}
 	return r.next.Count(n, b, sep)
 }
 
-// Heavy calls the wrapped Batcher's Heavy if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Heavy", 10 units
-// per minute for each value of tenant (fixed-window), a call costing weight
-// units, admits the call. Otherwise it returns a *runtime.LimitError, or the
-// limiter's error if the limiter could not decide.
+// Heavy forwards to the wrapped Batcher within limitBatcherHeavy, keyed by
+// tenant, at a cost of weight.
 func (r *RateLimitedBatcher) Heavy(ctx context.Context, tenant string) error {
-	d, err := runtime.AllowN(ctx, r.limiter, limitBatcherHeavy, tenant, weight)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitBatcherHeavy, Key: tenant, Cost: weight}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitBatcherHeavy, d)
 	}
 	return r.next.Heavy(ctx, tenant)
 }
 
-// Parts calls the wrapped Batcher's Parts if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Parts", 100 units
-// per minute for each value of (up.Owner, up.Parts) (gcra, burst 50), a call
-// costing up.Parts units, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
-// A cost of 0 admits the call without asking the limiter, which records
-// nothing. A negative cost or one above the limit's capacity is an error
-// wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
+// Parts forwards to the wrapped Batcher within limitBatcherParts, keyed by
+// (up.Owner, up.Parts), at a cost of up.Parts.
 func (r *RateLimitedBatcher) Parts(ctx context.Context, up Upload) error {
-	cost := rateLimitCost(up.Parts)
-	if cost == 0 {
-		return r.next.Parts(ctx, up)
-	}
-	if err := runtime.CheckCost(limitBatcherParts, cost); err != nil {
-		return err
-	}
-	var buf [64]byte
-	b1 := runtime.AppendKeyPart(buf[:0], up.Owner)
-	b1 = runtime.AppendKeyInt(b1, up.Parts)
-	d, err := runtime.AllowN(ctx, r.limiter, limitBatcherParts, string(b1), cost)
-	if err != nil {
-		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitBatcherParts, d)
+	if up.Parts != 0 {
+		var buf [64]byte
+		b := runtime.AppendKeyPart(buf[:0], up.Owner)
+		b = runtime.AppendKeyInt(b, up.Parts)
+		if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitBatcherParts, Key: string(b), Cost: up.Parts}); err != nil {
+			return err
+		}
 	}
 	return r.next.Parts(ctx, up)
 }
 
-// Send calls the wrapped Batcher's Send if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Send", 1000 units
-// per minute for each value of tenant (sliding-window), a call costing
-// len(items) units, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
-// A cost of 0 admits the call without asking the limiter, which records
-// nothing. A negative cost or one above the limit's capacity is an error
-// wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
+// Send forwards to the wrapped Batcher within limitBatcherSend, keyed by
+// tenant, at a cost of len(items).
 func (r *RateLimitedBatcher) Send(ctx context.Context, tenant string, items []Item) error {
-	cost := len(items)
-	if cost == 0 {
-		return r.next.Send(ctx, tenant, items)
-	}
-	if err := runtime.CheckCost(limitBatcherSend, cost); err != nil {
-		return err
-	}
-	d, err := runtime.AllowN(ctx, r.limiter, limitBatcherSend, tenant, cost)
-	if err != nil {
-		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitBatcherSend, d)
+	if cost := int64(len(items)); cost != 0 {
+		if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitBatcherSend, Key: tenant, Cost: cost}); err != nil {
+			return err
+		}
 	}
 	return r.next.Send(ctx, tenant, items)
 }
 
-// Small calls the wrapped Batcher's Small if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Small", 300 units
-// per minute in total (fixed-window), a call costing up.Small units, admits
-// the call. Otherwise it returns a *runtime.LimitError, or the limiter's error
-// if the limiter could not decide. A cost of 0 admits the call without asking
-// the limiter, which records nothing. A negative cost or one above the limit's
-// capacity is an error wrapping runtime.ErrCostExceedsMax, and the limiter is
-// not asked.
+// Small forwards to the wrapped Batcher within limitBatcherSmall, at a cost of
+// up.Small.
 func (r *RateLimitedBatcher) Small(ctx context.Context, up Upload) error {
-	cost := int(up.Small)
-	if cost == 0 {
-		return r.next.Small(ctx, up)
-	}
-	if err := runtime.CheckCost(limitBatcherSmall, cost); err != nil {
-		return err
-	}
-	d, err := runtime.AllowN(ctx, r.limiter, limitBatcherSmall, "", cost)
-	if err != nil {
-		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitBatcherSmall, d)
+	if cost := int64(up.Small); cost != 0 {
+		if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitBatcherSmall, Cost: cost}); err != nil {
+			return err
+		}
 	}
 	return r.next.Small(ctx, up)
 }
 
-// Store calls the wrapped Batcher's Store if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Store",
-// 1000000000 units per hour for each value of up.Owner (sliding-window), a
-// call costing up.Size units, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
-// A cost of 0 admits the call without asking the limiter, which records
-// nothing. A negative cost or one above the limit's capacity is an error
-// wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
+// Store forwards to the wrapped Batcher within limitBatcherStore, keyed by
+// up.Owner, at a cost of up.Size.
 func (r *RateLimitedBatcher) Store(ctx context.Context, up Upload) error {
-	cost := rateLimitCost(up.Size)
-	if cost == 0 {
-		return r.next.Store(ctx, up)
-	}
-	if err := runtime.CheckCost(limitBatcherStore, cost); err != nil {
-		return err
-	}
-	d, err := runtime.AllowN(ctx, r.limiter, limitBatcherStore, up.Owner, cost)
-	if err != nil {
-		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitBatcherStore, d)
+	if cost := int64(up.Size); cost != 0 {
+		if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitBatcherStore, Key: up.Owner, Cost: cost}); err != nil {
+			return err
+		}
 	}
 	return r.next.Store(ctx, up)
 }
 
-// Typed calls the wrapped Batcher's Typed if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Typed", 10 units
-// per minute for each value of tenant (fixed-window), a call costing units
-// units, admits the call. Otherwise it returns a *runtime.LimitError, or the
-// limiter's error if the limiter could not decide.
+// Typed forwards to the wrapped Batcher within limitBatcherTyped, keyed by
+// tenant, at a cost of units.
 func (r *RateLimitedBatcher) Typed(ctx context.Context, tenant string) error {
-	d, err := runtime.AllowN(ctx, r.limiter, limitBatcherTyped, tenant, int(units))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitBatcherTyped, Key: tenant, Cost: int64(units)}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitBatcherTyped, d)
 	}
 	return r.next.Typed(ctx, tenant)
 }
 
-// RateLimitedQueue is a Queue that asks a runtime.Limiter before each call of
-// a rate-limited method and forwards to the Queue it wraps only the calls the
-// limiter admits.
+// RateLimitedQueue forwards each call to the Queue it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Queue. A limit whose computed cost is 0 is left out of the
+// decision and counts nothing; a negative cost, or one above the limit's
+// capacity, is an error wrapping runtime.ErrInvalidCost.
 type RateLimitedQueue[N ~int32 | ~uint32] struct {
 	next    Queue[N]
 	limiter runtime.Limiter
@@ -219,35 +139,24 @@ func NewRateLimitedQueue[N ~int32 | ~uint32](next Queue[N], limiter runtime.Limi
 	return &RateLimitedQueue[N]{next: next, limiter: limiter}
 }
 
-// Push calls the wrapped Queue's Push if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Queue.Push", 100 units
-// per second in total (token-bucket, burst 200), a call costing n units,
-// admits the call. Otherwise it returns a *runtime.LimitError, or the
-// limiter's error if the limiter could not decide. A cost of 0 admits the call
-// without asking the limiter, which records nothing. A negative cost or one
-// above the limit's capacity is an error wrapping runtime.ErrCostExceedsMax,
-// and the limiter is not asked.
+// Push forwards to the wrapped Queue within limitQueuePush, at a cost of n.
 func (r *RateLimitedQueue[N]) Push(ctx context.Context, n N) error {
-	cost := rateLimitCost(n)
-	if cost == 0 {
-		return r.next.Push(ctx, n)
-	}
-	if err := runtime.CheckCost(limitQueuePush, cost); err != nil {
-		return err
-	}
-	d, err := runtime.AllowN(ctx, r.limiter, limitQueuePush, "", cost)
-	if err != nil {
-		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitQueuePush, d)
+	if cost := int64(n); cost != 0 {
+		if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitQueuePush, Cost: cost}); err != nil {
+			return err
+		}
 	}
 	return r.next.Push(ctx, n)
 }
 
-// RateLimitedMeter is a Meter whose rate-limited methods ask a runtime.Limiter
-// before each call and call the embedded Meter's method only when the limiter
-// admits the call. Its other methods are promoted unchanged.
+// RateLimitedMeter embeds the Meter it wraps and overrides its rate-limited
+// methods, which forward a call once a runtime.Limiter admits it under the
+// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
+// runtime.ErrLimited)), and a call the limiter cannot decide returns the
+// limiter's error as it is; neither reaches the wrapped Meter. A limit whose
+// computed cost is 0 is left out of the decision and counts nothing; a
+// negative cost, or one above the limit's capacity, is an error wrapping
+// runtime.ErrInvalidCost. Its other methods are promoted unchanged.
 type RateLimitedMeter struct {
 	*Meter
 	limiter runtime.Limiter
@@ -259,46 +168,13 @@ func NewRateLimitedMeter(next *Meter, limiter runtime.Limiter) *RateLimitedMeter
 	return &RateLimitedMeter{Meter: next, limiter: limiter}
 }
 
-// Record calls the wrapped Meter's Record if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Meter.Record", 64 units
-// per second for each value of name (sliding-window), a call costing len(name)
-// units, admits the call. Otherwise it returns a *runtime.LimitError, or the
-// limiter's error if the limiter could not decide. A cost of 0 admits the call
-// without asking the limiter, which records nothing. A negative cost or one
-// above the limit's capacity is an error wrapping runtime.ErrCostExceedsMax,
-// and the limiter is not asked.
+// Record forwards to the embedded Meter within limitMeterRecord, keyed by
+// name, at a cost of len(name).
 func (r *RateLimitedMeter) Record(name string) error {
-	cost := len(name)
-	if cost == 0 {
-		return r.Meter.Record(name)
-	}
-	if err := runtime.CheckCost(limitMeterRecord, cost); err != nil {
-		return err
-	}
-	d, err := runtime.AllowN(context.Background(), r.limiter, limitMeterRecord, name, cost)
-	if err != nil {
-		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitMeterRecord, d)
+	if cost := int64(len(name)); cost != 0 {
+		if err := runtime.Enforce(context.Background(), r.limiter, runtime.Request{Limit: limitMeterRecord, Key: name, Cost: cost}); err != nil {
+			return err
+		}
 	}
 	return r.Meter.Record(name)
-}
-
-// rateLimitCost converts a cost= value to the int that the runtime takes. A
-// value beyond int's range (a uint64 above math.MaxInt, an int64 beyond a
-// 32-bit int) is clamped rather than wrapped around, so that it stays out of
-// every limit's range and runtime.CheckCost reports it as an error instead of
-// admitting a small cost.
-func rateLimitCost[T ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](n T) int {
-	if n < 0 {
-		if int64(n) < math.MinInt {
-			return math.MinInt
-		}
-		return int(n)
-	}
-	if uint64(n) > math.MaxInt {
-		return math.MaxInt
-	}
-	return int(n)
 }

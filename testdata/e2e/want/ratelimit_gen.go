@@ -5,7 +5,6 @@ package e2e
 
 import (
 	"context"
-	"math"
 	"strconv"
 	"time"
 
@@ -39,13 +38,17 @@ var (
 	limitServiceGet1        = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices.Service.Get", Window: time.Minute, Max: 2}
 )
 
-// RateLimitedNotifier is a Notifier that asks a runtime.Limiter before each
-// call of a rate-limited method and forwards to the Notifier it wraps only the
-// calls the limiter admits.
+// RateLimitedNotifier forwards each call to the Notifier it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Notifier.
 type RateLimitedNotifier struct {
 	next    Notifier
 	limiter runtime.Limiter
 }
+
+var _ Notifier = (*RateLimitedNotifier)(nil)
 
 // NewRateLimitedNotifier returns a RateLimitedNotifier that forwards to next
 // the calls that limiter admits.
@@ -53,63 +56,50 @@ func NewRateLimitedNotifier(next Notifier, limiter runtime.Limiter) *RateLimited
 	return &RateLimitedNotifier{next: next, limiter: limiter}
 }
 
-// Charge calls the wrapped Notifier's Charge if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.Charge", 3 calls
-// per minute for each value of (acct.Tenant, acct.ID), admits the call.
-// Otherwise it returns a *runtime.LimitError, or the limiter's error if the
-// limiter could not decide.
+// Charge forwards to the wrapped Notifier within limitNotifierCharge, keyed by
+// (acct.Tenant, acct.ID).
 func (r *RateLimitedNotifier) Charge(ctx context.Context, acct Account, cents int) (int, error) {
 	var buf [64]byte
 	b := runtime.AppendKeyPart(buf[:0], acct.Tenant)
 	b = runtime.AppendKeyInt(b, acct.ID)
-	d, err := r.limiter.Allow(ctx, limitNotifierCharge, string(b))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitNotifierCharge, Key: string(b)}); err != nil {
 		return 0, err
-	}
-	if !d.Allowed {
-		return 0, runtime.NewLimitError(limitNotifierCharge, d)
 	}
 	return r.next.Charge(ctx, acct, cents)
 }
 
-// Lookup calls the wrapped Notifier's Lookup if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.Lookup", 3 calls
-// per minute for each value of id, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Lookup forwards to the wrapped Notifier within limitNotifierLookup, keyed by
+// id.
 func (r *RateLimitedNotifier) Lookup(ctx context.Context, id int64) (string, error) {
-	d, err := r.limiter.Allow(ctx, limitNotifierLookup, strconv.FormatInt(id, 10))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitNotifierLookup, Key: strconv.FormatInt(id, 10)}); err != nil {
 		return "", err
-	}
-	if !d.Allowed {
-		return "", runtime.NewLimitError(limitNotifierLookup, d)
 	}
 	return r.next.Lookup(ctx, id)
 }
 
-// SendCode calls the wrapped Notifier's SendCode if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.SendCode", 3
-// calls per minute for each value of req.Email, admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// SendCode forwards to the wrapped Notifier within limitNotifierSendCode,
+// keyed by req.Email.
 func (r *RateLimitedNotifier) SendCode(ctx context.Context, req SendCodeRequest) error {
-	d, err := r.limiter.Allow(ctx, limitNotifierSendCode, req.Email)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitNotifierSendCode, Key: req.Email}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitNotifierSendCode, d)
 	}
 	return r.next.SendCode(ctx, req)
 }
 
-// RateLimitedAlerts is an Alerts that asks a runtime.Limiter before each call
-// of a rate-limited method and forwards to the Alerts it wraps only the calls
-// the limiter admits.
+// RateLimitedAlerts forwards each call to the Alerts it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Alerts. A method with several limits counts a call in all of
+// them or in none. A limit whose computed cost is 0 is left out of the
+// decision and counts nothing; a negative cost, or one above the limit's
+// capacity, is an error wrapping runtime.ErrInvalidCost.
 type RateLimitedAlerts struct {
 	next    Alerts
 	limiter runtime.Limiter
 }
+
+var _ Alerts = (*RateLimitedAlerts)(nil)
 
 // NewRateLimitedAlerts returns a RateLimitedAlerts that forwards to next the
 // calls that limiter admits.
@@ -117,152 +107,76 @@ func NewRateLimitedAlerts(next Alerts, limiter runtime.Limiter) *RateLimitedAler
 	return &RateLimitedAlerts{next: next, limiter: limiter}
 }
 
-// Adjust calls the wrapped Alerts's Adjust if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Adjust", 10 units
-// per minute for each value of to (fixed-window), a call costing units units,
-// admits the call. Otherwise it returns a *runtime.LimitError, or the
-// limiter's error if the limiter could not decide. A cost of 0 admits the call
-// without asking the limiter, which records nothing. A negative cost or one
-// above the limit's capacity is an error wrapping runtime.ErrCostExceedsMax,
-// and the limiter is not asked.
+// Adjust forwards to the wrapped Alerts within limitAlertsAdjust, keyed by to,
+// at a cost of units.
 func (r *RateLimitedAlerts) Adjust(ctx context.Context, to string, units int64) error {
-	cost := rateLimitCost(units)
-	if cost == 0 {
-		return r.next.Adjust(ctx, to, units)
-	}
-	if err := runtime.CheckCost(limitAlertsAdjust, cost); err != nil {
-		return err
-	}
-	d, err := runtime.AllowN(ctx, r.limiter, limitAlertsAdjust, to, cost)
-	if err != nil {
-		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitAlertsAdjust, d)
+	if units != 0 {
+		if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAlertsAdjust, Key: to, Cost: units}); err != nil {
+			return err
+		}
 	}
 	return r.next.Adjust(ctx, to, units)
 }
 
-// Bulk calls the wrapped Alerts's Bulk if every one of its limits admits the
-// call: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Bulk", 10
-// units per minute for each value of to (fixed-window), a call costing n
-// units; "Alerts.Bulk.total", 100 units per minute in total (gcra), a call
-// costing n units. When one of them denies the call, none of them counts it,
-// and Bulk returns a *runtime.LimitError naming the limit with the longest
-// wait. It returns the limiter's error if the limiter could not decide. A
-// limit whose cost is 0 is left out and records nothing; when every cost is 0
-// the call is forwarded without asking the limiter. A negative cost or one
-// above its limit's capacity is an error wrapping runtime.ErrCostExceedsMax,
-// and the limiter is not asked.
+// Bulk forwards to the wrapped Alerts within limitAlertsBulk (keyed by to, at
+// a cost of n) and limitAlertsBulkTotal (at a cost of n).
 func (r *RateLimitedAlerts) Bulk(ctx context.Context, to string, n uint64) error {
-	cost := rateLimitCost(n)
-	reqs := make([]runtime.Request, 0, 2)
-	if cost != 0 {
-		if err := runtime.CheckCost(limitAlertsBulk, cost); err != nil {
+	if cost := int64(n); cost != 0 {
+		if err := runtime.Enforce(ctx, r.limiter,
+			runtime.Request{Limit: limitAlertsBulk, Key: to, Cost: cost},
+			runtime.Request{Limit: limitAlertsBulkTotal, Cost: cost},
+		); err != nil {
 			return err
 		}
-		reqs = append(reqs, runtime.Request{Limit: limitAlertsBulk, Key: to, Cost: cost})
-	}
-	if cost != 0 {
-		if err := runtime.CheckCost(limitAlertsBulkTotal, cost); err != nil {
-			return err
-		}
-		reqs = append(reqs, runtime.Request{Limit: limitAlertsBulkTotal, Key: "", Cost: cost})
-	}
-	if len(reqs) == 0 {
-		return r.next.Bulk(ctx, to, n)
-	}
-	ds, err := runtime.AllowAll(ctx, r.limiter, reqs...)
-	if err != nil {
-		return err
-	}
-	if !ds.Allowed {
-		return ds.LimitError(reqs)
 	}
 	return r.next.Bulk(ctx, to, n)
 }
 
-// Digest calls the wrapped Alerts's Digest if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Digest", 10 units
-// per minute for each value of to (token-bucket, burst 4), a call costing
-// len(lines) units, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
-// A cost of 0 admits the call without asking the limiter, which records
-// nothing. A negative cost or one above the limit's capacity is an error
-// wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
+// Digest forwards to the wrapped Alerts within limitAlertsDigest, keyed by to,
+// at a cost of len(lines).
 func (r *RateLimitedAlerts) Digest(ctx context.Context, to string, lines []string) error {
-	cost := len(lines)
-	if cost == 0 {
-		return r.next.Digest(ctx, to, lines)
-	}
-	if err := runtime.CheckCost(limitAlertsDigest, cost); err != nil {
-		return err
-	}
-	d, err := runtime.AllowN(ctx, r.limiter, limitAlertsDigest, to, cost)
-	if err != nil {
-		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitAlertsDigest, d)
+	if cost := int64(len(lines)); cost != 0 {
+		if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAlertsDigest, Key: to, Cost: cost}); err != nil {
+			return err
+		}
 	}
 	return r.next.Digest(ctx, to, lines)
 }
 
-// Page calls the wrapped Alerts's Page if every one of its limits admits the
-// call: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Page", 3
-// calls per minute for each value of to; "Alerts.Page.hourly", 5 calls per
-// hour for each value of to. When one of them denies the call, none of them
-// counts it, and Page returns a *runtime.LimitError naming the limit with the
-// longest wait. It returns the limiter's error if the limiter could not
-// decide.
+// Page forwards to the wrapped Alerts within limitAlertsPage and
+// limitAlertsPageHourly, keyed by to.
 func (r *RateLimitedAlerts) Page(ctx context.Context, to string) error {
-	reqs := [...]runtime.Request{
-		{Limit: limitAlertsPage, Key: to},
-		{Limit: limitAlertsPageHourly, Key: to},
-	}
-	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter,
+		runtime.Request{Limit: limitAlertsPage, Key: to},
+		runtime.Request{Limit: limitAlertsPageHourly, Key: to},
+	); err != nil {
 		return err
-	}
-	if !ds.Allowed {
-		return ds.LimitError(reqs[:])
 	}
 	return r.next.Page(ctx, to)
 }
 
-// Upload calls the wrapped Alerts's Upload if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Upload", 1000 units
-// per minute for each value of to (sliding-window), a call costing size units,
-// admits the call. Otherwise it returns a *runtime.LimitError, or the
-// limiter's error if the limiter could not decide. A cost of 0 admits the call
-// without asking the limiter, which records nothing. A negative cost or one
-// above the limit's capacity is an error wrapping runtime.ErrCostExceedsMax,
-// and the limiter is not asked.
+// Upload forwards to the wrapped Alerts within limitAlertsUpload, keyed by to,
+// at a cost of size.
 func (r *RateLimitedAlerts) Upload(ctx context.Context, to string, size uint64) error {
-	cost := rateLimitCost(size)
-	if cost == 0 {
-		return r.next.Upload(ctx, to, size)
-	}
-	if err := runtime.CheckCost(limitAlertsUpload, cost); err != nil {
-		return err
-	}
-	d, err := runtime.AllowN(ctx, r.limiter, limitAlertsUpload, to, cost)
-	if err != nil {
-		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitAlertsUpload, d)
+	if cost := int64(size); cost != 0 {
+		if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAlertsUpload, Key: to, Cost: cost}); err != nil {
+			return err
+		}
 	}
 	return r.next.Upload(ctx, to, size)
 }
 
-// RateLimitedSlots is a Slots that asks a runtime.Limiter before each call of
-// a rate-limited method and forwards to the Slots it wraps only the calls the
-// limiter admits.
+// RateLimitedSlots forwards each call to the Slots it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Slots.
 type RateLimitedSlots struct {
 	next    Slots
 	limiter runtime.Limiter
 }
+
+var _ Slots = (*RateLimitedSlots)(nil)
 
 // NewRateLimitedSlots returns a RateLimitedSlots that forwards to next the
 // calls that limiter admits.
@@ -270,47 +184,38 @@ func NewRateLimitedSlots(next Slots, limiter runtime.Limiter) *RateLimitedSlots 
 	return &RateLimitedSlots{next: next, limiter: limiter}
 }
 
-// Book calls the wrapped Slots's Book if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Slots.Book", 1 call per
-// minute for each value of at, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Book forwards to the wrapped Slots within limitSlotsBook, keyed by at.
 func (r *RateLimitedSlots) Book(ctx context.Context, at time.Time) error {
-	d, err := r.limiter.Allow(ctx, limitSlotsBook, strconv.FormatInt(at.UnixNano(), 10))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitSlotsBook, Key: strconv.FormatInt(at.UnixNano(), 10)}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitSlotsBook, d)
 	}
 	return r.next.Book(ctx, at)
 }
 
-// BookRoom calls the wrapped Slots's BookRoom if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Slots.BookRoom", 1 call
-// per minute for each value of (room, at), admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// BookRoom forwards to the wrapped Slots within limitSlotsBookRoom, keyed by
+// (room, at).
 func (r *RateLimitedSlots) BookRoom(ctx context.Context, room string, at time.Time) error {
 	var buf [64]byte
 	b := runtime.AppendKeyPart(buf[:0], room)
 	b = runtime.AppendKeyInt(b, at.UnixNano())
-	d, err := r.limiter.Allow(ctx, limitSlotsBookRoom, string(b))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitSlotsBookRoom, Key: string(b)}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitSlotsBookRoom, d)
 	}
 	return r.next.BookRoom(ctx, room, at)
 }
 
-// RateLimitedTenants is a Tenants that asks a runtime.Limiter before each call
-// of a rate-limited method and forwards to the Tenants it wraps only the calls
-// the limiter admits. Its other methods forward every call unchanged.
+// RateLimitedTenants forwards each call to the Tenants it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Tenants. A method with several limits counts a call in all of
+// them or in none. Its methods without limits forward every call unchanged.
 type RateLimitedTenants struct {
 	next    Tenants
 	limiter runtime.Limiter
 }
+
+var _ Tenants = (*RateLimitedTenants)(nil)
 
 // NewRateLimitedTenants returns a RateLimitedTenants that forwards to next the
 // calls that limiter admits.
@@ -318,57 +223,47 @@ func NewRateLimitedTenants(next Tenants, limiter runtime.Limiter) *RateLimitedTe
 	return &RateLimitedTenants{next: next, limiter: limiter}
 }
 
-// Get calls the wrapped Tenants's Get if every one of its limits admits the
-// call: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Tenants", 3 calls
-// per minute for each value of TenantOf(ctx);
-// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Tenants.Get", 2 calls per
-// minute for each value of id. When one of them denies the call, none of them
-// counts it, and Get returns a *runtime.LimitError naming the limit with the
-// longest wait. It returns the limiter's error if the limiter could not
-// decide.
+// Get forwards to the wrapped Tenants within limitTenants (keyed by
+// TenantOf(ctx)) and limitTenantsGet (keyed by id).
 func (r *RateLimitedTenants) Get(ctx context.Context, id string) error {
-	reqs := [...]runtime.Request{
-		{Limit: limitTenants, Key: TenantOf(ctx)},
-		{Limit: limitTenantsGet, Key: id},
-	}
-	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter,
+		runtime.Request{Limit: limitTenants, Key: TenantOf(ctx)},
+		runtime.Request{Limit: limitTenantsGet, Key: id},
+	); err != nil {
 		return err
-	}
-	if !ds.Allowed {
-		return ds.LimitError(reqs[:])
 	}
 	return r.next.Get(ctx, id)
 }
 
-// List calls the wrapped Tenants's List if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Tenants", 3 calls per
-// minute for each value of TenantOf(ctx), admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// List forwards to the wrapped Tenants within limitTenants, keyed by
+// TenantOf(ctx).
 func (r *RateLimitedTenants) List(ctx context.Context) error {
-	d, err := r.limiter.Allow(ctx, limitTenants, TenantOf(ctx))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitTenants, Key: TenantOf(ctx)}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitTenants, d)
 	}
 	return r.next.List(ctx)
 }
 
-// Ping calls the wrapped Tenants's Ping; it has no limit.
+// Ping forwards to the wrapped Tenants; it has no limit.
 func (r *RateLimitedTenants) Ping(ctx context.Context) error {
 	return r.next.Ping(ctx)
 }
 
-// RateLimitedOutbound is an Outbound that asks a runtime.Limiter before each
-// call of a rate-limited method and forwards to the Outbound it wraps only the
-// calls the limiter admits.
+// RateLimitedOutbound forwards each call to the Outbound it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Outbound. A method with several limits counts a call in all of
+// them or in none. A method that waits for room sleeps as long as each
+// denial's RetryAfter says and asks again, for up to its wait in all and never
+// past the deadline of the call's context; it returns the context's error if
+// the context is done meanwhile.
 type RateLimitedOutbound struct {
 	next    Outbound
 	limiter runtime.Limiter
 }
+
+var _ Outbound = (*RateLimitedOutbound)(nil)
 
 // NewRateLimitedOutbound returns a RateLimitedOutbound that forwards to next
 // the calls that limiter admits.
@@ -376,148 +271,50 @@ func NewRateLimitedOutbound(next Outbound, limiter runtime.Limiter) *RateLimited
 	return &RateLimitedOutbound{next: next, limiter: limiter}
 }
 
-// Call calls the wrapped Outbound's Call if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Call", 1 call per
-// 50 milliseconds in total, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
-// Before it denies a call it waits for room, for up to 10s in all, each time
-// as long as the limiter says, but never past the deadline of the call's
-// context; if the context is done meanwhile, it returns the context's error.
+// Call forwards to the wrapped Outbound within limitOutboundCall, waiting up
+// to 10s for room.
 func (r *RateLimitedOutbound) Call(ctx context.Context) error {
-	d, err := r.limiter.Allow(ctx, limitOutboundCall, "")
-	if err != nil {
+	if err := runtime.Wait(ctx, r.limiter, 10*time.Second, runtime.Request{Limit: limitOutboundCall}); err != nil {
 		return err
-	}
-	for waited := time.Duration(0); !d.Allowed; {
-		retry := d.RetryAfter
-		if retry <= 0 || waited+retry > 10*time.Second {
-			break
-		}
-		waited += retry
-		if ok, err1 := rateLimitSleep(ctx, retry); err1 != nil {
-			return err1
-		} else if !ok {
-			break
-		}
-		if d, err = r.limiter.Allow(ctx, limitOutboundCall, ""); err != nil {
-			return err
-		}
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitOutboundCall, d)
 	}
 	return r.next.Call(ctx)
 }
 
-// Long calls the wrapped Outbound's Long if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Long", 1 call per
-// hour in total, admits the call. Otherwise it returns a *runtime.LimitError,
-// or the limiter's error if the limiter could not decide. Before it denies a
-// call it waits for room, for up to 2h0m0s in all, each time as long as the
-// limiter says, but never past the deadline of the call's context; if the
-// context is done meanwhile, it returns the context's error.
+// Long forwards to the wrapped Outbound within limitOutboundLong, waiting up
+// to 2h0m0s for room.
 func (r *RateLimitedOutbound) Long(ctx context.Context) error {
-	d, err := r.limiter.Allow(ctx, limitOutboundLong, "")
-	if err != nil {
+	if err := runtime.Wait(ctx, r.limiter, 2*time.Hour, runtime.Request{Limit: limitOutboundLong}); err != nil {
 		return err
-	}
-	for waited := time.Duration(0); !d.Allowed; {
-		retry := d.RetryAfter
-		if retry <= 0 || waited+retry > 2*time.Hour {
-			break
-		}
-		waited += retry
-		if ok, err1 := rateLimitSleep(ctx, retry); err1 != nil {
-			return err1
-		} else if !ok {
-			break
-		}
-		if d, err = r.limiter.Allow(ctx, limitOutboundLong, ""); err != nil {
-			return err
-		}
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitOutboundLong, d)
 	}
 	return r.next.Long(ctx)
 }
 
-// Multi calls the wrapped Outbound's Multi if every one of its limits admits
-// the call: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Multi",
-// 1 call per 50 milliseconds for each value of id; "Outbound.Multi.total", 100
-// calls per hour in total. When one of them denies the call, none of them
-// counts it, and Multi returns a *runtime.LimitError naming the limit with the
-// longest wait. It returns the limiter's error if the limiter could not
-// decide. Before it denies a call it waits for room, for up to 10s in all,
-// each time as long as the limiter says, but never past the deadline of the
-// call's context; if the context is done meanwhile, it returns the context's
-// error.
+// Multi forwards to the wrapped Outbound within limitOutboundMulti (keyed by
+// id) and limitOutboundMultiTotal, waiting up to 10s for room.
 func (r *RateLimitedOutbound) Multi(ctx context.Context, id string) error {
-	reqs := [...]runtime.Request{
-		{Limit: limitOutboundMulti, Key: id},
-		{Limit: limitOutboundMultiTotal, Key: ""},
-	}
-	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
-	if err != nil {
+	if err := runtime.Wait(ctx, r.limiter, 10*time.Second,
+		runtime.Request{Limit: limitOutboundMulti, Key: id},
+		runtime.Request{Limit: limitOutboundMultiTotal},
+	); err != nil {
 		return err
-	}
-	for waited := time.Duration(0); !ds.Allowed; {
-		retry := ds.LimitError(reqs[:]).RetryAfter
-		if retry <= 0 || waited+retry > 10*time.Second {
-			break
-		}
-		waited += retry
-		if ok, err1 := rateLimitSleep(ctx, retry); err1 != nil {
-			return err1
-		} else if !ok {
-			break
-		}
-		if ds, err = runtime.AllowAll(ctx, r.limiter, reqs[:]...); err != nil {
-			return err
-		}
-	}
-	if !ds.Allowed {
-		return ds.LimitError(reqs[:])
 	}
 	return r.next.Multi(ctx, id)
 }
 
-// Short calls the wrapped Outbound's Short if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Short", 1 call
-// per hour in total, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
-// Before it denies a call it waits for room, for up to 10ms in all, each time
-// as long as the limiter says, but never past the deadline of the call's
-// context; if the context is done meanwhile, it returns the context's error.
+// Short forwards to the wrapped Outbound within limitOutboundShort, waiting up
+// to 10ms for room.
 func (r *RateLimitedOutbound) Short(ctx context.Context) error {
-	d, err := r.limiter.Allow(ctx, limitOutboundShort, "")
-	if err != nil {
+	if err := runtime.Wait(ctx, r.limiter, 10*time.Millisecond, runtime.Request{Limit: limitOutboundShort}); err != nil {
 		return err
-	}
-	for waited := time.Duration(0); !d.Allowed; {
-		retry := d.RetryAfter
-		if retry <= 0 || waited+retry > 10*time.Millisecond {
-			break
-		}
-		waited += retry
-		if ok, err1 := rateLimitSleep(ctx, retry); err1 != nil {
-			return err1
-		} else if !ok {
-			break
-		}
-		if d, err = r.limiter.Allow(ctx, limitOutboundShort, ""); err != nil {
-			return err
-		}
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitOutboundShort, d)
 	}
 	return r.next.Short(ctx)
 }
 
-// RateLimitedCache is a Cache that asks a runtime.Limiter before each call of
-// a rate-limited method and forwards to the Cache it wraps only the calls the
-// limiter admits.
+// RateLimitedCache forwards each call to the Cache it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Cache.
 type RateLimitedCache[V any] struct {
 	next    Cache[V]
 	limiter runtime.Limiter
@@ -529,26 +326,21 @@ func NewRateLimitedCache[V any](next Cache[V], limiter runtime.Limiter) *RateLim
 	return &RateLimitedCache[V]{next: next, limiter: limiter}
 }
 
-// Get calls the wrapped Cache's Get if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Cache.Get", 2 calls per
-// minute for each value of key, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Get forwards to the wrapped Cache within limitCacheGet, keyed by key.
 func (r *RateLimitedCache[V]) Get(ctx context.Context, key string) (V, error) {
-	d, err := r.limiter.Allow(ctx, limitCacheGet, key)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCacheGet, Key: key}); err != nil {
 		var zero V
 		return zero, err
-	}
-	if !d.Allowed {
-		var zero V
-		return zero, runtime.NewLimitError(limitCacheGet, d)
 	}
 	return r.next.Get(ctx, key)
 }
 
-// RateLimitedGateway is a Gateway whose rate-limited methods ask a
-// runtime.Limiter before each call and call the embedded Gateway's method only
-// when the limiter admits the call. Its other methods are promoted unchanged.
+// RateLimitedGateway embeds the Gateway it wraps and overrides its
+// rate-limited methods, which forward a call once a runtime.Limiter admits it
+// under the method's limits. A denied call returns a *runtime.LimitError
+// (errors.Is(err, runtime.ErrLimited)), and a call the limiter cannot decide
+// returns the limiter's error as it is; neither reaches the wrapped Gateway.
+// Its other methods are promoted unchanged.
 type RateLimitedGateway struct {
 	Gateway
 	limiter runtime.Limiter
@@ -560,29 +352,26 @@ func NewRateLimitedGateway(next Gateway, limiter runtime.Limiter) *RateLimitedGa
 	return &RateLimitedGateway{Gateway: next, limiter: limiter}
 }
 
-// Get calls the wrapped Gateway's Get if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/e2e/orders.Service.Get", 2
-// calls per minute for each value of id, admits the call. Otherwise it returns
-// a *runtime.LimitError, or the limiter's error if the limiter could not
-// decide.
+// Get forwards to the embedded Gateway within limitServiceGet, keyed by id.
 func (r *RateLimitedGateway) Get(ctx context.Context, id string) error {
-	d, err := r.limiter.Allow(ctx, limitServiceGet, id)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitServiceGet, Key: id}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitServiceGet, d)
 	}
 	return r.Gateway.Get(ctx, id)
 }
 
-// RateLimitedLookups is a Lookups that asks a runtime.Limiter before each call
-// of a rate-limited method and forwards to the Lookups it wraps only the calls
-// the limiter admits. Its other methods forward every call unchanged.
+// RateLimitedLookups forwards each call to the Lookups it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Lookups. Its methods without limits forward every call
+// unchanged.
 type RateLimitedLookups struct {
 	next    Lookups
 	limiter runtime.Limiter
 }
+
+var _ Lookups = (*RateLimitedLookups)(nil)
 
 // NewRateLimitedLookups returns a RateLimitedLookups that forwards to next the
 // calls that limiter admits.
@@ -590,58 +379,15 @@ func NewRateLimitedLookups(next Lookups, limiter runtime.Limiter) *RateLimitedLo
 	return &RateLimitedLookups{next: next, limiter: limiter}
 }
 
-// Count calls the wrapped Lookups's Count; it has no limit.
+// Count forwards to the wrapped Lookups; it has no limit.
 func (r *RateLimitedLookups) Count(ctx context.Context) (int, error) {
 	return r.next.Count(ctx)
 }
 
-// Get calls the wrapped Lookups's Get if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices.Service.Get", 2
-// calls per minute for each value of id, admits the call. Otherwise it returns
-// a *runtime.LimitError, or the limiter's error if the limiter could not
-// decide.
+// Get forwards to the wrapped Lookups within limitServiceGet1, keyed by id.
 func (r *RateLimitedLookups) Get(ctx context.Context, id string) error {
-	d, err := r.limiter.Allow(ctx, limitServiceGet1, id)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitServiceGet1, Key: id}); err != nil {
 		return err
 	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitServiceGet1, d)
-	}
 	return r.next.Get(ctx, id)
-}
-
-// rateLimitCost converts a cost= value to the int that the runtime takes. A
-// value beyond int's range (a uint64 above math.MaxInt, an int64 beyond a
-// 32-bit int) is clamped rather than wrapped around, so that it stays out of
-// every limit's range and runtime.CheckCost reports it as an error instead of
-// admitting a small cost.
-func rateLimitCost[T ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](n T) int {
-	if n < 0 {
-		if int64(n) < math.MinInt {
-			return math.MinInt
-		}
-		return int(n)
-	}
-	if uint64(n) > math.MaxInt {
-		return math.MaxInt
-	}
-	return int(n)
-}
-
-// rateLimitSleep waits for d, for a wait= limit. It reports false without
-// waiting when ctx's deadline comes first, and returns ctx's error if ctx is
-// done meanwhile.
-func rateLimitSleep(ctx context.Context, d time.Duration) (bool, error) {
-	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
-		return false, nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false, ctx.Err()
-	case <-t.C:
-		return true, nil
-	}
 }

@@ -17,13 +17,17 @@ var (
 	limitReadWriterWrite = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedded.ReadWriter.Write", Window: time.Second, Max: 2}
 )
 
-// RateLimitedReader is a Reader that asks a runtime.Limiter before each call
-// of a rate-limited method and forwards to the Reader it wraps only the calls
-// the limiter admits.
+// RateLimitedReader forwards each call to the Reader it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Reader.
 type RateLimitedReader struct {
 	next    Reader
 	limiter runtime.Limiter
 }
+
+var _ Reader = (*RateLimitedReader)(nil)
 
 // NewRateLimitedReader returns a RateLimitedReader that forwards to next the
 // calls that limiter admits.
@@ -31,29 +35,26 @@ func NewRateLimitedReader(next Reader, limiter runtime.Limiter) *RateLimitedRead
 	return &RateLimitedReader{next: next, limiter: limiter}
 }
 
-// Read calls the wrapped Reader's Read if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/embedded.Reader.Read", 5 calls
-// per second for each value of id, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Read forwards to the wrapped Reader within limitReaderRead, keyed by id.
 func (r *RateLimitedReader) Read(ctx context.Context, id string) ([]byte, error) {
-	d, err := r.limiter.Allow(ctx, limitReaderRead, id)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitReaderRead, Key: id}); err != nil {
 		return nil, err
-	}
-	if !d.Allowed {
-		return nil, runtime.NewLimitError(limitReaderRead, d)
 	}
 	return r.next.Read(ctx, id)
 }
 
-// RateLimitedReadWriter is a ReadWriter that asks a runtime.Limiter before
-// each call of a rate-limited method and forwards to the ReadWriter it wraps
-// only the calls the limiter admits. Its other methods forward every call
+// RateLimitedReadWriter forwards each call to the ReadWriter it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped ReadWriter. Its methods without limits forward every call
 // unchanged.
 type RateLimitedReadWriter struct {
 	next    ReadWriter
 	limiter runtime.Limiter
 }
+
+var _ ReadWriter = (*RateLimitedReadWriter)(nil)
 
 // NewRateLimitedReadWriter returns a RateLimitedReadWriter that forwards to
 // next the calls that limiter admits.
@@ -61,38 +62,24 @@ func NewRateLimitedReadWriter(next ReadWriter, limiter runtime.Limiter) *RateLim
 	return &RateLimitedReadWriter{next: next, limiter: limiter}
 }
 
-// Close calls the wrapped ReadWriter's Close; it has no limit.
+// Close forwards to the wrapped ReadWriter; it has no limit.
 func (r *RateLimitedReadWriter) Close() error {
 	return r.next.Close()
 }
 
-// Read calls the wrapped ReadWriter's Read if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/embedded.Reader.Read", 5 calls
-// per second for each value of id, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Read forwards to the wrapped ReadWriter within limitReaderRead, keyed by id.
 func (r *RateLimitedReadWriter) Read(ctx context.Context, id string) ([]byte, error) {
-	d, err := r.limiter.Allow(ctx, limitReaderRead, id)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitReaderRead, Key: id}); err != nil {
 		return nil, err
-	}
-	if !d.Allowed {
-		return nil, runtime.NewLimitError(limitReaderRead, d)
 	}
 	return r.next.Read(ctx, id)
 }
 
-// Write calls the wrapped ReadWriter's Write if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/embedded.ReadWriter.Write", 2
-// calls per second for each value of id, admits the call. Otherwise it returns
-// a *runtime.LimitError, or the limiter's error if the limiter could not
-// decide.
+// Write forwards to the wrapped ReadWriter within limitReadWriterWrite, keyed
+// by id.
 func (r *RateLimitedReadWriter) Write(ctx context.Context, id string, b []byte) error {
-	d, err := r.limiter.Allow(ctx, limitReadWriterWrite, id)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitReadWriterWrite, Key: id}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitReadWriterWrite, d)
 	}
 	return r.next.Write(ctx, id, b)
 }

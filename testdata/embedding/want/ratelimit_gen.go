@@ -22,13 +22,17 @@ var (
 	limitTenanted   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Tenanted", Window: time.Minute, Max: 10}
 )
 
-// RateLimitedLocal is a Local that asks a runtime.Limiter before each call of
-// a rate-limited method and forwards to the Local it wraps only the calls the
-// limiter admits.
+// RateLimitedLocal forwards each call to the Local it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Local.
 type RateLimitedLocal struct {
 	next    Local
 	limiter runtime.Limiter
 }
+
+var _ Local = (*RateLimitedLocal)(nil)
 
 // NewRateLimitedLocal returns a RateLimitedLocal that forwards to next the
 // calls that limiter admits.
@@ -36,28 +40,25 @@ func NewRateLimitedLocal(next Local, limiter runtime.Limiter) *RateLimitedLocal 
 	return &RateLimitedLocal{next: next, limiter: limiter}
 }
 
-// Ping calls the wrapped Local's Ping if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/embedding.Local.Ping", 1 call
-// per second in total, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Ping forwards to the wrapped Local within limitLocalPing.
 func (r *RateLimitedLocal) Ping(ctx context.Context) error {
-	d, err := r.limiter.Allow(ctx, limitLocalPing, "")
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitLocalPing}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitLocalPing, d)
 	}
 	return r.next.Ping(ctx)
 }
 
-// RateLimitedCounted is a Counted that asks a runtime.Limiter before each call
-// of a rate-limited method and forwards to the Counted it wraps only the calls
-// the limiter admits.
+// RateLimitedCounted forwards each call to the Counted it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Counted.
 type RateLimitedCounted struct {
 	next    Counted
 	limiter runtime.Limiter
 }
+
+var _ Counted = (*RateLimitedCounted)(nil)
 
 // NewRateLimitedCounted returns a RateLimitedCounted that forwards to next the
 // calls that limiter admits.
@@ -65,24 +66,21 @@ func NewRateLimitedCounted(next Counted, limiter runtime.Limiter) *RateLimitedCo
 	return &RateLimitedCounted{next: next, limiter: limiter}
 }
 
-// Run calls the wrapped Counted's Run if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/embedding.Counted", 20 calls
-// per second in total, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Run forwards to the wrapped Counted within limitCounted.
 func (r *RateLimitedCounted) Run(ctx context.Context) error {
-	d, err := r.limiter.Allow(ctx, limitCounted, "")
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCounted}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitCounted, d)
 	}
 	return r.next.Run(ctx)
 }
 
-// RateLimitedFront is a Front whose rate-limited methods ask a runtime.Limiter
-// before each call and call the embedded Front's method only when the limiter
-// admits the call. Its other methods are promoted unchanged.
+// RateLimitedFront embeds the Front it wraps and overrides its rate-limited
+// methods, which forward a call once a runtime.Limiter admits it under the
+// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
+// runtime.ErrLimited)), and a call the limiter cannot decide returns the
+// limiter's error as it is; neither reaches the wrapped Front. A method with
+// several limits counts a call in all of them or in none. Its other methods
+// are promoted unchanged.
 type RateLimitedFront struct {
 	*Front
 	limiter runtime.Limiter
@@ -94,51 +92,37 @@ func NewRateLimitedFront(next *Front, limiter runtime.Limiter) *RateLimitedFront
 	return &RateLimitedFront{Front: next, limiter: limiter}
 }
 
-// Get calls the wrapped Front's Get if every one of its limits admits the
-// call: "github.com/ratelimitgen/ratelimitgen/testmod/embedding.Front", 100
-// calls per second in total;
-// "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Service.Get", 2
-// calls per minute for each value of Normalize(id). When one of them denies
-// the call, none of them counts it, and Get returns a *runtime.LimitError
-// naming the limit with the longest wait. It returns the limiter's error if
-// the limiter could not decide.
+// Get forwards to the embedded Front within limitFront and limitServiceGet
+// (keyed by Normalize(id)).
 func (r *RateLimitedFront) Get(ctx context.Context, id string) error {
-	reqs := [...]runtime.Request{
-		{Limit: limitFront, Key: ""},
-		{Limit: limitServiceGet, Key: base.Normalize(id)},
-	}
-	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter,
+		runtime.Request{Limit: limitFront},
+		runtime.Request{Limit: limitServiceGet, Key: base.Normalize(id)},
+	); err != nil {
 		return err
-	}
-	if !ds.Allowed {
-		return ds.LimitError(reqs[:])
 	}
 	return r.Front.Get(ctx, id)
 }
 
-// Hello calls the wrapped Front's Hello if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/embedding.Front", 100 calls
-// per second in total, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Hello forwards to the embedded Front within limitFront.
 func (r *RateLimitedFront) Hello(ctx context.Context) error {
-	d, err := r.limiter.Allow(ctx, limitFront, "")
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitFront}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitFront, d)
 	}
 	return r.Front.Hello(ctx)
 }
 
-// RateLimitedCache is a Cache that asks a runtime.Limiter before each call of
-// a rate-limited method and forwards to the Cache it wraps only the calls the
-// limiter admits. Its other methods forward every call unchanged.
+// RateLimitedCache forwards each call to the Cache it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Cache. Its methods without limits forward every call unchanged.
 type RateLimitedCache struct {
 	next    Cache
 	limiter runtime.Limiter
 }
+
+var _ Cache = (*RateLimitedCache)(nil)
 
 // NewRateLimitedCache returns a RateLimitedCache that forwards to next the
 // calls that limiter admits.
@@ -146,30 +130,25 @@ func NewRateLimitedCache(next Cache, limiter runtime.Limiter) *RateLimitedCache 
 	return &RateLimitedCache{next: next, limiter: limiter}
 }
 
-// Flush calls the wrapped Cache's Flush; it has no limit.
+// Flush forwards to the wrapped Cache; it has no limit.
 func (r *RateLimitedCache) Flush(ctx context.Context) error {
 	return r.next.Flush(ctx)
 }
 
-// Load calls the wrapped Cache's Load if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Store.Load", 3
-// calls per minute for each value of id, admits the call. Otherwise it returns
-// a *runtime.LimitError, or the limiter's error if the limiter could not
-// decide.
+// Load forwards to the wrapped Cache within limitStoreLoad, keyed by id.
 func (r *RateLimitedCache) Load(ctx context.Context, id string) ([]byte, error) {
-	d, err := r.limiter.Allow(ctx, limitStoreLoad, id)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreLoad, Key: id}); err != nil {
 		return nil, err
-	}
-	if !d.Allowed {
-		return nil, runtime.NewLimitError(limitStoreLoad, d)
 	}
 	return r.next.Load(ctx, id)
 }
 
-// RateLimitedJob is a Job whose rate-limited methods ask a runtime.Limiter
-// before each call and call the embedded Job's method only when the limiter
-// admits the call. Its other methods are promoted unchanged.
+// RateLimitedJob embeds the Job it wraps and overrides its rate-limited
+// methods, which forward a call once a runtime.Limiter admits it under the
+// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
+// runtime.ErrLimited)), and a call the limiter cannot decide returns the
+// limiter's error as it is; neither reaches the wrapped Job. Its other methods
+// are promoted unchanged.
 type RateLimitedJob struct {
 	Job
 	limiter runtime.Limiter
@@ -181,29 +160,26 @@ func NewRateLimitedJob(next Job, limiter runtime.Limiter) *RateLimitedJob {
 	return &RateLimitedJob{Job: next, limiter: limiter}
 }
 
-// Do calls the wrapped Job's Do if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Tenanted", 10
-// calls per minute for each value of TenantOf(ctx), admits the call. Otherwise
-// it returns a *runtime.LimitError, or the limiter's error if the limiter
-// could not decide.
+// Do forwards to the embedded Job within limitTenanted, keyed by
+// TenantOf(ctx).
 func (r *RateLimitedJob) Do(ctx context.Context) error {
-	d, err := r.limiter.Allow(ctx, limitTenanted, base.TenantOf(ctx))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitTenanted, Key: base.TenantOf(ctx)}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitTenanted, d)
 	}
 	return r.Job.Do(ctx)
 }
 
-// RateLimitedOuter is an Outer that asks a runtime.Limiter before each call of
-// a rate-limited method and forwards to the Outer it wraps only the calls the
-// limiter admits. Its other methods forward every call unchanged.
+// RateLimitedOuter forwards each call to the Outer it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Outer. Its methods without limits forward every call unchanged.
 type RateLimitedOuter struct {
 	next    Outer
 	limiter runtime.Limiter
 }
+
+var _ Outer = (*RateLimitedOuter)(nil)
 
 // NewRateLimitedOuter returns a RateLimitedOuter that forwards to next the
 // calls that limiter admits.
@@ -211,29 +187,25 @@ func NewRateLimitedOuter(next Outer, limiter runtime.Limiter) *RateLimitedOuter 
 	return &RateLimitedOuter{next: next, limiter: limiter}
 }
 
-// Close calls the wrapped Outer's Close; it has no limit.
+// Close forwards to the wrapped Outer; it has no limit.
 func (r *RateLimitedOuter) Close() error {
 	return r.next.Close()
 }
 
-// Ping calls the wrapped Outer's Ping if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/embedding.Local.Ping", 1 call
-// per second in total, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Ping forwards to the wrapped Outer within limitLocalPing.
 func (r *RateLimitedOuter) Ping(ctx context.Context) error {
-	d, err := r.limiter.Allow(ctx, limitLocalPing, "")
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitLocalPing}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitLocalPing, d)
 	}
 	return r.next.Ping(ctx)
 }
 
-// RateLimitedRunner is a Runner whose rate-limited methods ask a
-// runtime.Limiter before each call and call the embedded Runner's method only
-// when the limiter admits the call. Its other methods are promoted unchanged.
+// RateLimitedRunner embeds the Runner it wraps and overrides its rate-limited
+// methods, which forward a call once a runtime.Limiter admits it under the
+// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
+// runtime.ErrLimited)), and a call the limiter cannot decide returns the
+// limiter's error as it is; neither reaches the wrapped Runner. Its other
+// methods are promoted unchanged.
 type RateLimitedRunner struct {
 	Runner
 	limiter runtime.Limiter
@@ -245,24 +217,20 @@ func NewRateLimitedRunner(next Runner, limiter runtime.Limiter) *RateLimitedRunn
 	return &RateLimitedRunner{Runner: next, limiter: limiter}
 }
 
-// Run calls the wrapped Runner's Run if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/embedding.Counted", 20 calls
-// per second in total, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Run forwards to the embedded Runner within limitCounted.
 func (r *RateLimitedRunner) Run(ctx context.Context) error {
-	d, err := r.limiter.Allow(ctx, limitCounted, "")
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCounted}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitCounted, d)
 	}
 	return r.Runner.Run(ctx)
 }
 
-// RateLimitedServer is a Server whose rate-limited methods ask a
-// runtime.Limiter before each call and call the embedded Server's method only
-// when the limiter admits the call. Its other methods are promoted unchanged.
+// RateLimitedServer embeds the Server it wraps and overrides its rate-limited
+// methods, which forward a call once a runtime.Limiter admits it under the
+// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
+// runtime.ErrLimited)), and a call the limiter cannot decide returns the
+// limiter's error as it is; neither reaches the wrapped Server. Its other
+// methods are promoted unchanged.
 type RateLimitedServer struct {
 	Server
 	limiter runtime.Limiter
@@ -274,18 +242,11 @@ func NewRateLimitedServer(next Server, limiter runtime.Limiter) *RateLimitedServ
 	return &RateLimitedServer{Server: next, limiter: limiter}
 }
 
-// Get calls the wrapped Server's Get if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Service.Get", 2
-// calls per minute for each value of Normalize(id), admits the call. Otherwise
-// it returns a *runtime.LimitError, or the limiter's error if the limiter
-// could not decide.
+// Get forwards to the embedded Server within limitServiceGet, keyed by
+// Normalize(id).
 func (r *RateLimitedServer) Get(ctx context.Context, id string) error {
-	d, err := r.limiter.Allow(ctx, limitServiceGet, base.Normalize(id))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitServiceGet, Key: base.Normalize(id)}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitServiceGet, d)
 	}
 	return r.Server.Get(ctx, id)
 }

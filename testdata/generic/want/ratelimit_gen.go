@@ -21,9 +21,14 @@ var (
 	limitCounterSum = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/generic.Counter.Sum", Window: time.Second, Max: 1}
 )
 
-// RateLimitedStore is a Store that asks a runtime.Limiter before each call of
-// a rate-limited method and forwards to the Store it wraps only the calls the
-// limiter admits. Its other methods forward every call unchanged.
+// RateLimitedStore forwards each call to the Store it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Store. A limit whose computed cost is 0 is left out of the
+// decision and counts nothing; a negative cost, or one above the limit's
+// capacity, is an error wrapping runtime.ErrInvalidCost. Its methods without
+// limits forward every call unchanged.
 type RateLimitedStore[K comparable, V fmt.Stringer] struct {
 	next    Store[K, V]
 	limiter runtime.Limiter
@@ -35,75 +40,46 @@ func NewRateLimitedStore[K comparable, V fmt.Stringer](next Store[K, V], limiter
 	return &RateLimitedStore[K, V]{next: next, limiter: limiter}
 }
 
-// Get calls the wrapped Store's Get if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/generic.Store.Get", 5 calls
-// per minute for each value of id, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Get forwards to the wrapped Store within limitStoreGet, keyed by id.
 func (r *RateLimitedStore[K, V]) Get(ctx context.Context, id string) (V, error) {
-	d, err := r.limiter.Allow(ctx, limitStoreGet, id)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreGet, Key: id}); err != nil {
 		var zero V
 		return zero, err
-	}
-	if !d.Allowed {
-		var zero V
-		return zero, runtime.NewLimitError(limitStoreGet, d)
 	}
 	return r.next.Get(ctx, id)
 }
 
-// Keys calls the wrapped Store's Keys; it has no limit.
+// Keys forwards to the wrapped Store; it has no limit.
 func (r *RateLimitedStore[K, V]) Keys() []K {
 	return r.next.Keys()
 }
 
-// Put calls the wrapped Store's Put if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/generic.Store.Put", 5 calls
-// per minute for each value of item, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Put forwards to the wrapped Store within limitStorePut, keyed by item.
 func (r *RateLimitedStore[K, V]) Put(ctx context.Context, k K, item V) error {
-	d, err := r.limiter.Allow(ctx, limitStorePut, item.String())
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStorePut, Key: item.String()}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitStorePut, d)
 	}
 	return r.next.Put(ctx, k, item)
 }
 
-// Take calls the wrapped Store's Take if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/generic.Store.Take", 5 units
-// per minute in total, a call costing len(ids) units, admits the call.
-// Otherwise it returns a *runtime.LimitError, or the limiter's error if the
-// limiter could not decide. A cost of 0 admits the call without asking the
-// limiter, which records nothing. A negative cost or one above the limit's
-// capacity is an error wrapping runtime.ErrCostExceedsMax, and the limiter is
-// not asked.
+// Take forwards to the wrapped Store within limitStoreTake, at a cost of
+// len(ids).
 func (r *RateLimitedStore[K, V]) Take(ctx context.Context, ids []K) (V, error) {
-	cost := len(ids)
-	if cost == 0 {
-		return r.next.Take(ctx, ids)
-	}
-	if err := runtime.CheckCost(limitStoreTake, cost); err != nil {
-		var zero V
-		return zero, err
-	}
-	d, err := runtime.AllowN(ctx, r.limiter, limitStoreTake, "", cost)
-	if err != nil {
-		var zero V
-		return zero, err
-	}
-	if !d.Allowed {
-		var zero V
-		return zero, runtime.NewLimitError(limitStoreTake, d)
+	if cost := int64(len(ids)); cost != 0 {
+		if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreTake, Cost: cost}); err != nil {
+			var zero V
+			return zero, err
+		}
 	}
 	return r.next.Take(ctx, ids)
 }
 
-// RateLimitedCounter is a Counter whose rate-limited methods ask a
-// runtime.Limiter before each call and call the embedded Counter's method only
-// when the limiter admits the call. Its other methods are promoted unchanged.
+// RateLimitedCounter embeds the Counter it wraps and overrides its
+// rate-limited methods, which forward a call once a runtime.Limiter admits it
+// under the method's limits. A denied call returns a *runtime.LimitError
+// (errors.Is(err, runtime.ErrLimited)), and a call the limiter cannot decide
+// returns the limiter's error as it is; neither reaches the wrapped Counter.
+// Its other methods are promoted unchanged.
 type RateLimitedCounter[N Number, M interface{ ~string }] struct {
 	*Counter[N, M]
 	limiter runtime.Limiter
@@ -115,36 +91,20 @@ func NewRateLimitedCounter[N Number, M interface{ ~string }](next *Counter[N, M]
 	return &RateLimitedCounter[N, M]{Counter: next, limiter: limiter}
 }
 
-// Add calls the wrapped Counter's Add if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/generic.Counter.Add", 10 calls
-// per second for each value of label, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Add forwards to the embedded Counter within limitCounterAdd, keyed by label.
 func (r *RateLimitedCounter[N, M]) Add(label M, n N) (N, error) {
-	d, err := r.limiter.Allow(context.Background(), limitCounterAdd, string(label))
-	if err != nil {
+	if err := runtime.Enforce(context.Background(), r.limiter, runtime.Request{Limit: limitCounterAdd, Key: string(label)}); err != nil {
 		var zero N
 		return zero, err
-	}
-	if !d.Allowed {
-		var zero N
-		return zero, runtime.NewLimitError(limitCounterAdd, d)
 	}
 	return r.Counter.Add(label, n)
 }
 
-// Sum calls the wrapped Counter's Sum if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/generic.Counter.Sum", 1 call
-// per second in total, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Sum forwards to the embedded Counter within limitCounterSum.
 func (r *RateLimitedCounter[A, B]) Sum(labels ...B) (A, map[B]A, error) {
-	d, err := r.limiter.Allow(context.Background(), limitCounterSum, "")
-	if err != nil {
+	if err := runtime.Enforce(context.Background(), r.limiter, runtime.Request{Limit: limitCounterSum}); err != nil {
 		var zero A
 		return zero, nil, err
-	}
-	if !d.Allowed {
-		var zero A
-		return zero, nil, runtime.NewLimitError(limitCounterSum, d)
 	}
 	return r.Counter.Sum(labels...)
 }

@@ -5,7 +5,6 @@ package multilimit
 
 import (
 	"context"
-	"math"
 	"strings"
 	"time"
 
@@ -28,13 +27,20 @@ var (
 	limitWorkerBatchTotal                = runtime.Limit{Name: "Worker.Batch.total", Window: time.Second, Max: 500, Algorithm: runtime.SlidingWindow}
 )
 
-// RateLimitedNotifier is a Notifier that asks a runtime.Limiter before each
-// call of a rate-limited method and forwards to the Notifier it wraps only the
-// calls the limiter admits.
+// RateLimitedNotifier forwards each call to the Notifier it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Notifier. A method with several limits counts a call in all of
+// them or in none. A limit whose computed cost is 0 is left out of the
+// decision and counts nothing; a negative cost, or one above the limit's
+// capacity, is an error wrapping runtime.ErrInvalidCost.
 type RateLimitedNotifier struct {
 	next    Notifier
 	limiter runtime.Limiter
 }
+
+var _ Notifier = (*RateLimitedNotifier)(nil)
 
 // NewRateLimitedNotifier returns a RateLimitedNotifier that forwards to next
 // the calls that limiter admits.
@@ -42,102 +48,65 @@ func NewRateLimitedNotifier(next Notifier, limiter runtime.Limiter) *RateLimited
 	return &RateLimitedNotifier{next: next, limiter: limiter}
 }
 
-// Broadcast calls the wrapped Notifier's Broadcast if every one of its limits
-// admits the call:
-// "github.com/ratelimitgen/ratelimitgen/testmod/multilimit.Notifier.Broadcast",
-// 50 units per second for each value of m.Tenant (token-bucket, burst 100), a
-// call costing len(m.Parts) units; "broadcast-total", 1000 calls per second in
-// total (sliding-window); "Notifier.Broadcast.per-recipient", 5 calls per
-// minute for each value of (m.Tenant, m.Email) (gcra). When one of them denies
-// the call, none of them counts it, and Broadcast returns a
-// *runtime.LimitError naming the limit with the longest wait. It returns the
-// limiter's error if the limiter could not decide. A limit whose cost is 0 is
-// left out and records nothing. A negative cost or one above its limit's
-// capacity is an error wrapping runtime.ErrCostExceedsMax, and the limiter is
-// not asked.
+// Broadcast forwards to the wrapped Notifier within limitNotifierBroadcast
+// (keyed by m.Tenant, at a cost of len(m.Parts)),
+// limitNotifierBroadcastBroadcastTotal and limitNotifierBroadcastPerRecipient
+// (keyed by (m.Tenant, m.Email)).
 func (r *RateLimitedNotifier) Broadcast(ctx context.Context, m Message) (int, error) {
 	var buf [64]byte
 	b := runtime.AppendKeyPart(buf[:0], m.Tenant)
 	b = runtime.AppendKeyPart(b, m.Email)
-	cost := len(m.Parts)
-	reqs := make([]runtime.Request, 0, 3)
-	if cost != 0 {
-		if err := runtime.CheckCost(limitNotifierBroadcast, cost); err != nil {
-			return 0, err
-		}
+	reqs := []runtime.Request{
+		{Limit: limitNotifierBroadcastBroadcastTotal},
+		{Limit: limitNotifierBroadcastPerRecipient, Key: string(b)},
+	}
+	if cost := int64(len(m.Parts)); cost != 0 {
 		reqs = append(reqs, runtime.Request{Limit: limitNotifierBroadcast, Key: m.Tenant, Cost: cost})
 	}
-	reqs = append(reqs, runtime.Request{Limit: limitNotifierBroadcastBroadcastTotal, Key: ""})
-	reqs = append(reqs, runtime.Request{Limit: limitNotifierBroadcastPerRecipient, Key: string(b)})
-	ds, err := runtime.AllowAll(ctx, r.limiter, reqs...)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, reqs...); err != nil {
 		return 0, err
-	}
-	if !ds.Allowed {
-		return 0, ds.LimitError(reqs)
 	}
 	return r.next.Broadcast(ctx, m)
 }
 
-// Charge calls the wrapped Notifier's Charge if every one of its limits admits
-// the call:
-// "github.com/ratelimitgen/ratelimitgen/testmod/multilimit.Notifier.Charge",
-// 10 units per minute for each value of tenant (fixed-window), a call costing
-// 2 units; "Notifier.Charge.bytes", 1000 units per hour for each value of
-// tenant (sliding-window), a call costing bytes units. When one of them denies
-// the call, none of them counts it, and Charge returns a *runtime.LimitError
-// naming the limit with the longest wait. It returns the limiter's error if
-// the limiter could not decide. A limit whose cost is 0 is left out and
-// records nothing. A negative cost or one above its limit's capacity is an
-// error wrapping runtime.ErrCostExceedsMax, and the limiter is not asked.
+// Charge forwards to the wrapped Notifier within limitNotifierCharge (keyed by
+// tenant, at a cost of 2) and limitNotifierChargeBytes (keyed by tenant, at a
+// cost of bytes).
 func (r *RateLimitedNotifier) Charge(ctx context.Context, tenant string, bytes uint64) error {
-	cost := rateLimitCost(bytes)
-	reqs := make([]runtime.Request, 0, 2)
-	reqs = append(reqs, runtime.Request{Limit: limitNotifierCharge, Key: tenant, Cost: 2})
-	if cost != 0 {
-		if err := runtime.CheckCost(limitNotifierChargeBytes, cost); err != nil {
-			return err
-		}
+	reqs := []runtime.Request{
+		{Limit: limitNotifierCharge, Key: tenant, Cost: 2},
+	}
+	if cost := int64(bytes); cost != 0 {
 		reqs = append(reqs, runtime.Request{Limit: limitNotifierChargeBytes, Key: tenant, Cost: cost})
 	}
-	ds, err := runtime.AllowAll(ctx, r.limiter, reqs...)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, reqs...); err != nil {
 		return err
-	}
-	if !ds.Allowed {
-		return ds.LimitError(reqs)
 	}
 	return r.next.Charge(ctx, tenant, bytes)
 }
 
-// SendCode calls the wrapped Notifier's SendCode if every one of its limits
-// admits the call:
-// "github.com/ratelimitgen/ratelimitgen/testmod/multilimit.Notifier.SendCode",
-// 3 calls per minute for each value of strings.ToLower(m.Email);
-// "Notifier.SendCode.daily", 10 calls per 24 hours for each value of
-// strings.ToLower(m.Email). When one of them denies the call, none of them
-// counts it, and SendCode returns a *runtime.LimitError naming the limit with
-// the longest wait. It returns the limiter's error if the limiter could not
-// decide.
+// SendCode forwards to the wrapped Notifier within limitNotifierSendCode and
+// limitNotifierSendCodeDaily, keyed by strings.ToLower(m.Email).
 func (r *RateLimitedNotifier) SendCode(ctx context.Context, m Message) error {
 	key := strings.ToLower(m.Email)
-	reqs := [...]runtime.Request{
-		{Limit: limitNotifierSendCode, Key: key},
-		{Limit: limitNotifierSendCodeDaily, Key: key},
-	}
-	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter,
+		runtime.Request{Limit: limitNotifierSendCode, Key: key},
+		runtime.Request{Limit: limitNotifierSendCodeDaily, Key: key},
+	); err != nil {
 		return err
-	}
-	if !ds.Allowed {
-		return ds.LimitError(reqs[:])
 	}
 	return r.next.SendCode(ctx, m)
 }
 
-// RateLimitedWorker is a Worker whose rate-limited methods ask a
-// runtime.Limiter before each call and call the embedded Worker's method only
-// when the limiter admits the call. Its other methods are promoted unchanged.
+// RateLimitedWorker embeds the Worker it wraps and overrides its rate-limited
+// methods, which forward a call once a runtime.Limiter admits it under the
+// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
+// runtime.ErrLimited)), and a call the limiter cannot decide returns the
+// limiter's error as it is; neither reaches the wrapped Worker. A method with
+// several limits counts a call in all of them or in none. A limit whose
+// computed cost is 0 is left out of the decision and counts nothing; a
+// negative cost, or one above the limit's capacity, is an error wrapping
+// runtime.ErrInvalidCost. Its other methods are promoted unchanged.
 type RateLimitedWorker struct {
 	*Worker
 	limiter runtime.Limiter
@@ -149,82 +118,29 @@ func NewRateLimitedWorker(next *Worker, limiter runtime.Limiter) *RateLimitedWor
 	return &RateLimitedWorker{Worker: next, limiter: limiter}
 }
 
-// Batch calls the wrapped Worker's Batch if every one of its limits admits the
-// call:
-// "github.com/ratelimitgen/ratelimitgen/testmod/multilimit.Worker.Batch", 50
-// units per second for each value of job, a call costing
-// len(strings.Fields(job)) units; "Worker.Batch.total", 500 units per second
-// in total (sliding-window), a call costing len(strings.Fields(job)) units.
-// When one of them denies the call, none of them counts it, and Batch returns
-// a *runtime.LimitError naming the limit with the longest wait. It returns the
-// limiter's error if the limiter could not decide. A limit whose cost is 0 is
-// left out and records nothing; when every cost is 0 the call is forwarded
-// without asking the limiter. A negative cost or one above its limit's
-// capacity is an error wrapping runtime.ErrCostExceedsMax, and the limiter is
-// not asked.
+// Batch forwards to the embedded Worker within limitWorkerBatch (keyed by job,
+// at a cost of len(strings.Fields(job))) and limitWorkerBatchTotal (at a cost
+// of len(strings.Fields(job))).
 func (r *RateLimitedWorker) Batch(ctx context.Context, job string) error {
-	cost := len(strings.Fields(job))
-	reqs := make([]runtime.Request, 0, 2)
-	if cost != 0 {
-		if err := runtime.CheckCost(limitWorkerBatch, cost); err != nil {
+	if cost := int64(len(strings.Fields(job))); cost != 0 {
+		if err := runtime.Enforce(ctx, r.limiter,
+			runtime.Request{Limit: limitWorkerBatch, Key: job, Cost: cost},
+			runtime.Request{Limit: limitWorkerBatchTotal, Cost: cost},
+		); err != nil {
 			return err
 		}
-		reqs = append(reqs, runtime.Request{Limit: limitWorkerBatch, Key: job, Cost: cost})
-	}
-	if cost != 0 {
-		if err := runtime.CheckCost(limitWorkerBatchTotal, cost); err != nil {
-			return err
-		}
-		reqs = append(reqs, runtime.Request{Limit: limitWorkerBatchTotal, Key: "", Cost: cost})
-	}
-	if len(reqs) == 0 {
-		return r.Worker.Batch(ctx, job)
-	}
-	ds, err := runtime.AllowAll(ctx, r.limiter, reqs...)
-	if err != nil {
-		return err
-	}
-	if !ds.Allowed {
-		return ds.LimitError(reqs)
 	}
 	return r.Worker.Batch(ctx, job)
 }
 
-// Run calls the wrapped Worker's Run if every one of its limits admits the
-// call: "github.com/ratelimitgen/ratelimitgen/testmod/multilimit.Worker.Run",
-// 5 calls per second in total (gcra); "Worker.Run.minute", 100 calls per
-// minute in total. When one of them denies the call, none of them counts it,
-// and Run returns a *runtime.LimitError naming the limit with the longest
-// wait. It returns the limiter's error if the limiter could not decide.
+// Run forwards to the embedded Worker within limitWorkerRun and
+// limitWorkerRunMinute.
 func (r *RateLimitedWorker) Run(ctx context.Context, job string) error {
-	reqs := [...]runtime.Request{
-		{Limit: limitWorkerRun, Key: ""},
-		{Limit: limitWorkerRunMinute, Key: ""},
-	}
-	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter,
+		runtime.Request{Limit: limitWorkerRun},
+		runtime.Request{Limit: limitWorkerRunMinute},
+	); err != nil {
 		return err
 	}
-	if !ds.Allowed {
-		return ds.LimitError(reqs[:])
-	}
 	return r.Worker.Run(ctx, job)
-}
-
-// rateLimitCost converts a cost= value to the int that the runtime takes. A
-// value beyond int's range (a uint64 above math.MaxInt, an int64 beyond a
-// 32-bit int) is clamped rather than wrapped around, so that it stays out of
-// every limit's range and runtime.CheckCost reports it as an error instead of
-// admitting a small cost.
-func rateLimitCost[T ~int | ~int8 | ~int16 | ~int32 | ~int64 | ~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64 | ~uintptr](n T) int {
-	if n < 0 {
-		if int64(n) < math.MinInt {
-			return math.MinInt
-		}
-		return int(n)
-	}
-	if uint64(n) > math.MaxInt {
-		return math.MaxInt
-	}
-	return int(n)
 }

@@ -19,13 +19,17 @@ var (
 	limitDirectoryEntries = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/namedresults.Directory.Entries", Window: time.Minute, Max: 30}
 )
 
-// RateLimitedDirectory is a Directory that asks a runtime.Limiter before each
-// call of a rate-limited method and forwards to the Directory it wraps only
-// the calls the limiter admits.
+// RateLimitedDirectory forwards each call to the Directory it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Directory.
 type RateLimitedDirectory struct {
 	next    Directory
 	limiter runtime.Limiter
 }
+
+var _ Directory = (*RateLimitedDirectory)(nil)
 
 // NewRateLimitedDirectory returns a RateLimitedDirectory that forwards to next
 // the calls that limiter admits.
@@ -33,34 +37,20 @@ func NewRateLimitedDirectory(next Directory, limiter runtime.Limiter) *RateLimit
 	return &RateLimitedDirectory{next: next, limiter: limiter}
 }
 
-// Entries calls the wrapped Directory's Entries if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/namedresults.Directory.Entries",
-// 30 calls per minute for each value of id, admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// Entries forwards to the wrapped Directory within limitDirectoryEntries,
+// keyed by id.
 func (r *RateLimitedDirectory) Entries(ctx context.Context, id int64) (Entry, []Entry, map[string]*Entry, [2]Entry, func() error, unsafe.Pointer, chan<- int, interface{ Close() error }, time.Duration, error) {
-	d, err := r.limiter.Allow(ctx, limitDirectoryEntries, strconv.FormatInt(id, 10))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitDirectoryEntries, Key: strconv.FormatInt(id, 10)}); err != nil {
 		return Entry{}, nil, nil, [2]Entry{}, nil, nil, nil, nil, 0, err
-	}
-	if !d.Allowed {
-		return Entry{}, nil, nil, [2]Entry{}, nil, nil, nil, nil, 0, runtime.NewLimitError(limitDirectoryEntries, d)
 	}
 	return r.next.Entries(ctx, id)
 }
 
-// Lookup calls the wrapped Directory's Lookup if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/namedresults.Directory.Lookup",
-// 30 calls per minute for each value of id, admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// Lookup forwards to the wrapped Directory within limitDirectoryLookup, keyed
+// by id.
 func (r *RateLimitedDirectory) Lookup(ctx context.Context, id int64) (string, bool, Level, error) {
-	d, err := r.limiter.Allow(ctx, limitDirectoryLookup, strconv.FormatInt(id, 10))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitDirectoryLookup, Key: strconv.FormatInt(id, 10)}); err != nil {
 		return "", false, 0, err
-	}
-	if !d.Allowed {
-		return "", false, 0, runtime.NewLimitError(limitDirectoryLookup, d)
 	}
 	return r.next.Lookup(ctx, id)
 }

@@ -17,13 +17,17 @@ var (
 	limitLoginCode     = runtime.Limit{Name: "login.password", Window: 15 * time.Minute, Max: 5}
 )
 
-// RateLimitedLogin is a Login that asks a runtime.Limiter before each call of
-// a rate-limited method and forwards to the Login it wraps only the calls the
-// limiter admits.
+// RateLimitedLogin forwards each call to the Login it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Login.
 type RateLimitedLogin struct {
 	next    Login
 	limiter runtime.Limiter
 }
+
+var _ Login = (*RateLimitedLogin)(nil)
 
 // NewRateLimitedLogin returns a RateLimitedLogin that forwards to next the
 // calls that limiter admits.
@@ -31,32 +35,19 @@ func NewRateLimitedLogin(next Login, limiter runtime.Limiter) *RateLimitedLogin 
 	return &RateLimitedLogin{next: next, limiter: limiter}
 }
 
-// Code calls the wrapped Login's Code if the limit "login.password", 5 calls
-// per 15 minutes for each value of email, admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// Code forwards to the wrapped Login within limitLoginCode, keyed by email.
 func (r *RateLimitedLogin) Code(ctx context.Context, email string, code string) error {
-	d, err := r.limiter.Allow(ctx, limitLoginCode, email)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitLoginCode, Key: email}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitLoginCode, d)
 	}
 	return r.next.Code(ctx, email, code)
 }
 
-// Password calls the wrapped Login's Password if the limit "login.password", 5
-// calls per 15 minutes for each value of email, admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// Password forwards to the wrapped Login within limitLoginPassword, keyed by
+// email.
 func (r *RateLimitedLogin) Password(ctx context.Context, email string, password string) error {
-	d, err := r.limiter.Allow(ctx, limitLoginPassword, email)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitLoginPassword, Key: email}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitLoginPassword, d)
 	}
 	return r.next.Password(ctx, email, password)
 }

@@ -18,13 +18,17 @@ var (
 	limitJobsTick  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/nocontext.Jobs.Tick", Window: time.Second, Max: 1}
 )
 
-// RateLimitedJobs is a Jobs that asks a runtime.Limiter before each call of a
-// rate-limited method and forwards to the Jobs it wraps only the calls the
-// limiter admits.
+// RateLimitedJobs forwards each call to the Jobs it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Jobs.
 type RateLimitedJobs struct {
 	next    Jobs
 	limiter runtime.Limiter
 }
+
+var _ Jobs = (*RateLimitedJobs)(nil)
 
 // NewRateLimitedJobs returns a RateLimitedJobs that forwards to next the calls
 // that limiter admits.
@@ -32,47 +36,26 @@ func NewRateLimitedJobs(next Jobs, limiter runtime.Limiter) *RateLimitedJobs {
 	return &RateLimitedJobs{next: next, limiter: limiter}
 }
 
-// Later calls the wrapped Jobs's Later if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/nocontext.Jobs.Later", 1 call
-// per second for each value of id, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Later forwards to the wrapped Jobs within limitJobsLater, keyed by id.
 func (r *RateLimitedJobs) Later(id string, ctx context.Context) error {
-	d, err := r.limiter.Allow(context.Background(), limitJobsLater, id)
-	if err != nil {
+	if err := runtime.Enforce(context.Background(), r.limiter, runtime.Request{Limit: limitJobsLater, Key: id}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitJobsLater, d)
 	}
 	return r.next.Later(id, ctx)
 }
 
-// Run calls the wrapped Jobs's Run if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/nocontext.Jobs.Run", 1 call
-// per second for each value of id, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Run forwards to the wrapped Jobs within limitJobsRun, keyed by id.
 func (r *RateLimitedJobs) Run(id string) error {
-	d, err := r.limiter.Allow(context.Background(), limitJobsRun, id)
-	if err != nil {
+	if err := runtime.Enforce(context.Background(), r.limiter, runtime.Request{Limit: limitJobsRun, Key: id}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitJobsRun, d)
 	}
 	return r.next.Run(id)
 }
 
-// Tick calls the wrapped Jobs's Tick if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/nocontext.Jobs.Tick", 1 call
-// per second in total, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Tick forwards to the wrapped Jobs within limitJobsTick.
 func (r *RateLimitedJobs) Tick() error {
-	d, err := r.limiter.Allow(context.Background(), limitJobsTick, "")
-	if err != nil {
+	if err := runtime.Enforce(context.Background(), r.limiter, runtime.Request{Limit: limitJobsTick}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitJobsTick, d)
 	}
 	return r.next.Tick()
 }

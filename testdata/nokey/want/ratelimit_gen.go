@@ -20,13 +20,17 @@ var (
 	limitGlobalMicro  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/nokey.Global.Micro", Window: 250 * time.Microsecond, Max: 1}
 )
 
-// RateLimitedGlobal is a Global that asks a runtime.Limiter before each call
-// of a rate-limited method and forwards to the Global it wraps only the calls
-// the limiter admits.
+// RateLimitedGlobal forwards each call to the Global it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Global.
 type RateLimitedGlobal struct {
 	next    Global
 	limiter runtime.Limiter
 }
+
+var _ Global = (*RateLimitedGlobal)(nil)
 
 // NewRateLimitedGlobal returns a RateLimitedGlobal that forwards to next the
 // calls that limiter admits.
@@ -34,77 +38,42 @@ func NewRateLimitedGlobal(next Global, limiter runtime.Limiter) *RateLimitedGlob
 	return &RateLimitedGlobal{next: next, limiter: limiter}
 }
 
-// Hourly calls the wrapped Global's Hourly if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/nokey.Global.Hourly", 1 call
-// per 2 hours in total, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Hourly forwards to the wrapped Global within limitGlobalHourly.
 func (r *RateLimitedGlobal) Hourly(ctx context.Context) error {
-	d, err := r.limiter.Allow(ctx, limitGlobalHourly, "")
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitGlobalHourly}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitGlobalHourly, d)
 	}
 	return r.next.Hourly(ctx)
 }
 
-// Micro calls the wrapped Global's Micro if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/nokey.Global.Micro", 1 call
-// per 250 microseconds in total, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Micro forwards to the wrapped Global within limitGlobalMicro.
 func (r *RateLimitedGlobal) Micro(ctx context.Context) error {
-	d, err := r.limiter.Allow(ctx, limitGlobalMicro, "")
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitGlobalMicro}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitGlobalMicro, d)
 	}
 	return r.next.Micro(ctx)
 }
 
-// Ninety calls the wrapped Global's Ninety if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/nokey.Global.Ninety", 1 call
-// per 90 seconds in total, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Ninety forwards to the wrapped Global within limitGlobalNinety.
 func (r *RateLimitedGlobal) Ninety(ctx context.Context) error {
-	d, err := r.limiter.Allow(ctx, limitGlobalNinety, "")
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitGlobalNinety}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitGlobalNinety, d)
 	}
 	return r.next.Ninety(ctx)
 }
 
-// Ping calls the wrapped Global's Ping if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/nokey.Global.Ping", 100 calls
-// per second in total, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Ping forwards to the wrapped Global within limitGlobalPing.
 func (r *RateLimitedGlobal) Ping(ctx context.Context) error {
-	d, err := r.limiter.Allow(ctx, limitGlobalPing, "")
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitGlobalPing}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitGlobalPing, d)
 	}
 	return r.next.Ping(ctx)
 }
 
-// Slow calls the wrapped Global's Slow if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/nokey.Global.Slow", 1 call per
-// 1500 milliseconds in total, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Slow forwards to the wrapped Global within limitGlobalSlow.
 func (r *RateLimitedGlobal) Slow(ctx context.Context) error {
-	d, err := r.limiter.Allow(ctx, limitGlobalSlow, "")
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitGlobalSlow}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitGlobalSlow, d)
 	}
 	return r.next.Slow(ctx)
 }

@@ -21,13 +21,17 @@ var (
 	limitAPIUpload = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/othertypes.API.Upload", Window: time.Minute, Max: 5}
 )
 
-// RateLimitedAPI is an API that asks a runtime.Limiter before each call of a
-// rate-limited method and forwards to the API it wraps only the calls the
-// limiter admits. Its other methods forward every call unchanged.
+// RateLimitedAPI forwards each call to the API it wraps once a runtime.Limiter
+// admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped API. Its methods without limits forward every call unchanged.
 type RateLimitedAPI struct {
 	next    API
 	limiter runtime.Limiter
 }
+
+var _ API = (*RateLimitedAPI)(nil)
 
 // NewRateLimitedAPI returns a RateLimitedAPI that forwards to next the calls
 // that limiter admits.
@@ -35,42 +39,27 @@ func NewRateLimitedAPI(next API, limiter runtime.Limiter) *RateLimitedAPI {
 	return &RateLimitedAPI{next: next, limiter: limiter}
 }
 
-// Call calls the wrapped API's Call if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/othertypes.API.Call", 5 calls
-// per minute for each value of req.User.ID, admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
-func (r1 *RateLimitedAPI) Call(ctx context.Context, req *model.Request) (*model.Response, error) {
-	d, err := r1.limiter.Allow(ctx, limitAPICall, strconv.FormatInt(req.User.ID, 10))
-	if err != nil {
+// Call forwards to the wrapped API within limitAPICall, keyed by req.User.ID.
+func (r *RateLimitedAPI) Call(ctx context.Context, req *model.Request) (*model.Response, error) {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPICall, Key: strconv.FormatInt(req.User.ID, 10)}); err != nil {
 		return nil, err
 	}
-	if !d.Allowed {
-		return nil, runtime.NewLimitError(limitAPICall, d)
-	}
-	return r1.next.Call(ctx, req)
+	return r.next.Call(ctx, req)
 }
 
-// Upload calls the wrapped API's Upload if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/othertypes.API.Upload", 5
-// calls per minute for each value of (model.Normalize(owner.Email),
-// at.Weekday()), admits the call. Otherwise it returns a *runtime.LimitError,
-// or the limiter's error if the limiter could not decide.
+// Upload forwards to the wrapped API within limitAPIUpload, keyed by
+// (model.Normalize(owner.Email), at.Weekday()).
 func (r1 *RateLimitedAPI) Upload(ctx context.Context, owner model.User, r io.Reader, at time.Time, rng *rand.Rand) (map[string]model.User, error) {
 	var buf [64]byte
 	b := runtime.AppendKeyPart(buf[:0], model.Normalize(owner.Email))
 	b = runtime.AppendKeyInt(b, int64(at.Weekday()))
-	d, err := r1.limiter.Allow(ctx, limitAPIUpload, string(b))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r1.limiter, runtime.Request{Limit: limitAPIUpload, Key: string(b)}); err != nil {
 		return nil, err
-	}
-	if !d.Allowed {
-		return nil, runtime.NewLimitError(limitAPIUpload, d)
 	}
 	return r1.next.Upload(ctx, owner, r, at, rng)
 }
 
-// Watch calls the wrapped API's Watch; it has no limit.
-func (r1 *RateLimitedAPI) Watch(ctx context.Context, since time.Duration) (<-chan model.Response, func(), error) {
-	return r1.next.Watch(ctx, since)
+// Watch forwards to the wrapped API; it has no limit.
+func (r *RateLimitedAPI) Watch(ctx context.Context, since time.Duration) (<-chan model.Response, func(), error) {
+	return r.next.Watch(ctx, since)
 }

@@ -19,13 +19,18 @@ var (
 	limitClientPerTenant = runtime.Limit{Name: "Client.perTenant", Window: time.Minute, Max: 50, Algorithm: runtime.GCRA}
 )
 
-// RateLimitedStore is a Store that asks a runtime.Limiter before each call of
-// a rate-limited method and forwards to the Store it wraps only the calls the
-// limiter admits. Its other methods forward every call unchanged.
+// RateLimitedStore forwards each call to the Store it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Store. A method with several limits counts a call in all of them
+// or in none. Its methods without limits forward every call unchanged.
 type RateLimitedStore struct {
 	next    Store
 	limiter runtime.Limiter
 }
+
+var _ Store = (*RateLimitedStore)(nil)
 
 // NewRateLimitedStore returns a RateLimitedStore that forwards to next the
 // calls that limiter admits.
@@ -33,53 +38,38 @@ func NewRateLimitedStore(next Store, limiter runtime.Limiter) *RateLimitedStore 
 	return &RateLimitedStore{next: next, limiter: limiter}
 }
 
-// Get calls the wrapped Store's Get if every one of its limits admits the
-// call: "github.com/ratelimitgen/ratelimitgen/testmod/typelevel.Store", 100
-// calls per minute for each value of Tenant(ctx);
-// "github.com/ratelimitgen/ratelimitgen/testmod/typelevel.Store.Get", 5 calls
-// per minute for each value of id. When one of them denies the call, none of
-// them counts it, and Get returns a *runtime.LimitError naming the limit with
-// the longest wait. It returns the limiter's error if the limiter could not
-// decide.
+// Get forwards to the wrapped Store within limitStore (keyed by Tenant(ctx))
+// and limitStoreGet (keyed by id).
 func (r *RateLimitedStore) Get(ctx context.Context, id string) ([]byte, error) {
-	reqs := [...]runtime.Request{
-		{Limit: limitStore, Key: Tenant(ctx)},
-		{Limit: limitStoreGet, Key: id},
-	}
-	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter,
+		runtime.Request{Limit: limitStore, Key: Tenant(ctx)},
+		runtime.Request{Limit: limitStoreGet, Key: id},
+	); err != nil {
 		return nil, err
-	}
-	if !ds.Allowed {
-		return nil, ds.LimitError(reqs[:])
 	}
 	return r.next.Get(ctx, id)
 }
 
-// Health calls the wrapped Store's Health; it has no limit.
+// Health forwards to the wrapped Store; it has no limit.
 func (r *RateLimitedStore) Health(ctx context.Context) error {
 	return r.next.Health(ctx)
 }
 
-// Put calls the wrapped Store's Put if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/typelevel.Store", 100 calls
-// per minute for each value of Tenant(ctx), admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// Put forwards to the wrapped Store within limitStore, keyed by Tenant(ctx).
 func (r *RateLimitedStore) Put(ctx context.Context, id string, b []byte) error {
-	d, err := r.limiter.Allow(ctx, limitStore, Tenant(ctx))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStore, Key: Tenant(ctx)}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitStore, d)
 	}
 	return r.next.Put(ctx, id, b)
 }
 
-// RateLimitedClient is a Client whose rate-limited methods ask a
-// runtime.Limiter before each call and call the embedded Client's method only
-// when the limiter admits the call. Its other methods are promoted unchanged.
+// RateLimitedClient embeds the Client it wraps and overrides its rate-limited
+// methods, which forward a call once a runtime.Limiter admits it under the
+// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
+// runtime.ErrLimited)), and a call the limiter cannot decide returns the
+// limiter's error as it is; neither reaches the wrapped Client. A method with
+// several limits counts a call in all of them or in none. Its other methods
+// are promoted unchanged.
 type RateLimitedClient struct {
 	*Client
 	limiter runtime.Limiter
@@ -91,24 +81,14 @@ func NewRateLimitedClient(next *Client, limiter runtime.Limiter) *RateLimitedCli
 	return &RateLimitedClient{Client: next, limiter: limiter}
 }
 
-// Call calls the wrapped Client's Call if every one of its limits admits the
-// call: "github.com/ratelimitgen/ratelimitgen/testmod/typelevel.Client", 10
-// calls per second in total; "Client.perTenant", 50 calls per minute for each
-// value of Tenant(ctx) (gcra). When one of them denies the call, none of them
-// counts it, and Call returns a *runtime.LimitError naming the limit with the
-// longest wait. It returns the limiter's error if the limiter could not
-// decide.
+// Call forwards to the embedded Client within limitClient and
+// limitClientPerTenant (keyed by Tenant(ctx)).
 func (r *RateLimitedClient) Call(ctx context.Context, op string) error {
-	reqs := [...]runtime.Request{
-		{Limit: limitClient, Key: ""},
-		{Limit: limitClientPerTenant, Key: Tenant(ctx)},
-	}
-	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter,
+		runtime.Request{Limit: limitClient},
+		runtime.Request{Limit: limitClientPerTenant, Key: Tenant(ctx)},
+	); err != nil {
 		return err
-	}
-	if !ds.Allowed {
-		return ds.LimitError(reqs[:])
 	}
 	return r.Client.Call(ctx, op)
 }

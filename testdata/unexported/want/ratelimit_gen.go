@@ -16,13 +16,17 @@ var (
 	limitStoreGet = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/unexported.store.get", Window: time.Second, Max: 1}
 )
 
-// rateLimitedStore is a store that asks a runtime.Limiter before each call of
-// a rate-limited method and forwards to the store it wraps only the calls the
-// limiter admits.
+// rateLimitedStore forwards each call to the store it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped store.
 type rateLimitedStore struct {
 	next    store
 	limiter runtime.Limiter
 }
+
+var _ store = (*rateLimitedStore)(nil)
 
 // newRateLimitedStore returns a rateLimitedStore that forwards to next the
 // calls that limiter admits.
@@ -30,17 +34,10 @@ func newRateLimitedStore(next store, limiter runtime.Limiter) *rateLimitedStore 
 	return &rateLimitedStore{next: next, limiter: limiter}
 }
 
-// get calls the wrapped store's get if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/unexported.store.get", 1 call
-// per second for each value of id, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// get forwards to the wrapped store within limitStoreGet, keyed by id.
 func (r *rateLimitedStore) get(id string) ([]byte, error) {
-	d, err := r.limiter.Allow(context.Background(), limitStoreGet, id)
-	if err != nil {
+	if err := runtime.Enforce(context.Background(), r.limiter, runtime.Request{Limit: limitStoreGet, Key: id}); err != nil {
 		return nil, err
-	}
-	if !d.Allowed {
-		return nil, runtime.NewLimitError(limitStoreGet, d)
 	}
 	return r.next.get(id)
 }

@@ -17,13 +17,17 @@ var (
 	limitCacheSet = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/unnamed.Cache.Set", Window: time.Second, Max: 10}
 )
 
-// RateLimitedCache is a Cache that asks a runtime.Limiter before each call of
-// a rate-limited method and forwards to the Cache it wraps only the calls the
-// limiter admits. Its other methods forward every call unchanged.
+// RateLimitedCache forwards each call to the Cache it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Cache. Its methods without limits forward every call unchanged.
 type RateLimitedCache struct {
 	next    Cache
 	limiter runtime.Limiter
 }
+
+var _ Cache = (*RateLimitedCache)(nil)
 
 // NewRateLimitedCache returns a RateLimitedCache that forwards to next the
 // calls that limiter admits.
@@ -31,37 +35,23 @@ func NewRateLimitedCache(next Cache, limiter runtime.Limiter) *RateLimitedCache 
 	return &RateLimitedCache{next: next, limiter: limiter}
 }
 
-// Delete calls the wrapped Cache's Delete; it has no limit.
+// Delete forwards to the wrapped Cache; it has no limit.
 func (r *RateLimitedCache) Delete(ctx context.Context, in2 ...string) error {
 	return r.next.Delete(ctx, in2...)
 }
 
-// Get calls the wrapped Cache's Get if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/unnamed.Cache.Get", 1000 calls
-// per second in total, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Get forwards to the wrapped Cache within limitCacheGet.
 func (r *RateLimitedCache) Get(ctx context.Context, in2 string) ([]byte, error) {
-	d, err := r.limiter.Allow(ctx, limitCacheGet, "")
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCacheGet}); err != nil {
 		return nil, err
-	}
-	if !d.Allowed {
-		return nil, runtime.NewLimitError(limitCacheGet, d)
 	}
 	return r.next.Get(ctx, in2)
 }
 
-// Set calls the wrapped Cache's Set if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/unnamed.Cache.Set", 10 calls
-// per second for each value of key, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
+// Set forwards to the wrapped Cache within limitCacheSet, keyed by key.
 func (r *RateLimitedCache) Set(ctx context.Context, key string, in3 []byte, in4 ...int) error {
-	d, err := r.limiter.Allow(ctx, limitCacheSet, key)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCacheSet, Key: key}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitCacheSet, d)
 	}
 	return r.next.Set(ctx, key, in3, in4...)
 }

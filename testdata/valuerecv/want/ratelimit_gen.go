@@ -16,9 +16,12 @@ var (
 	limitGeoLookup = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/valuerecv.Geo.Lookup", Window: 500 * time.Millisecond, Max: 2}
 )
 
-// RateLimitedGeo is a Geo whose rate-limited methods ask a runtime.Limiter
-// before each call and call the embedded Geo's method only when the limiter
-// admits the call. Its other methods are promoted unchanged.
+// RateLimitedGeo embeds the Geo it wraps and overrides its rate-limited
+// methods, which forward a call once a runtime.Limiter admits it under the
+// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
+// runtime.ErrLimited)), and a call the limiter cannot decide returns the
+// limiter's error as it is; neither reaches the wrapped Geo. Its other methods
+// are promoted unchanged.
 type RateLimitedGeo struct {
 	Geo
 	limiter runtime.Limiter
@@ -30,18 +33,10 @@ func NewRateLimitedGeo(next Geo, limiter runtime.Limiter) *RateLimitedGeo {
 	return &RateLimitedGeo{Geo: next, limiter: limiter}
 }
 
-// Lookup calls the wrapped Geo's Lookup if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/valuerecv.Geo.Lookup", 2 calls
-// per 500 milliseconds for each value of name, admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// Lookup forwards to the embedded Geo within limitGeoLookup, keyed by name.
 func (r *RateLimitedGeo) Lookup(name string) (float64, float64, error) {
-	d, err := r.limiter.Allow(context.Background(), limitGeoLookup, name)
-	if err != nil {
+	if err := runtime.Enforce(context.Background(), r.limiter, runtime.Request{Limit: limitGeoLookup, Key: name}); err != nil {
 		return 0, 0, err
-	}
-	if !d.Allowed {
-		return 0, 0, runtime.NewLimitError(limitGeoLookup, d)
 	}
 	return r.Geo.Lookup(name)
 }

@@ -18,13 +18,17 @@ var (
 	limitBusPublishAll = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/variadic.Bus.PublishAll", Window: time.Second, Max: 10}
 )
 
-// RateLimitedBus is a Bus that asks a runtime.Limiter before each call of a
-// rate-limited method and forwards to the Bus it wraps only the calls the
-// limiter admits. Its other methods forward every call unchanged.
+// RateLimitedBus forwards each call to the Bus it wraps once a runtime.Limiter
+// admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Bus. Its methods without limits forward every call unchanged.
 type RateLimitedBus struct {
 	next    Bus
 	limiter runtime.Limiter
 }
+
+var _ Bus = (*RateLimitedBus)(nil)
 
 // NewRateLimitedBus returns a RateLimitedBus that forwards to next the calls
 // that limiter admits.
@@ -32,39 +36,24 @@ func NewRateLimitedBus(next Bus, limiter runtime.Limiter) *RateLimitedBus {
 	return &RateLimitedBus{next: next, limiter: limiter}
 }
 
-// Publish calls the wrapped Bus's Publish if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/variadic.Bus.Publish", 100
-// calls per second for each value of topic, admits the call. Otherwise it
-// returns a *runtime.LimitError, or the limiter's error if the limiter could
-// not decide.
+// Publish forwards to the wrapped Bus within limitBusPublish, keyed by topic.
 func (r *RateLimitedBus) Publish(ctx context.Context, topic string, msgs ...[]byte) error {
-	d, err := r.limiter.Allow(ctx, limitBusPublish, topic)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitBusPublish, Key: topic}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitBusPublish, d)
 	}
 	return r.next.Publish(ctx, topic, msgs...)
 }
 
-// PublishAll calls the wrapped Bus's PublishAll if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/variadic.Bus.PublishAll", 10
-// calls per second for each value of len(topics), admits the call. Otherwise
-// it returns a *runtime.LimitError, or the limiter's error if the limiter
-// could not decide.
+// PublishAll forwards to the wrapped Bus within limitBusPublishAll, keyed by
+// len(topics).
 func (r *RateLimitedBus) PublishAll(ctx context.Context, topics ...string) (int, error) {
-	d, err := r.limiter.Allow(ctx, limitBusPublishAll, strconv.Itoa(len(topics)))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitBusPublishAll, Key: strconv.Itoa(len(topics))}); err != nil {
 		return 0, err
-	}
-	if !d.Allowed {
-		return 0, runtime.NewLimitError(limitBusPublishAll, d)
 	}
 	return r.next.PublishAll(ctx, topics...)
 }
 
-// Subscribe calls the wrapped Bus's Subscribe; it has no limit.
+// Subscribe forwards to the wrapped Bus; it has no limit.
 func (r *RateLimitedBus) Subscribe(topics ...string) (<-chan []byte, error) {
 	return r.next.Subscribe(topics...)
 }

@@ -19,13 +19,21 @@ var (
 	limitClientNoContext  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/wait.Client.NoContext", Window: time.Second, Max: 1}
 )
 
-// RateLimitedClient is a Client that asks a runtime.Limiter before each call
-// of a rate-limited method and forwards to the Client it wraps only the calls
-// the limiter admits.
+// RateLimitedClient forwards each call to the Client it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Client. A method with several limits counts a call in all of
+// them or in none. A method that waits for room sleeps as long as each
+// denial's RetryAfter says and asks again, for up to its wait in all and never
+// past the deadline of the call's context; it returns the context's error if
+// the context is done meanwhile.
 type RateLimitedClient struct {
 	next    Client
 	limiter runtime.Limiter
 }
+
+var _ Client = (*RateLimitedClient)(nil)
 
 // NewRateLimitedClient returns a RateLimitedClient that forwards to next the
 // calls that limiter admits.
@@ -33,124 +41,32 @@ func NewRateLimitedClient(next Client, limiter runtime.Limiter) *RateLimitedClie
 	return &RateLimitedClient{next: next, limiter: limiter}
 }
 
-// Call calls the wrapped Client's Call if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/wait.Client.Call", 10 calls
-// per second in total, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
-// Before it denies a call it waits for room, for up to 2s in all, each time as
-// long as the limiter says, but never past the deadline of the call's context;
-// if the context is done meanwhile, it returns the context's error.
+// Call forwards to the wrapped Client within limitClientCall, waiting up to 2s
+// for room.
 func (r *RateLimitedClient) Call(ctx context.Context, op string) error {
-	d, err := r.limiter.Allow(ctx, limitClientCall, "")
-	if err != nil {
+	if err := runtime.Wait(ctx, r.limiter, 2*time.Second, runtime.Request{Limit: limitClientCall}); err != nil {
 		return err
-	}
-	for waited := time.Duration(0); !d.Allowed; {
-		retry := d.RetryAfter
-		if retry <= 0 || waited+retry > 2*time.Second {
-			break
-		}
-		waited += retry
-		if ok, err1 := rateLimitSleep(ctx, retry); err1 != nil {
-			return err1
-		} else if !ok {
-			break
-		}
-		if d, err = r.limiter.Allow(ctx, limitClientCall, ""); err != nil {
-			return err
-		}
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitClientCall, d)
 	}
 	return r.next.Call(ctx, op)
 }
 
-// Fetch calls the wrapped Client's Fetch if every one of its limits admits the
-// call: "github.com/ratelimitgen/ratelimitgen/testmod/wait.Client.Fetch", 3
-// calls per minute for each value of op; "Client.Fetch.total", 100 calls per
-// second in total. When one of them denies the call, none of them counts it,
-// and Fetch returns a *runtime.LimitError naming the limit with the longest
-// wait. It returns the limiter's error if the limiter could not decide. Before
-// it denies a call it waits for room, for up to 500ms in all, each time as
-// long as the limiter says, but never past the deadline of the call's context;
-// if the context is done meanwhile, it returns the context's error.
+// Fetch forwards to the wrapped Client within limitClientFetch (keyed by op)
+// and limitClientFetchTotal, waiting up to 500ms for room.
 func (r *RateLimitedClient) Fetch(ctx context.Context, op string) ([]byte, error) {
-	reqs := [...]runtime.Request{
-		{Limit: limitClientFetch, Key: op},
-		{Limit: limitClientFetchTotal, Key: ""},
-	}
-	ds, err := runtime.AllowAll(ctx, r.limiter, reqs[:]...)
-	if err != nil {
+	if err := runtime.Wait(ctx, r.limiter, 500*time.Millisecond,
+		runtime.Request{Limit: limitClientFetch, Key: op},
+		runtime.Request{Limit: limitClientFetchTotal},
+	); err != nil {
 		return nil, err
-	}
-	for waited := time.Duration(0); !ds.Allowed; {
-		retry := ds.LimitError(reqs[:]).RetryAfter
-		if retry <= 0 || waited+retry > 500*time.Millisecond {
-			break
-		}
-		waited += retry
-		if ok, err1 := rateLimitSleep(ctx, retry); err1 != nil {
-			return nil, err1
-		} else if !ok {
-			break
-		}
-		if ds, err = runtime.AllowAll(ctx, r.limiter, reqs[:]...); err != nil {
-			return nil, err
-		}
-	}
-	if !ds.Allowed {
-		return nil, ds.LimitError(reqs[:])
 	}
 	return r.next.Fetch(ctx, op)
 }
 
-// NoContext calls the wrapped Client's NoContext if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/wait.Client.NoContext", 1 call
-// per second in total, admits the call. Otherwise it returns a
-// *runtime.LimitError, or the limiter's error if the limiter could not decide.
-// Before it denies a call it waits for room, for up to 1s in all, each time as
-// long as the limiter says, but never past the deadline of the call's context;
-// if the context is done meanwhile, it returns the context's error.
+// NoContext forwards to the wrapped Client within limitClientNoContext,
+// waiting up to 1s for room.
 func (r *RateLimitedClient) NoContext(op string) error {
-	d, err := r.limiter.Allow(context.Background(), limitClientNoContext, "")
-	if err != nil {
+	if err := runtime.Wait(context.Background(), r.limiter, time.Second, runtime.Request{Limit: limitClientNoContext}); err != nil {
 		return err
 	}
-	for waited := time.Duration(0); !d.Allowed; {
-		retry := d.RetryAfter
-		if retry <= 0 || waited+retry > time.Second {
-			break
-		}
-		waited += retry
-		if ok, err1 := rateLimitSleep(context.Background(), retry); err1 != nil {
-			return err1
-		} else if !ok {
-			break
-		}
-		if d, err = r.limiter.Allow(context.Background(), limitClientNoContext, ""); err != nil {
-			return err
-		}
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitClientNoContext, d)
-	}
 	return r.next.NoContext(op)
-}
-
-// rateLimitSleep waits for d, for a wait= limit. It reports false without
-// waiting when ctx's deadline comes first, and returns ctx's error if ctx is
-// done meanwhile.
-func rateLimitSleep(ctx context.Context, d time.Duration) (bool, error) {
-	if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < d {
-		return false, nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false, ctx.Err()
-	case <-t.C:
-		return true, nil
-	}
 }

@@ -16,13 +16,17 @@ var (
 	limitServiceGet = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices.Service.Get", Window: time.Minute, Max: 2}
 )
 
-// RateLimitedService is a Service that asks a runtime.Limiter before each call
-// of a rate-limited method and forwards to the Service it wraps only the calls
-// the limiter admits.
+// RateLimitedService forwards each call to the Service it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Service.
 type RateLimitedService struct {
 	next    Service
 	limiter runtime.Limiter
 }
+
+var _ Service = (*RateLimitedService)(nil)
 
 // NewRateLimitedService returns a RateLimitedService that forwards to next the
 // calls that limiter admits.
@@ -30,18 +34,10 @@ func NewRateLimitedService(next Service, limiter runtime.Limiter) *RateLimitedSe
 	return &RateLimitedService{next: next, limiter: limiter}
 }
 
-// Get calls the wrapped Service's Get if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices.Service.Get", 2
-// calls per minute for each value of id, admits the call. Otherwise it returns
-// a *runtime.LimitError, or the limiter's error if the limiter could not
-// decide.
+// Get forwards to the wrapped Service within limitServiceGet, keyed by id.
 func (r *RateLimitedService) Get(ctx context.Context, id string) error {
-	d, err := r.limiter.Allow(ctx, limitServiceGet, id)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitServiceGet, Key: id}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitServiceGet, d)
 	}
 	return r.next.Get(ctx, id)
 }

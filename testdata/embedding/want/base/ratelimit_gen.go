@@ -18,9 +18,12 @@ var (
 	limitTenanted   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Tenanted", Window: time.Minute, Max: 10}
 )
 
-// RateLimitedService is a Service whose rate-limited methods ask a
-// runtime.Limiter before each call and call the embedded Service's method only
-// when the limiter admits the call. Its other methods are promoted unchanged.
+// RateLimitedService embeds the Service it wraps and overrides its
+// rate-limited methods, which forward a call once a runtime.Limiter admits it
+// under the method's limits. A denied call returns a *runtime.LimitError
+// (errors.Is(err, runtime.ErrLimited)), and a call the limiter cannot decide
+// returns the limiter's error as it is; neither reaches the wrapped Service.
+// Its other methods are promoted unchanged.
 type RateLimitedService struct {
 	*Service
 	limiter runtime.Limiter
@@ -32,29 +35,26 @@ func NewRateLimitedService(next *Service, limiter runtime.Limiter) *RateLimitedS
 	return &RateLimitedService{Service: next, limiter: limiter}
 }
 
-// Get calls the wrapped Service's Get if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Service.Get", 2
-// calls per minute for each value of Normalize(id), admits the call. Otherwise
-// it returns a *runtime.LimitError, or the limiter's error if the limiter
-// could not decide.
+// Get forwards to the embedded Service within limitServiceGet, keyed by
+// Normalize(id).
 func (r *RateLimitedService) Get(ctx context.Context, id string) error {
-	d, err := r.limiter.Allow(ctx, limitServiceGet, Normalize(id))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitServiceGet, Key: Normalize(id)}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitServiceGet, d)
 	}
 	return r.Service.Get(ctx, id)
 }
 
-// RateLimitedStore is a Store that asks a runtime.Limiter before each call of
-// a rate-limited method and forwards to the Store it wraps only the calls the
-// limiter admits.
+// RateLimitedStore forwards each call to the Store it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Store.
 type RateLimitedStore struct {
 	next    Store
 	limiter runtime.Limiter
 }
+
+var _ Store = (*RateLimitedStore)(nil)
 
 // NewRateLimitedStore returns a RateLimitedStore that forwards to next the
 // calls that limiter admits.
@@ -62,29 +62,25 @@ func NewRateLimitedStore(next Store, limiter runtime.Limiter) *RateLimitedStore 
 	return &RateLimitedStore{next: next, limiter: limiter}
 }
 
-// Load calls the wrapped Store's Load if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Store.Load", 3
-// calls per minute for each value of id, admits the call. Otherwise it returns
-// a *runtime.LimitError, or the limiter's error if the limiter could not
-// decide.
+// Load forwards to the wrapped Store within limitStoreLoad, keyed by id.
 func (r *RateLimitedStore) Load(ctx context.Context, id string) ([]byte, error) {
-	d, err := r.limiter.Allow(ctx, limitStoreLoad, id)
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreLoad, Key: id}); err != nil {
 		return nil, err
-	}
-	if !d.Allowed {
-		return nil, runtime.NewLimitError(limitStoreLoad, d)
 	}
 	return r.next.Load(ctx, id)
 }
 
-// RateLimitedTenanted is a Tenanted that asks a runtime.Limiter before each
-// call of a rate-limited method and forwards to the Tenanted it wraps only the
-// calls the limiter admits.
+// RateLimitedTenanted forwards each call to the Tenanted it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Tenanted.
 type RateLimitedTenanted struct {
 	next    Tenanted
 	limiter runtime.Limiter
 }
+
+var _ Tenanted = (*RateLimitedTenanted)(nil)
 
 // NewRateLimitedTenanted returns a RateLimitedTenanted that forwards to next
 // the calls that limiter admits.
@@ -92,18 +88,11 @@ func NewRateLimitedTenanted(next Tenanted, limiter runtime.Limiter) *RateLimited
 	return &RateLimitedTenanted{next: next, limiter: limiter}
 }
 
-// Do calls the wrapped Tenanted's Do if the limit
-// "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Tenanted", 10
-// calls per minute for each value of TenantOf(ctx), admits the call. Otherwise
-// it returns a *runtime.LimitError, or the limiter's error if the limiter
-// could not decide.
+// Do forwards to the wrapped Tenanted within limitTenanted, keyed by
+// TenantOf(ctx).
 func (r *RateLimitedTenanted) Do(ctx context.Context) error {
-	d, err := r.limiter.Allow(ctx, limitTenanted, TenantOf(ctx))
-	if err != nil {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitTenanted, Key: TenantOf(ctx)}); err != nil {
 		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(limitTenanted, d)
 	}
 	return r.next.Do(ctx)
 }

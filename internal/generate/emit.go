@@ -14,7 +14,6 @@ import (
 
 	"github.com/dave/jennifer/jen"
 	"golang.org/x/tools/imports"
-
 )
 
 // RuntimePath is the import path of the package generated code calls.

@@ -94,21 +94,6 @@ func andAll(exprs []constraint.Expr) constraint.Expr {
 	return out
 }
 
-// constraintWords spells constraint c (nil for none) in camel-case words
-// for an identifier: LinuxAndAmd64 for linux && amd64.
-func constraintWords(c constraint.Expr) string {
-	if c == nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, w := range strings.Split(strings.TrimSuffix(constrainedName("x.go", c), ".go")[len("x."):], "_") {
-		if w != "" {
-			b.WriteString(upperFirst(w))
-		}
-	}
-	return b.String()
-}
-
 // constrainedName is the generated file for wrappers under constraint c:
 // output with the constraint spelt in words before .go, after a dot, so
 // that the name implies no constraint of its own (go/build reads a name

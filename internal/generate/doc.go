@@ -16,11 +16,12 @@
 //     method, limits the runtime accepts);
 //   - collects every problem with its position, so that one run reports
 //     all of them and writes nothing;
-//   - emits one file with jennifer, where a single naming registry
-//     chooses every identifier the generator introduces. A method with one
-//     limit calls Limiter.Allow (runtime.AllowN with a cost); a method with
-//     several calls runtime.AllowAll once, so that a call is counted by
-//     every limit or by none. A cost computed at run time is checked with
-//     runtime.CheckCost first, so that a cost of 0 is an error naming 0
-//     rather than a Request's default cost of 1.
+//   - emits one file with jennifer (one per build constraint), where a
+//     naming registry chooses every identifier the generator introduces:
+//     package-level names once for the package, locals per method. A
+//     rate-limited method makes one runtime.Enforce call (runtime.Wait
+//     with wait=) with a runtime.Request per limit, so that a call is
+//     counted by every limit or by none; a limit whose computed cost is 0
+//     is left out of it, as the runtime reads a Cost of 0 as 1. Nothing
+//     but the wrappers and their limits is emitted into the package.
 package generate

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// ClientIPOption configures ByClientIP.
+// ClientIPOption configures ByClientIP: TrustProxyHeader or IPv6Prefix.
 type ClientIPOption func(*clientIPConfig)
 
 type clientIPConfig struct {
@@ -16,31 +16,24 @@ type clientIPConfig struct {
 	v6Bits  int            // 128 keys each IPv6 address on its own
 }
 
-// TrustProxyHeader makes ByClientIP read the client address from header,
+// TrustProxyHeader makes ByClientIP take the client address from header,
 // but only on requests whose peer (the RemoteAddr host) lies in one of the
 // proxies prefixes, for example the load balancer's subnet:
 //
 //	ratelimithttp.ByClientIP(ratelimithttp.TrustProxyHeader("X-Forwarded-For",
 //		netip.MustParsePrefix("10.0.0.0/8")))
 //
-// Any client can send any header, so a proxy header from an untrusted peer
-// is ignored; trusting it would let each request pick its own key and
-// escape the limit. Trust only prefixes of proxies that overwrite or append
-// to header, or a client behind them can spoof it.
+// Any client can send any header, so trusting it from any other peer would
+// let each request pick its own key. The header's values are read as one
+// comma-separated list (X-Forwarded-For; X-Real-IP works too) and walked
+// from the right: the first address outside the trusted prefixes is the
+// client, so what a client prepends is ignored. Entries may carry a port.
+// An unparsable entry stops the walk at the last trusted address before it
+// (strict, never spoofable); if every entry is trusted, the leftmost is the
+// key. RFC 7239 Forwarded is not understood.
 //
-// The header's values are read as one comma-separated list (the
-// X-Forwarded-For form, in which each proxy appends its peer) and walked
-// from the right: the first address that is not a trusted proxy is the
-// client. A single-address header such as X-Real-IP or CF-Connecting-IP
-// works the same way. Entries may carry a port ("192.0.2.1:4711",
-// "[2001:db8::1]:443"). If an entry cannot be parsed, the walk stops and
-// the last trusted address before it is the key, which is strict (clients
-// behind that proxy share its count) but never spoofable. If every entry is
-// a trusted proxy, the leftmost is the key. The RFC 7239 Forwarded header
-// is not understood.
-//
-// With several TrustProxyHeader options, the last one applies. It panics if
-// header is empty or a prefix is invalid, as those are wiring mistakes.
+// The last TrustProxyHeader given applies. It panics if header is empty or
+// a prefix is invalid, as those are wiring mistakes.
 func TrustProxyHeader(header string, proxies ...netip.Prefix) ClientIPOption {
 	if strings.TrimSpace(header) == "" {
 		panic("ratelimithttp: TrustProxyHeader: empty header name; pass e.g. \"X-Forwarded-For\"")
@@ -60,10 +53,10 @@ func TrustProxyHeader(header string, proxies ...netip.Prefix) ClientIPOption {
 }
 
 // IPv6Prefix makes ByClientIP key IPv6 clients on their /bits network
-// instead of their full address. A single IPv6 host usually controls at
-// least a /64, so per-address keys let it take a fresh key for every
-// request; IPv6Prefix(64) is the common remedy. It panics unless
-// 1 <= bits <= 128. IPv4 addresses are always keyed whole.
+// instead of their full address: a single IPv6 host usually holds at least
+// a /64, and would otherwise get a fresh key per address. IPv6Prefix(64) is
+// the common choice; IPv4 addresses are always keyed whole. It panics
+// unless 1 <= bits <= 128.
 func IPv6Prefix(bits int) ClientIPOption {
 	if bits < 1 || bits > 128 {
 		panic(fmt.Sprintf("ratelimithttp: IPv6Prefix(%d): bits must be between 1 and 128, e.g. 64", bits))
@@ -71,20 +64,15 @@ func IPv6Prefix(bits int) ClientIPOption {
 	return func(c *clientIPConfig) { c.v6Bits = bits }
 }
 
-// ByClientIP keys requests on the client's IP address. By default that is
-// the host of r.RemoteAddr, the TCP peer, which a client cannot forge;
-// proxy headers such as X-Forwarded-For are ignored unless
-// TrustProxyHeader names them and the peer is a trusted proxy. Behind a
-// reverse proxy without TrustProxyHeader, every client shares the proxy's
-// count.
+// ByClientIP keys requests on the client's IP address: by default the host
+// of r.RemoteAddr, the TCP peer, which a client cannot forge. Proxy headers
+// are ignored unless TrustProxyHeader names them, so behind a reverse proxy
+// without it every client shares the proxy's count.
 //
-// Keys are addresses in canonical text form ("192.0.2.1", "2001:db8::1"),
-// IPv4-mapped IPv6 addresses unmapped and zones dropped; with IPv6Prefix,
-// IPv6 keys are networks ("2001:db8:1:2::/64").
-//
-// A RemoteAddr that is not an IP address (a Unix socket listener, or a
-// test request built without one) is an error naming it; key such servers
-// with ByHeader or a KeyFunc of your own.
+// Keys are addresses in canonical form ("192.0.2.1", "2001:db8::1"), with
+// IPv4-mapped addresses unmapped and zones dropped; with IPv6Prefix, IPv6
+// keys are networks ("2001:db8:1:2::/64"). A RemoteAddr that is not an IP
+// address (a Unix socket listener, say) is a key error.
 func ByClientIP(opts ...ClientIPOption) KeyFunc {
 	c := clientIPConfig{v6Bits: 128}
 	for _, o := range opts {

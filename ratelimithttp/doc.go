@@ -1,15 +1,28 @@
 // Package ratelimithttp turns rate-limit decisions into HTTP responses, and
 // offers a plain net/http middleware for a per-route limit without code
-// generation.
+// generation. It works with any runtime.Limiter and imports no backend.
+//
+// # Which function to call
+//
+//   - WriteError, in a handler that called a rate-limited method such as a
+//     ratelimitgen wrapper: it answers denials and limiter failures, and
+//     returns false for every other error.
+//   - QuotaHeaders around the handlers, with RecordDecisions around the
+//     Limiter given to the wrappers, so that every response, successful
+//     ones included, advertises the quota left.
+//   - SetHeaders, to set the RateLimit fields yourself from a Limit and a
+//     Decision.
+//   - Middleware, to limit a whole route per client IP (ByClientIP), per
+//     header (ByHeader) or per any KeyFunc.
 //
 // # Responses
 //
-// A call denied by a limit answers 429 Too Many Requests with Retry-After
-// in whole seconds, rounded up so that a client that honours it is never
-// early; the RateLimit-Policy and RateLimit fields of the IETF httpapi draft
-// "RateLimit header fields for HTTP" (draft-ietf-httpapi-ratelimit-headers-11,
-// 23 May 2026); and an RFC 9457 problem body (application/problem+json)
-// that says in plain words which limit was hit and when to retry:
+// A denied call answers 429 Too Many Requests with Retry-After in whole
+// seconds, rounded up so that a client that honours it is never early; the
+// RateLimit-Policy and RateLimit fields of the IETF httpapi draft
+// "RateLimit header fields for HTTP" (draft-ietf-httpapi-ratelimit-headers-11);
+// and an RFC 9457 problem body that says which limit was hit and when to
+// retry:
 //
 //	HTTP/1.1 429 Too Many Requests
 //	Content-Type: application/problem+json
@@ -24,23 +37,16 @@
 //	 "violated-policies":["Notifier.SendCode"],
 //	 "retry_after_seconds":42,"quota":3,"window_seconds":60}
 //
-// A limiter that could not decide (for example Redis was unreachable under
-// runtime.FailClosed) answers 503 Service Unavailable, never 429: the client
-// did nothing wrong and its quota is unknown.
+// The body's members are those of RFC 9457 (type, title, status, detail),
+// the draft's violated-policies, and retry_after_seconds, quota and
+// window_seconds, which repeat Retry-After and the q and w of
+// RateLimit-Policy for clients that read only the body.
 //
-// Neither response ever contains the rate-limit key, which often holds
-// personal data such as an e-mail address or an IP address.
+// A limiter that could not decide (for example Redis unreachable under
+// redislimit.FailClosed) answers 503 Service Unavailable with an
+// "about:blank" problem body, never 429: the client did nothing wrong and
+// its quota is unknown. Other errors are left to the caller.
 //
-// # Which function to call
-//
-//   - WriteError, in a handler that called a rate-limited method (for
-//     example a ratelimitgen wrapper): it answers limit denials and limiter
-//     failures, and reports false for every other error so the handler can
-//     answer it as it would without rate limiting.
-//   - RecordDecisions around the Limiter given to the wrappers, plus the
-//     QuotaHeaders middleware, to advertise the quota on every response,
-//     successful ones included, without touching the handlers.
-//   - SetHeaders, to set those fields yourself from a Limit and a Decision.
-//   - Middleware, to limit a whole route by client IP, a header or any
-//     KeyFunc.
+// No response ever contains the rate-limit key, which often holds personal
+// data such as an e-mail or IP address, nor the limiter's error text.
 package ratelimithttp

@@ -1,8 +1,10 @@
 package ratelimithttp_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -16,14 +18,22 @@ import (
 // wrapper) answers the method's error with WriteError, and answers what
 // WriteError leaves alone as it would without rate limiting.
 func ExampleWriteError() {
-	sendCode := func() error {
-		// What a generated wrapper returns when the limit denies the call.
-		limit := runtime.Limit{Name: "Notifier.SendCode", Window: time.Minute, Max: 3}
-		err := runtime.NewLimitError(limit, runtime.Decision{RetryAfter: 41200 * time.Millisecond})
-		return fmt.Errorf("send code: %w", err)
+	// A clock moved by hand makes the output reproducible; real code calls
+	// runtime.NewMemoryLimiter() or redislimit.New(client).
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	lim := runtime.NewMemoryLimiter(runtime.WithClock(func() time.Time { return now }))
+	limit := runtime.Limit{Name: "Notifier.SendCode", Window: time.Minute, Max: 3}
+
+	// sendCode stands for a generated wrapper's method: runtime.Enforce
+	// returns a *runtime.LimitError when the limit denies the call.
+	sendCode := func(ctx context.Context, email string) error {
+		if err := runtime.Enforce(ctx, lim, runtime.Request{Limit: limit, Key: email}); err != nil {
+			return fmt.Errorf("send code: %w", err)
+		}
+		return nil // send the code
 	}
 	handler := func(w http.ResponseWriter, r *http.Request) {
-		if err := sendCode(); err != nil {
+		if err := sendCode(r.Context(), "alice@example.com"); err != nil {
 			if ratelimithttp.WriteError(w, r, err) {
 				return
 			}
@@ -33,9 +43,13 @@ func ExampleWriteError() {
 		fmt.Fprintln(w, "code sent")
 	}
 
-	w := httptest.NewRecorder()
-	handler(w, httptest.NewRequest(http.MethodPost, "/send-code", nil))
-	fmt.Println(w.Code)
+	var w *httptest.ResponseRecorder
+	for range 4 {
+		w = httptest.NewRecorder()
+		handler(w, httptest.NewRequest(http.MethodPost, "/send-code", nil))
+		fmt.Println(w.Code)
+		now = now.Add(6 * time.Second)
+	}
 	fmt.Println("Retry-After:", w.Header().Get("Retry-After"))
 	fmt.Println("RateLimit-Policy:", w.Header().Get("RateLimit-Policy"))
 	fmt.Println("RateLimit:", w.Header().Get("RateLimit"))
@@ -46,6 +60,9 @@ func ExampleWriteError() {
 	fmt.Println(w.Code)
 	fmt.Println(ratelimithttp.WriteError(httptest.NewRecorder(), nil, errors.New("smtp: mailbox full")))
 	// Output:
+	// 200
+	// 200
+	// 200
 	// 429
 	// Retry-After: 42
 	// RateLimit-Policy: "Notifier.SendCode";q=3;w=60
@@ -55,11 +72,69 @@ func ExampleWriteError() {
 	// false
 }
 
+// A generated wrapper returns only an error, so an admitted call's quota
+// reaches the response through the request's context: the limiter given
+// to the wrapper records its decisions there (RecordDecisions), and
+// QuotaHeaders writes them as RateLimit fields.
+func ExampleQuotaHeaders() {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	limiter := ratelimithttp.RecordDecisions(runtime.NewMemoryLimiter(runtime.WithClock(func() time.Time { return now })))
+
+	// notifier stands for a generated wrapper, such as
+	// notify.NewRateLimitedCodeService(svc, limiter).
+	codes := notifier{limiter}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /codes", func(w http.ResponseWriter, r *http.Request) {
+		if err := codes.SendCode(r.Context(), "alice@example.com"); err != nil {
+			if ratelimithttp.WriteError(w, r, err) {
+				return
+			}
+			http.Error(w, "could not send the code", http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintln(w, "code sent")
+	})
+	handler := ratelimithttp.QuotaHeaders(mux)
+
+	for range 4 {
+		w := httptest.NewRecorder()
+		handler.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/codes", nil))
+		fmt.Printf("%d RateLimit: %s\n", w.Code, w.Header().Get("RateLimit"))
+		now = now.Add(15 * time.Second)
+	}
+	// Output:
+	// 200 RateLimit: "Notifier.SendCode";r=2;t=60
+	// 200 RateLimit: "Notifier.SendCode";r=1;t=60
+	// 200 RateLimit: "Notifier.SendCode";r=0;t=60
+	// 429 RateLimit: "Notifier.SendCode";r=0;t=15
+}
+
+// SetHeaders reports a decision taken by hand; one response can carry the
+// fields of several limits.
+func ExampleSetHeaders() {
+	lim := runtime.NewMemoryLimiter()
+	perMinute := runtime.Limit{Name: "search.minute", Window: time.Minute, Max: 30}
+	perDay := runtime.Limit{Name: "search.day", Window: 24 * time.Hour, Max: 1000}
+	ds, err := lim.Decide(context.Background(),
+		runtime.Request{Limit: perMinute, Key: "alice"},
+		runtime.Request{Limit: perDay, Key: "alice"})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	h := http.Header{}
+	ratelimithttp.SetHeaders(h, perMinute, ds.Each[0])
+	ratelimithttp.SetHeaders(h, perDay, ds.Each[1])
+	fmt.Println(h.Values("RateLimit-Policy"))
+	fmt.Println(h.Values("RateLimit"))
+	// Output:
+	// ["search.minute";q=30;w=60 "search.day";q=1000;w=86400]
+	// ["search.minute";r=29;t=60 "search.day";r=999;t=86400]
+}
+
 // Middleware limits a route without code generation: here 3 logins per
 // minute per client IP.
 func ExampleMiddleware() {
-	// A clock that the example moves by hand makes the output reproducible;
-	// real code calls runtime.NewMemoryLimiter() or uses a RedisLimiter.
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	lim := runtime.NewMemoryLimiter(runtime.WithClock(func() time.Time { return now }))
 
@@ -81,6 +156,38 @@ func ExampleMiddleware() {
 	// 200 RateLimit: "api.login";r=1;t=60 Retry-After: ""
 	// 200 RateLimit: "api.login";r=0;t=60 Retry-After: ""
 	// 429 RateLimit: "api.login";r=0;t=30 Retry-After: "30"
+}
+
+// downLimiter is a Limiter whose backend is unreachable.
+type downLimiter struct{}
+
+func (downLimiter) Decide(context.Context, ...runtime.Request) (runtime.Decisions, error) {
+	return runtime.Decisions{}, fmt.Errorf("dial 10.0.0.3:6379: connection refused: %w", runtime.ErrUnavailable)
+}
+
+// When the limiter cannot decide, Middleware answers 503 unless the route
+// prefers to be served unprotected; either way OnLimiterError sees why.
+func ExampleServeOnLimiterError() {
+	limit := runtime.Limit{Name: "api.search", Window: time.Minute, Max: 100}
+	search := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "results") })
+	logErr := ratelimithttp.OnLimiterError(func(r *http.Request, err error) {
+		fmt.Println("limiter:", err)
+	})
+
+	for _, h := range []http.Handler{
+		ratelimithttp.Middleware(downLimiter{}, limit, ratelimithttp.ByClientIP(), logErr)(search),
+		ratelimithttp.Middleware(downLimiter{}, limit, ratelimithttp.ByClientIP(), logErr,
+			ratelimithttp.ServeOnLimiterError())(search),
+	} {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/search", nil))
+		fmt.Println(w.Code, w.Header().Get("Content-Type"))
+	}
+	// Output:
+	// limiter: dial 10.0.0.3:6379: connection refused: ratelimit: limiter backend unavailable
+	// 503 application/problem+json
+	// limiter: dial 10.0.0.3:6379: connection refused: ratelimit: limiter backend unavailable
+	// 200 text/plain; charset=utf-8
 }
 
 // Behind a reverse proxy, trust its X-Forwarded-For only when the request

@@ -22,8 +22,8 @@ type KeyFunc func(*http.Request) (string, error)
 // values, the first counts.
 //
 // The value is the key verbatim, and limiters may store keys as they are
-// (RedisLimiter stores keys of up to 180 bytes in Redis). For a secret such
-// as an API key, write a KeyFunc that keys on a hash of it instead.
+// (runtime/redislimit stores keys of up to 180 bytes in Redis). For a
+// secret such as an API key, write a KeyFunc that keys on a hash of it.
 func ByHeader(name string) KeyFunc {
 	name = http.CanonicalHeaderKey(name)
 	return func(r *http.Request) (string, error) {

@@ -11,64 +11,64 @@ import (
 type Option func(*middlewareConfig)
 
 type middlewareConfig struct {
-	failOpen     bool
-	onLimiterErr func(*http.Request, error)
-	onKeyErr     func(http.ResponseWriter, *http.Request, error)
+	serveOnLimiterErr bool
+	onLimiterErr      func(*http.Request, error)
+	onKeyErr          func(http.ResponseWriter, *http.Request, error)
 }
 
-// FailOpen makes Middleware pass a request to the next handler, without
-// RateLimit fields, when the limiter returns an error, instead of
-// answering 503. Availability then wins over protection for this route.
-// (A RedisLimiter has its own failure policy, applied before the
-// middleware sees an error; under runtime.FailLocal, the default, it
-// rarely returns one.)
-func FailOpen() Option {
-	return func(c *middlewareConfig) { c.failOpen = true }
+// ServeOnLimiterError makes Middleware serve the request, without
+// RateLimit fields and without counting it, when the limiter returns an
+// error instead of a decision; by default Middleware answers 503. The
+// route's availability then wins over its protection while the limiter is
+// down. It does not change how the limiter itself fails: a
+// runtime/redislimit Limiter applies its own failure policy first, and
+// under its default (FailLocal) rarely returns an error at all.
+func ServeOnLimiterError() Option {
+	return func(c *middlewareConfig) { c.serveOnLimiterErr = true }
 }
 
-// OnLimiterError registers f to be called with every error the limiter
-// returns, before the 503 (or, with FailOpen, before the next handler). The
-// response never shows the error, so this is where to log it.
+// OnLimiterError registers f to observe every error the limiter returns,
+// before Middleware answers 503 (or, with ServeOnLimiterError, serves the
+// request). The response never shows the error, so this is where to log
+// it. f must not write a response.
 func OnLimiterError(f func(r *http.Request, err error)) Option {
 	return func(c *middlewareConfig) { c.onLimiterErr = f }
 }
 
-// OnKeyError replaces the default answer to a request its KeyFunc cannot
-// key: 400 Bad Request with the KeyFunc's error message as the problem
-// detail. f must write a response; the next handler is not called. Use it,
-// for example, to answer 401 when the key is the authenticated user.
+// OnKeyError replaces the answer to a request its KeyFunc cannot key,
+// which by default is 400 Bad Request with the KeyFunc's error message as
+// the problem detail. f must write a response; the request is neither
+// counted nor served. Use it, for example, to answer 401 when the key is
+// the authenticated user.
 func OnKeyError(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
 	return func(c *middlewareConfig) { c.onKeyErr = f }
 }
 
-// Middleware limits the requests to a handler to l per key, for routes
-// that want a limit without code generation:
+// Middleware limits the requests to a handler to l per key, for a route
+// that wants a limit without code generation:
 //
 //	limit := runtime.Limit{Name: "api.login", Window: time.Minute, Max: 5}
 //	mux.Handle("POST /login", ratelimithttp.Middleware(lim, limit,
 //		ratelimithttp.ByClientIP())(loginHandler))
 //
-// For each request it computes key(r) and asks lim.Allow(r.Context(), l,
-// key), then:
+// Each request is keyed with key and decided by lim with cost 1, then:
 //
-//   - admitted: sets the RateLimit-Policy and RateLimit fields (SetHeaders)
-//     and calls the next handler, which may overwrite them;
-//   - denied: answers 429 as WriteLimited does, with Retry-After, the
-//     RateLimit fields and a problem body; the next handler is not called;
-//   - limiter error (any error: the limiter could not decide): answers 503
-//     as WriteUnavailable does, or calls the next handler with FailOpen;
-//     OnLimiterError observes the error either way;
-//   - key error: answers 400 Bad Request with the error's message as the
-//     detail (see KeyFunc), or what OnKeyError writes.
+//   - admitted: the RateLimit fields are set (see SetHeaders) and the next
+//     handler is called; it may overwrite them;
+//   - denied: 429 as WriteError answers a *runtime.LimitError, and the next
+//     handler is not called;
+//   - limiter error: 503 as WriteError answers runtime.ErrUnavailable,
+//     whatever the error (by the Limiter contract no decision was made),
+//     unless ServeOnLimiterError; OnLimiterError sees the error;
+//   - key error: 400 Bad Request with the error's message as the detail,
+//     unless OnKeyError.
 //
-// Every request that reaches the limiter counts, whatever status the next
-// handler returns. The key never appears in a response.
+// Every admitted request counts, whatever the next handler answers. The key
+// never appears in a response.
 //
 // Middleware panics if lim or key is nil or l is invalid (l.Validate), so
-// that a wiring mistake stops the program at start-up instead of failing,
-// or under FailOpen silently never limiting, at every request. A nil next
-// handler panics when the returned func is called, like other net/http
-// middleware misuse.
+// that a wiring mistake stops the program at start-up instead of failing
+// every request; the returned func panics on a nil handler.
 func Middleware(lim runtime.Limiter, l runtime.Limit, key KeyFunc, opts ...Option) func(http.Handler) http.Handler {
 	switch {
 	case lim == nil:
@@ -108,7 +108,7 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.cfg.onKeyErr(w, r, err)
 			return
 		}
-		writeProblem(w, r, Problem{
+		writeProblem(w, r, problem{
 			Type:   "about:blank",
 			Title:  "Bad Request",
 			Status: http.StatusBadRequest,
@@ -116,20 +116,21 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
-	d, err := h.lim.Allow(r.Context(), h.limit, k)
+	ds, err := h.lim.Decide(r.Context(), runtime.Request{Limit: h.limit, Key: k})
 	if err != nil {
 		if h.cfg.onLimiterErr != nil {
 			h.cfg.onLimiterErr(r, err)
 		}
-		if h.cfg.failOpen {
+		if h.cfg.serveOnLimiterErr {
 			h.next.ServeHTTP(w, r)
 			return
 		}
-		WriteUnavailable(w, r)
+		writeUnavailable(w, r)
 		return
 	}
+	d := ds.Decision()
 	if !d.Allowed {
-		WriteLimited(w, r, runtime.NewLimitError(h.limit, d))
+		writeLimited(w, r, &runtime.LimitError{Limit: h.limit, Decision: d})
 		return
 	}
 	SetHeaders(w.Header(), h.limit, d)

@@ -93,12 +93,12 @@ func TestMiddlewareLimiterErrors(t *testing.T) {
 			assert.Zero(t, next.calls.Load())
 			assert.Equal(t, []error{limErr}, seen)
 		})
-		t.Run(name+"/fail open", func(t *testing.T) {
+		t.Run(name+"/serve on limiter error", func(t *testing.T) {
 			lim := newCountLimiter(time.Second, time.Second)
 			lim.err = limErr
 			var seen []error
 			next := &okHandler{}
-			h := ratelimithttp.Middleware(lim, login, ratelimithttp.ByClientIP(), ratelimithttp.FailOpen(),
+			h := ratelimithttp.Middleware(lim, login, ratelimithttp.ByClientIP(), ratelimithttp.ServeOnLimiterError(),
 				ratelimithttp.OnLimiterError(func(_ *http.Request, err error) { seen = append(seen, err) }))(next)
 
 			w := serve(h, "192.0.2.1:5000", nil)
@@ -196,4 +196,20 @@ func TestMiddlewarePanicsOnWiringMistakes(t *testing.T) {
 	assert.PanicsWithValue(t, `ratelimithttp: Middleware for "api.login" applied to a nil http.Handler`,
 		func() { ratelimithttp.Middleware(lim, login, key)(nil) })
 	assert.NotPanics(t, func() { ratelimithttp.Middleware(lim, login, key, nil)(&okHandler{}) }, "a nil Option is ignored")
+}
+
+// Middleware with a recording limiter under QuotaHeaders reports its
+// limit once, beside the limits the handler's calls went through.
+func TestMiddlewareUnderQuotaHeaders(t *testing.T) {
+	lim := ratelimithttp.RecordDecisions(newCountLimiter(42*time.Second, time.Minute))
+	h := ratelimithttp.QuotaHeaders(ratelimithttp.Middleware(lim, login, ratelimithttp.ByClientIP())(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !ratelimithttp.WriteError(w, r, notifier{lim}.SendCode(r.Context(), "alice")) {
+				_, _ = w.Write([]byte("sent"))
+			}
+		})))
+	w := serve(h, "192.0.2.1:1", nil)
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.Equal(t, []string{`"api.login";r=2;t=60`, `"Notifier.SendCode";r=2;t=60`}, w.Header().Values("RateLimit"))
+	assert.Equal(t, []string{`"api.login";q=3;w=60`, `"Notifier.SendCode";q=3;w=60`}, w.Header().Values("RateLimit-Policy"))
 }

@@ -25,14 +25,7 @@ var sendCodeLimit = runtime.Limit{Name: "Notifier.SendCode", Window: time.Minute
 type notifier struct{ lim runtime.Limiter }
 
 func (n notifier) SendCode(ctx context.Context, email string) error {
-	d, err := n.lim.Allow(ctx, sendCodeLimit, email)
-	if err != nil {
-		return err
-	}
-	if !d.Allowed {
-		return runtime.NewLimitError(sendCodeLimit, d)
-	}
-	return nil
+	return runtime.Enforce(ctx, n.lim, runtime.Request{Limit: sendCodeLimit, Key: email})
 }
 
 // sendCodeHandler is the handler a user writes: it knows nothing of
@@ -61,6 +54,12 @@ func sent(t *testing.T, h http.Handler, r *http.Request) *http.Response {
 
 func sendCodeRequest(email string) *http.Request {
 	return httptest.NewRequest(http.MethodPost, "/codes?email="+email, nil)
+}
+
+// decide asks lim for one limit of cost 1, as a handler step.
+func decide(ctx context.Context, lim runtime.Limiter, l runtime.Limit, key string) (runtime.Decision, error) {
+	ds, err := lim.Decide(ctx, runtime.Request{Limit: l, Key: key})
+	return ds.Decision(), err
 }
 
 func TestQuotaHeadersAdvertiseAdmittedCalls(t *testing.T) {
@@ -124,7 +123,7 @@ func TestQuotaHeadersKeepTheHandlersItems(t *testing.T) {
 	other := runtime.Limit{Name: "Other", Window: time.Hour, Max: 10}
 	h := ratelimithttp.QuotaHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		require.NoError(t, notifier{lim}.SendCode(r.Context(), "alice"))
-		_, err := lim.Allow(r.Context(), other, "alice")
+		_, err := decide(r.Context(), lim, other, "alice")
 		require.NoError(t, err)
 		w.Header().Set("RateLimit", `"a";r=1, "Notifier.SendCode";r=9`)
 		w.Header().Set("RateLimit-Policy", `"x,\"Other";q=1`)
@@ -136,7 +135,7 @@ func TestQuotaHeadersKeepTheHandlersItems(t *testing.T) {
 	assert.Equal(t, []string{`"x,\"Other";q=1`, `"Other";q=10;w=3600`}, resp.Header.Values("RateLimit-Policy"))
 }
 
-func newManualLimiter() (*manualClock, runtime.Limiter) {
+func newManualLimiter() (*manualClock, *runtime.MemoryLimiter) {
 	clock := &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	return clock, runtime.NewMemoryLimiter(runtime.WithClock(clock.Now))
 }
@@ -148,15 +147,12 @@ func TestQuotaHeadersReportEveryLimitOfAMultiLimitCall(t *testing.T) {
 	lim := ratelimithttp.RecordDecisions(mem)
 	perMinute := runtime.Limit{Name: "perMinute", Window: time.Minute, Max: 5}
 	perHour := runtime.Limit{Name: "perHour", Window: time.Hour, Max: 1}
-	reqs := []runtime.Request{{Limit: perMinute, Key: "k"}, {Limit: perHour, Key: "k"}}
 	h := ratelimithttp.QuotaHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ds, err := runtime.AllowAll(r.Context(), lim, reqs...)
-		require.NoError(t, err)
-		// A nil *LimitError in an error interface is not a nil error.
-		if le := ds.LimitError(reqs); le != nil {
-			ratelimithttp.WriteLimited(w, r, le)
+		err := runtime.Enforce(r.Context(), lim, runtime.Request{Limit: perMinute, Key: "k"}, runtime.Request{Limit: perHour, Key: "k"})
+		if ratelimithttp.WriteError(w, r, err) {
 			return
 		}
+		require.NoError(t, err)
 		_, _ = io.WriteString(w, "ok")
 	}))
 
@@ -173,83 +169,34 @@ func TestQuotaHeadersReportEveryLimitOfAMultiLimitCall(t *testing.T) {
 	assert.Equal(t, []string{`"perHour";r=0;t=3590`, `"perMinute";r=4;t=50`}, resp.Header.Values("RateLimit"))
 }
 
-func TestRecordDecisionsDelegatesCostsAndMultiLimits(t *testing.T) {
-	_, mem := newManualLimiter()
-	lim := ratelimithttp.RecordDecisions(mem)
-	require.Implements(t, (*runtime.NLimiter)(nil), lim)
-	require.Implements(t, (*runtime.MultiLimiter)(nil), lim)
-	ctx := ratelimithttp.WithRecorder(context.Background())
-
-	d, err := runtime.AllowN(ctx, lim, sendCodeLimit, "k", 2)
-	require.NoError(t, err)
-	assert.Equal(t, 1, d.Remaining)
-	assert.Equal(t, []ratelimithttp.LimitDecision{{Limit: sendCodeLimit, Decision: d}}, ratelimithttp.Recorded(ctx))
-
-	// A cost above Max is an error, not a decision: nothing is recorded.
-	_, err = runtime.AllowN(ctx, lim, sendCodeLimit, "k", 4)
-	require.ErrorIs(t, err, runtime.ErrCostExceedsMax)
-	assert.Equal(t, []ratelimithttp.LimitDecision{{Limit: sendCodeLimit, Decision: d}}, ratelimithttp.Recorded(ctx))
-
-	// AllowAll stays atomic: the denied call takes nothing from "a".
-	a := runtime.Limit{Name: "a", Window: time.Minute, Max: 2}
-	b := runtime.Limit{Name: "b", Window: time.Minute, Max: 1}
-	reqs := []runtime.Request{{Limit: a, Key: "k"}, {Limit: b, Key: "k"}}
-	ds, err := runtime.AllowAll(ctx, lim, reqs...)
-	require.NoError(t, err)
-	require.True(t, ds.Allowed)
-	ds, err = runtime.AllowAll(ctx, lim, reqs...)
-	require.NoError(t, err)
-	require.False(t, ds.Allowed)
-	assert.Equal(t, 1, ds.Each[0].Remaining)
-	last, err := lim.Allow(ctx, a, "k")
-	require.NoError(t, err)
-	require.True(t, last.Allowed, "the denied AllowAll consumed a unit of a")
-	assert.Equal(t, 0, last.Remaining)
-	assert.Equal(t, []ratelimithttp.LimitDecision{
-		{Limit: sendCodeLimit, Decision: d},
-		{Limit: a, Decision: last},
-		{Limit: b, Decision: ds.Each[1]},
-	}, ratelimithttp.Recorded(ctx))
-}
-
-// Wrapping a limiter adds no abilities it lacks: the errors are those of
-// runtime.AllowN and runtime.AllowAll on the limiter itself.
-func TestRecordDecisionsKeepsAPlainLimiterPlain(t *testing.T) {
-	plain := newCountLimiter(time.Second, time.Minute)
-	lim := ratelimithttp.RecordDecisions(plain)
-	ctx := ratelimithttp.WithRecorder(context.Background())
-
-	_, err := runtime.AllowN(ctx, lim, sendCodeLimit, "k", 2)
-	require.ErrorContains(t, err, "needs a Limiter that implements NLimiter")
-	_, err = runtime.AllowAll(ctx, lim, runtime.Request{Limit: sendCodeLimit, Key: "k"}, runtime.Request{Limit: login, Key: "k"})
-	require.ErrorContains(t, err, "need a Limiter that implements MultiLimiter")
-	assert.Empty(t, ratelimithttp.Recorded(ctx))
-	assert.Empty(t, plain.seenKeys(), "a refused call must not reach the limiter")
-
-	ds, err := runtime.AllowAll(ctx, lim, runtime.Request{Limit: sendCodeLimit, Key: "k"})
-	require.NoError(t, err)
-	assert.Equal(t, []ratelimithttp.LimitDecision{{Limit: sendCodeLimit, Decision: ds.Each[0]}}, ratelimithttp.Recorded(ctx))
-	assert.Equal(t, 2, ds.Each[0].Remaining)
-}
-
-func TestRecordedKeepsTheLatestDecisionPerLimit(t *testing.T) {
+// A method called twice, or for two keys under one limit, leaves only its
+// latest decision, in the place where the limit was first decided.
+func TestQuotaHeadersShowTheLatestDecisionPerLimit(t *testing.T) {
 	lim := ratelimithttp.RecordDecisions(newCountLimiter(42*time.Second, time.Minute))
-	assert.Nil(t, ratelimithttp.Recorded(context.Background()))
-
-	outer := ratelimithttp.WithRecorder(context.Background())
-	inner := ratelimithttp.WithRecorder(outer)
-	_, err := lim.Allow(outer, login, "k")
-	require.NoError(t, err)
-	for range sendCodeLimit.Max + 1 {
-		_, err = lim.Allow(inner, sendCodeLimit, "k")
+	h := ratelimithttp.QuotaHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for range sendCodeLimit.Max + 1 {
+			_, err := decide(r.Context(), lim, sendCodeLimit, "k")
+			require.NoError(t, err)
+		}
+		_, err := decide(r.Context(), lim, login, "k")
 		require.NoError(t, err)
-	}
-	denied := runtime.Decision{RetryAfter: 42 * time.Second, ResetAfter: time.Minute}
-	assert.Equal(t, []ratelimithttp.LimitDecision{{Limit: sendCodeLimit, Decision: denied}}, ratelimithttp.Recorded(inner))
-	assert.Equal(t, []ratelimithttp.LimitDecision{
-		{Limit: login, Decision: runtime.Decision{Allowed: true, Remaining: 2, ResetAfter: time.Minute}},
-		{Limit: sendCodeLimit, Decision: denied},
-	}, ratelimithttp.Recorded(outer), "an enclosing recorder sees what an inner one records")
+		_, err = decide(r.Context(), lim, sendCodeLimit, "other key")
+		require.NoError(t, err)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	resp := sent(t, h, sendCodeRequest("k"))
+	assert.Equal(t, []string{`"Notifier.SendCode";r=2;t=60`, `"api.login";r=2;t=60`}, resp.Header.Values("RateLimit"))
+	assert.Equal(t, []string{`"Notifier.SendCode";q=3;w=60`, `"api.login";q=3;w=60`}, resp.Header.Values("RateLimit-Policy"))
+}
+
+// QuotaHeaders inside QuotaHeaders (a global one and a route's own) adds
+// each item once, whichever context the limiter was asked with.
+func TestQuotaHeadersNested(t *testing.T) {
+	lim := ratelimithttp.RecordDecisions(newCountLimiter(42*time.Second, time.Minute))
+	h := ratelimithttp.QuotaHeaders(ratelimithttp.QuotaHeaders(sendCodeHandler(notifier{lim})))
+	resp := sent(t, h, sendCodeRequest("k"))
+	assert.Equal(t, []string{`"Notifier.SendCode";r=2;t=60`}, resp.Header.Values("RateLimit"))
+	assert.Equal(t, []string{`"Notifier.SendCode";q=3;w=60`}, resp.Header.Values("RateLimit-Policy"))
 }
 
 // One request's handler may call limited methods from several goroutines;
@@ -258,16 +205,15 @@ func TestQuotaHeadersRecordConcurrentCalls(t *testing.T) {
 	_, mem := newManualLimiter()
 	lim := ratelimithttp.RecordDecisions(mem)
 	const workers, calls = 8, 50
+	shared := runtime.Limit{Name: "shared", Window: time.Minute, Max: workers * calls}
 	h := ratelimithttp.QuotaHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var wg sync.WaitGroup
 		for i := range workers {
 			wg.Go(func() {
 				own := runtime.Limit{Name: fmt.Sprintf("worker%d", i), Window: time.Minute, Max: 1000}
-				shared := runtime.Limit{Name: "shared", Window: time.Minute, Max: workers * calls}
 				for range calls {
-					_, _ = lim.Allow(r.Context(), own, "k")
-					_, _ = lim.Allow(r.Context(), shared, "k")
-					_ = ratelimithttp.Recorded(r.Context())
+					_, _ = decide(r.Context(), lim, own, "k")
+					_, _ = decide(r.Context(), lim, shared, "k")
 				}
 			})
 		}
@@ -285,12 +231,12 @@ func TestQuotaHeadersRecordConcurrentCalls(t *testing.T) {
 	// Goroutines record in any order, so the shared limit's latest
 	// decision is one of them; its count is exact all the same.
 	assert.Regexp(t, `^"shared";r=\d+;t=\d+$`, items[itemIndex(t, items, `"shared";`)])
-	d, err := mem.Allow(context.Background(), runtime.Limit{Name: "shared", Window: time.Minute, Max: workers * calls}, "k")
+	d, err := mem.Allow(context.Background(), shared, "k")
 	require.NoError(t, err)
 	assert.False(t, d.Allowed, "every shared call was counted")
 }
 
-// slicesIndex returns the index of the item that starts with prefix; it
+// itemIndex returns the index of the item that starts with prefix; it
 // fails the test when there is none.
 func itemIndex(t *testing.T, items []string, prefix string) int {
 	t.Helper()
@@ -307,7 +253,7 @@ func itemIndex(t *testing.T, items []string, prefix string) int {
 // than requires, because it also runs on a server's goroutines.
 func recordOne(t *testing.T, lim runtime.Limiter, r *http.Request) {
 	t.Helper()
-	_, err := lim.Allow(r.Context(), sendCodeLimit, "k")
+	_, err := decide(r.Context(), lim, sendCodeLimit, "k")
 	assert.NoError(t, err)
 }
 
@@ -413,50 +359,7 @@ func TestQuotaHeadersOnARealServer(t *testing.T) {
 	assert.Empty(t, resp.Header.Values("RateLimit"), "a hijacked connection carries what the handler wrote")
 }
 
-func TestRecordDecisionsAndQuotaHeadersRefuseNil(t *testing.T) {
-	assert.PanicsWithValue(t, "ratelimithttp: RecordDecisions: nil Limiter; pass e.g. runtime.NewMemoryLimiter()",
-		func() { ratelimithttp.RecordDecisions(nil) })
-	assert.Panics(t, func() { ratelimithttp.QuotaHeaders(nil) })
-
-	lim := ratelimithttp.RecordDecisions(runtime.NewMemoryLimiter())
-	assert.Equal(t, lim, ratelimithttp.RecordDecisions(lim), "wrapping twice would record twice")
-}
-
-// A generated wrapper returns only an error, so an admitted call's quota
-// reaches the response through the request's context: the limiter given
-// to the wrapper records its decisions there, and QuotaHeaders writes them
-// as RateLimit fields.
-func ExampleQuotaHeaders() {
-	// A clock the example moves by hand makes the output reproducible; real
-	// code passes runtime.NewMemoryLimiter() or runtime.NewRedisLimiter(client).
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	limiter := ratelimithttp.RecordDecisions(runtime.NewMemoryLimiter(runtime.WithClock(func() time.Time { return now })))
-
-	// notifier stands for a generated wrapper, such as
-	// notify.NewRateLimitedCodeService(svc, limiter).
-	codes := notifier{limiter}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /codes", func(w http.ResponseWriter, r *http.Request) {
-		if err := codes.SendCode(r.Context(), "alice@example.com"); err != nil {
-			if ratelimithttp.WriteError(w, r, err) {
-				return
-			}
-			http.Error(w, "could not send the code", http.StatusInternalServerError)
-			return
-		}
-		fmt.Fprintln(w, "code sent")
-	})
-	handler := ratelimithttp.QuotaHeaders(mux)
-
-	for range 4 {
-		w := httptest.NewRecorder()
-		handler.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/codes", nil))
-		fmt.Printf("%d RateLimit: %s\n", w.Code, w.Header().Get("RateLimit"))
-		now = now.Add(15 * time.Second)
-	}
-	// Output:
-	// 200 RateLimit: "Notifier.SendCode";r=2;t=60
-	// 200 RateLimit: "Notifier.SendCode";r=1;t=60
-	// 200 RateLimit: "Notifier.SendCode";r=0;t=60
-	// 429 RateLimit: "Notifier.SendCode";r=0;t=15
+func TestQuotaHeadersRefusesNil(t *testing.T) {
+	assert.PanicsWithValue(t, "ratelimithttp: QuotaHeaders applied to a nil http.Handler",
+		func() { ratelimithttp.QuotaHeaders(nil) })
 }

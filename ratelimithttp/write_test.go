@@ -1,6 +1,7 @@
 package ratelimithttp_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,7 +33,7 @@ func decodeBody(t *testing.T, w *httptest.ResponseRecorder) map[string]any {
 }
 
 func TestWriteErrorLimitError(t *testing.T) {
-	le := runtime.NewLimitError(sendCode, runtime.Decision{RetryAfter: 41200 * time.Millisecond, ResetAfter: 59 * time.Second})
+	le := &runtime.LimitError{Limit: sendCode, Decision: runtime.Decision{RetryAfter: 41200 * time.Millisecond, ResetAfter: 59 * time.Second}}
 	w, handled := writeErr(t, http.MethodPost, le)
 
 	require.True(t, handled)
@@ -52,10 +53,6 @@ func TestWriteErrorLimitError(t *testing.T) {
 		"window_seconds":      float64(60),
 	}, decodeBody(t, w))
 
-	var p ratelimithttp.Problem
-	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &p))
-	assert.Equal(t, ratelimithttp.ProblemTypeQuotaExceeded, p.Type)
-	assert.Equal(t, int64(42), p.RetryAfterSeconds)
 }
 
 func TestWriteErrorRetryAfterRoundsUp(t *testing.T) {
@@ -76,7 +73,7 @@ func TestWriteErrorRetryAfterRoundsUp(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.retry.String(), func(t *testing.T) {
-			w, _ := writeErr(t, http.MethodGet, runtime.NewLimitError(sendCode, runtime.Decision{RetryAfter: tc.retry}))
+			w, _ := writeErr(t, http.MethodGet, &runtime.LimitError{Limit: sendCode, Decision: runtime.Decision{RetryAfter: tc.retry}})
 			assert.Equal(t, tc.want, w.Header().Get("Retry-After"))
 			assert.Equal(t, `"Notifier.SendCode";r=0;t=`+tc.want, w.Header().Get("RateLimit"),
 				"t must equal Retry-After so that Retry-After is not before the end of the effective window")
@@ -86,7 +83,7 @@ func TestWriteErrorRetryAfterRoundsUp(t *testing.T) {
 }
 
 func TestWriteErrorWrappedLimitError(t *testing.T) {
-	le := runtime.NewLimitError(sendCode, runtime.Decision{RetryAfter: 5 * time.Second})
+	le := &runtime.LimitError{Limit: sendCode, Decision: runtime.Decision{RetryAfter: 5 * time.Second}}
 	err := fmt.Errorf("handler: %w", fmt.Errorf("service: %w", le))
 	w, handled := writeErr(t, http.MethodPost, err)
 	require.True(t, handled)
@@ -101,7 +98,7 @@ func TestWriteErrorWrappedLimitError(t *testing.T) {
 
 func TestWriteErrorReportsRemainingOfCostlyDenial(t *testing.T) {
 	// A call of cost 2 denied with 1 unit left: the quota left is 1, not 0.
-	le := runtime.NewLimitError(sendCode, runtime.Decision{Remaining: 1, RetryAfter: 3 * time.Second})
+	le := &runtime.LimitError{Limit: sendCode, Decision: runtime.Decision{Remaining: 1, RetryAfter: 3 * time.Second}}
 	w, _ := writeErr(t, http.MethodPost, le)
 	assert.Equal(t, `"Notifier.SendCode";r=1;t=3`, w.Header().Get("RateLimit"))
 }
@@ -110,7 +107,7 @@ func TestWriteErrorBareLimited(t *testing.T) {
 	for name, err := range map[string]error{
 		"ErrLimited":         fmt.Errorf("quota: %w", runtime.ErrLimited),
 		"nil *LimitError":    fmt.Errorf("odd: %w", (*runtime.LimitError)(nil)),
-		"LimitError no name": &runtime.LimitError{RetryAfter: 1500 * time.Millisecond},
+		"LimitError no name": &runtime.LimitError{Decision: runtime.Decision{RetryAfter: 1500 * time.Millisecond}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			w, handled := writeErr(t, http.MethodPost, err)
@@ -119,7 +116,7 @@ func TestWriteErrorBareLimited(t *testing.T) {
 			assert.Empty(t, w.Header().Values("RateLimit"))
 			assert.Empty(t, w.Header().Values("RateLimit-Policy"))
 			body := decodeBody(t, w)
-			assert.Equal(t, ratelimithttp.ProblemTypeQuotaExceeded, body["type"])
+			assert.Equal(t, "https://iana.org/assignments/http-problem-types#quota-exceeded", body["type"])
 			assert.NotContains(t, body, "violated-policies")
 			if name == "LimitError no name" {
 				assert.Equal(t, "2", w.Header().Get("Retry-After"))
@@ -159,7 +156,8 @@ func TestWriteErrorLeavesOtherErrorsToCaller(t *testing.T) {
 	for name, err := range map[string]error{
 		"nil":              nil,
 		"application":      errors.New("smtp: mailbox unavailable"),
-		"cost exceeds max": fmt.Errorf("x: %w", runtime.ErrCostExceedsMax),
+		"invalid cost":     fmt.Errorf("x: %w", runtime.ErrInvalidCost),
+		"context canceled": context.Canceled,
 	} {
 		t.Run(name, func(t *testing.T) {
 			w, handled := writeErr(t, http.MethodPost, err)
@@ -173,7 +171,7 @@ func TestWriteErrorLeavesOtherErrorsToCaller(t *testing.T) {
 }
 
 func TestWriteErrorHeadHasNoBody(t *testing.T) {
-	w, handled := writeErr(t, http.MethodHead, runtime.NewLimitError(sendCode, runtime.Decision{RetryAfter: time.Second}))
+	w, handled := writeErr(t, http.MethodHead, &runtime.LimitError{Limit: sendCode, Decision: runtime.Decision{RetryAfter: time.Second}})
 	require.True(t, handled)
 	assert.Equal(t, http.StatusTooManyRequests, w.Code)
 	assert.Equal(t, "1", w.Header().Get("Retry-After"))

@@ -99,8 +99,8 @@ func (c *client) post(ctx context.Context, path string, body any, codeNote strin
 			fmt.Fprintf(c.out, "     %s: %s\n", name, v)
 		}
 	}
-	var p ratelimithttp.Problem
-	if resp.Header.Get("Content-Type") == ratelimithttp.ContentTypeProblem && json.Unmarshal(respBody, &p) == nil {
+	var p problem
+	if resp.Header.Get("Content-Type") == contentTypeProblem && json.Unmarshal(respBody, &p) == nil {
 		fmt.Fprintf(c.out, "     detail: %s\n", p.Detail)
 	}
 	if resp.StatusCode != want {

@@ -99,9 +99,9 @@ func decode(w http.ResponseWriter, r *http.Request, v any) bool {
 // writeProblem answers an RFC 9457 problem, like the 429s and 503s of
 // ratelimithttp, so that clients parse one error format.
 func writeProblem(w http.ResponseWriter, status int, detail string) {
-	w.Header().Set("Content-Type", ratelimithttp.ContentTypeProblem)
+	w.Header().Set("Content-Type", contentTypeProblem)
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(ratelimithttp.Problem{
+	_ = json.NewEncoder(w).Encode(problem{
 		Type:   "about:blank",
 		Title:  http.StatusText(status),
 		Status: status,

@@ -70,10 +70,10 @@ func (api *testAPI) post(t *testing.T, path, body string) *httptest.ResponseReco
 	return w
 }
 
-func problemOf(t *testing.T, w *httptest.ResponseRecorder) ratelimithttp.Problem {
+func problemOf(t *testing.T, w *httptest.ResponseRecorder) problem {
 	t.Helper()
-	require.Equal(t, ratelimithttp.ContentTypeProblem, w.Header().Get("Content-Type"), "body: %s", w.Body)
-	var p ratelimithttp.Problem
+	require.Equal(t, contentTypeProblem, w.Header().Get("Content-Type"), "body: %s", w.Body)
+	var p problem
 	require.NoError(t, json.Unmarshal(w.Body.Bytes(), &p), "body: %s", w.Body)
 	assert.Equal(t, w.Code, p.Status)
 	return p
@@ -100,7 +100,7 @@ func TestSendCodeLimitedPerAddress(t *testing.T) {
 	assert.Equal(t, []string{policy}, w.Header().Values("RateLimit-Policy"))
 	assert.Equal(t, []string{`"CodeService.SendCode";r=0;t=60`}, w.Header().Values("RateLimit"))
 	p := problemOf(t, w)
-	assert.Equal(t, ratelimithttp.ProblemTypeQuotaExceeded, p.Type)
+	assert.Equal(t, problemTypeQuotaExceeded, p.Type)
 	assert.Equal(t, []string{"CodeService.SendCode"}, p.ViolatedPolicies)
 	assert.Equal(t, "Too many requests for CodeService.SendCode: at most 3 per 1m0s. Retry in 60 s.", p.Detail)
 	assert.NotContains(t, strings.ToLower(w.Body.String()), "alice", "the key is personal data")

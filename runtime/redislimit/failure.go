@@ -20,9 +20,9 @@ const (
 	FailLocal FailurePolicy = iota
 	// FailOpen admits the call. Availability wins over protection.
 	FailOpen
-	// FailClosed returns an *UnavailableError (errors.Is(err,
-	// runtime.ErrUnavailable)); protection wins over availability. It is not a
-	// denial: it is never ErrLimited.
+	// FailClosed returns an error matching runtime.ErrUnavailable, which
+	// unwraps to the cause; protection wins over availability. It is not a
+	// denial: it is never runtime.ErrLimited.
 	FailClosed
 )
 

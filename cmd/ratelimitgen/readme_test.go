@@ -78,9 +78,15 @@ import (
 
 	"example.com/notify/notify"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/redislimit"
 )
 
 func main() {}
+
+// The snippets may use either package.
+var (
+	_ runtime.Limiter = (*redislimit.Limiter)(nil)
+)
 
 `+strings.Join(decls, "\n")+`
 func usage(ctx context.Context, realNotifier notify.Notifier, redisClient *redis.Client, req notify.SendCodeRequest) error {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ratelimitgen/ratelimitgen/examples/verifycode/notify"
-	"github.com/ratelimitgen/ratelimitgen/ratelimithttp"
 )
 
 // demo calls the API at base as a client would and prints each response.

@@ -18,7 +18,6 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/examples/verifycode/notify"
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
-	"github.com/ratelimitgen/ratelimitgen/ratelimithttp"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 	"github.com/ratelimitgen/ratelimitgen/runtime/redislimit"
 )
@@ -100,7 +99,7 @@ func TestSendCodeLimitedPerAddress(t *testing.T) {
 	assert.Equal(t, []string{policy}, w.Header().Values("RateLimit-Policy"))
 	assert.Equal(t, []string{`"CodeService.SendCode";r=0;t=60`}, w.Header().Values("RateLimit"))
 	p := problemOf(t, w)
-	assert.Equal(t, problemTypeQuotaExceeded, p.Type)
+	assert.Equal(t, "https://iana.org/assignments/http-problem-types#quota-exceeded", p.Type)
 	assert.Equal(t, []string{"CodeService.SendCode"}, p.ViolatedPolicies)
 	assert.Equal(t, "Too many requests for CodeService.SendCode: at most 3 per 1m0s. Retry in 60 s.", p.Detail)
 	assert.NotContains(t, strings.ToLower(w.Body.String()), "alice", "the key is personal data")

@@ -46,8 +46,9 @@ func newConfig(opts []Option) config {
 
 // WithClock makes the limiter read time from now instead of the Redis
 // server's TIME, which the script reads by default so that app servers whose
-// clocks disagree still share one exact window. The caller's clock which is useful for deterministic tests and for
-// deployments that trust their clock synchronisation. With client clocks the
+// clocks disagree still share one exact window. The caller's clock is useful
+// for deterministic tests and for deployments that trust their clock
+// synchronisation. With client clocks the
 // guarantees hold only as far as the clocks agree: a server whose clock runs
 // s ahead of another's sees that server's admissions as s older than they
 // are and lets them stop counting s early, so across both a window can admit

@@ -1,0 +1,81 @@
+package redislimit
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
+	"github.com/ratelimitgen/ratelimitgen/runtime"
+)
+
+// Benchmarks use a limit large enough that most calls are admitted, so they
+// measure the full path including the write. The memory limiter's run
+// beside the Redis limiter's, as the baseline a network round trip adds to.
+
+func BenchmarkMemoryAllow(b *testing.B) {
+	lim := runtime.NewMemoryLimiter()
+	l := runtime.Limit{Name: "bench", Window: time.Second, Max: 1 << 30}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := lim.Allow(ctx, l, "user@example.com"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkMemoryAllowParallelKeys(b *testing.B) {
+	lim := runtime.NewMemoryLimiter()
+	l := runtime.Limit{Name: "bench", Window: time.Second, Max: 100}
+	keys := make([]string, 4096)
+	for i := range keys {
+		keys[i] = "user" + strconv.Itoa(i) + "@example.com"
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if _, err := lim.Allow(ctx, l, keys[i%len(keys)]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+}
+
+func BenchmarkRedisAllow(b *testing.B) {
+	srv := redistest.StartServer(b)
+	lim := New(srv.Client(b), WithFailurePolicy(FailClosed), WithTimeout(5*time.Second))
+	l := runtime.Limit{Name: "bench", Window: time.Second, Max: 100}
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		// Spread calls over keys so the log stays at its steady size.
+		if _, err := lim.Allow(ctx, l, strconv.Itoa(i%1024)); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+func BenchmarkRedisAllowParallel(b *testing.B) {
+	srv := redistest.StartServer(b)
+	lim := New(srv.Client(b), WithFailurePolicy(FailClosed), WithTimeout(5*time.Second))
+	l := runtime.Limit{Name: "bench", Window: time.Second, Max: 100}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			if _, err := lim.Allow(ctx, l, strconv.Itoa(i%1024)); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+}

@@ -31,6 +31,9 @@ type Decisions struct {
 	// denied, Each[i].Allowed still reports whether limit i had room, with
 	// the room it has; the limits without room say when they will have it.
 	Each []Decision
+	// Source says where the decision was made; the zero value is
+	// SourceStore.
+	Source Source
 }
 
 // Decision returns the call's decision as one: Allowed as ds.Allowed,

@@ -21,12 +21,15 @@ type config struct {
 	retryInterval time.Duration
 	onDegraded    func(DegradedEvent)
 	logger        *slog.Logger
+	batching      bool
+	denyCache     int
 }
 
 const (
 	defaultPrefix        = "ratelimit:"
 	defaultTimeout       = 100 * time.Millisecond
 	defaultRetryInterval = 500 * time.Millisecond
+	defaultDenyCache     = 1 << 20
 )
 
 func newConfig(opts []Option) config {
@@ -35,6 +38,8 @@ func newConfig(opts []Option) config {
 		timeout:       defaultTimeout,
 		policy:        FailLocal,
 		retryInterval: defaultRetryInterval,
+		batching:      true,
+		denyCache:     defaultDenyCache,
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -126,4 +131,27 @@ func WithOnDegraded(f func(DegradedEvent)) Option {
 // logging.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
+}
+
+// WithBatching turns the batching of concurrent decisions on (the default)
+// or off. While a decision is on its way to Redis, decisions that arrive
+// meanwhile wait for it and then go together, in one script call on a
+// single server and in one pipeline per node on a cluster, each still
+// atomic and decided in arrival order. A lone caller never waits for
+// company, and every caller's context and the limiter's timeout still
+// bound its own wait.
+func WithBatching(on bool) Option {
+	return func(c *config) { c.batching = on }
+}
+
+// WithDenyCache sets how many bytes the limiter may use to remember
+// denials in process (default 1 MiB; 0 turns it off). A denial with
+// RetryAfter r means that no call of at least its cost can be admitted
+// under the same limit and key for r, so until then such calls are denied
+// without asking Redis, with Decisions.Source SourceDenyCache. It never
+// admits anything. It can deny what Redis would admit only after a refund
+// of a multi-limit call on a Redis Cluster freed room within r, and then
+// for at most r. Least recently used denials go first when it is full.
+func WithDenyCache(maxBytes int) Option {
+	return func(c *config) { c.denyCache = max(0, maxBytes) }
 }

@@ -174,7 +174,7 @@ func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, cause err
 	)
 	switch r.cfg.policy {
 	case FailOpen:
-		ds = runtime.Decisions{Allowed: true, Each: make([]runtime.Decision, len(reqs))}
+		ds = runtime.Decisions{Allowed: true, Each: make([]runtime.Decision, len(reqs)), Source: runtime.SourceFailOpen}
 		for i, q := range reqs {
 			ds.Each[i] = runtime.Decision{Allowed: true, Remaining: int(int64(q.Limit.Capacity()) - costOf(q))}
 		}
@@ -183,6 +183,7 @@ func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, cause err
 	default:
 		r.fallbackUsed.Store(true)
 		ds, err = r.fallback.Decide(ctx, reqs...)
+		ds.Source = runtime.SourceFallback
 		if err != nil {
 			err = &unavailableError{limit: reqs[0].Limit, err: fmt.Errorf("%v; the local fallback failed too: %w", cause, err)}
 		}

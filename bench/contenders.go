@@ -47,12 +47,16 @@ type contender struct {
 // wrong thing. With FailClosed any Redis trouble is an error that stops it.
 const benchTimeout = 10 * time.Second
 
-func ratelimitgen(algo runtime.Algorithm, withClock bool) func(*redis.Client, spec, func() time.Time) (decideFunc, error) {
+// ratelimitgen builds ratelimitgen's Redis limiter for one algorithm. extra
+// options come after the benchmark's failure policy and timeout; withClock
+// makes it read the instance's clock instead of Redis TIME.
+func ratelimitgen(algo runtime.Algorithm, withClock bool, extra ...redislimit.Option) func(*redis.Client, spec, func() time.Time) (decideFunc, error) {
 	return func(c *redis.Client, s spec, now func() time.Time) (decideFunc, error) {
 		opts := []redislimit.Option{redislimit.WithFailurePolicy(redislimit.FailClosed), redislimit.WithTimeout(benchTimeout)}
 		if withClock {
 			opts = append(opts, redislimit.WithClock(now))
 		}
+		opts = append(opts, extra...)
 		lim := redislimit.New(c, opts...)
 		l := runtime.Limit{Name: "bench", Window: s.window, Max: s.max, Algorithm: algo}
 		if err := l.Validate(); err != nil {
@@ -64,6 +68,11 @@ func ratelimitgen(algo runtime.Algorithm, withClock bool) func(*redis.Client, sp
 		}, nil
 	}
 }
+
+// unbatched is ratelimitgen as it was before batching and the deny cache:
+// one script call per decision, no denial remembered in process. The
+// -nobatch rows run it beside the defaults so that the gain stays visible.
+var unbatched = []redislimit.Option{redislimit.WithBatching(false), redislimit.WithDenyCache(0)}
 
 func redisRate(c *redis.Client, s spec, _ func() time.Time) (decideFunc, error) {
 	lim := redis_rate.NewLimiter(c)
@@ -112,6 +121,13 @@ var contenders = []contender{
 	{name: "redis_rate", algorithm: "GCRA", clock: "server", build: redisRate},
 	{name: "ulule", algorithm: "fixed window from first call", clock: "server", build: ulule},
 	{name: "seed-lua", algorithm: "sliding log (exact)", clock: "client", build: seed},
+}
+
+// unbatchedContenders are ratelimitgen's two algorithms with batching and
+// the deny cache off (see unbatched), benchmarked beside the defaults.
+var unbatchedContenders = []contender{
+	{name: "ratelimitgen-sliding-log-nobatch", algorithm: "sliding log (exact)", clock: "server", build: ratelimitgen(runtime.SlidingLog, false, unbatched...)},
+	{name: "ratelimitgen-gcra-nobatch", algorithm: "GCRA", clock: "server", build: ratelimitgen(runtime.GCRA, false, unbatched...)},
 }
 
 // clientClockRatelimitgen is ratelimitgen's sliding log with WithClock, the

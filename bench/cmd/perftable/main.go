@@ -1,0 +1,426 @@
+// Command perftable reproduces the Performance table of the repository's
+// README: it runs the table's rows of bench's BenchmarkAllow against one
+// real redis-server (started by the benchmark), count times, and prints a
+// markdown table of medians and of ratios to go-redis/redis_rate measured
+// in the same run.
+//
+// Run it from the bench directory:
+//
+//	go run ./cmd/perftable                 # -count 5, about 8 minutes on 2 cores
+//	go run ./cmd/perftable -in perftable.txt   # the table again from saved output
+//
+// The rows are every contender but the ContextTimeoutEnabled variant, at 1,
+// 64 and 256 callers on 10,000 keys and at 64 callers on one key under
+// 100% denial. The raw `go test` output goes to -o (default perftable.txt)
+// so that benchstat can read it too; the table goes to standard output.
+//
+// Ratios are medians of the ratios within each repetition (a row against
+// redis_rate's row of the same setting in the same pass), with their range
+// in parentheses: on a shared machine runs drift, and the pass pairs them.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// baseline is the library every ratio is taken against.
+const baseline = "redis_rate"
+
+func main() {
+	count := flag.Int("count", 5, "repetitions of every row (go test -count)")
+	benchtime := flag.String("benchtime", "1s", "time per row and repetition (go test -benchtime)")
+	out := flag.String("o", "perftable.txt", "file for the raw go test output")
+	in := flag.String("in", "", "print the table from this saved go test output instead of running")
+	flag.Parse()
+
+	var raw []byte
+	var notes []string
+	if *in != "" {
+		var err error
+		if raw, err = os.ReadFile(*in); err != nil {
+			fatal(err)
+		}
+	} else {
+		var err error
+		raw, notes, err = run(*count, *benchtime, *out)
+		if err != nil {
+			fatal(err)
+		}
+	}
+	res, err := parse(bytes.NewReader(raw))
+	if err != nil {
+		fatal(err)
+	}
+	if err := render(os.Stdout, res, notes); err != nil {
+		fatal(err)
+	}
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "perftable:", err)
+	os.Exit(1)
+}
+
+// run runs the table's benchmarks in the bench module, writing their
+// output to outFile and progress to stderr, and returns the output and
+// notes on the machine.
+func run(count int, benchtime, outFile string) ([]byte, []string, error) {
+	dir, err := benchDir()
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := os.Create(outFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	args := []string{"test", "-run", "^$", "-bench", "^BenchmarkAllow$", "-benchmem",
+		"-count", strconv.Itoa(count), "-benchtime", benchtime, "-timeout", "0", ".", "-perftable"}
+	fmt.Fprintf(os.Stderr, "perftable: in %s: go %s\n", dir, strings.Join(args, " "))
+	var buf bytes.Buffer
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Stderr = os.Stderr
+	pr, pw := io.Pipe()
+	cmd.Stdout = pw
+	notes := []string{"load average before: " + loadavg()}
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	done := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	sc := bufio.NewScanner(pr)
+	rows, total := 0, count*28
+	for sc.Scan() {
+		line := sc.Text()
+		fmt.Fprintln(&buf, line)
+		fmt.Fprintln(f, line)
+		if strings.HasPrefix(line, "Benchmark") && strings.Contains(line, "ns/op") {
+			rows++
+			name, _, _ := strings.Cut(line, " ")
+			fmt.Fprintf(os.Stderr, "perftable: %d/%d %s (%s)\n", rows, total, name, time.Since(began).Round(time.Second))
+		} else if strings.HasPrefix(line, "---") || strings.Contains(line, "FAIL") {
+			fmt.Fprintln(os.Stderr, line)
+		}
+	}
+	if err := <-done; err != nil {
+		return nil, nil, fmt.Errorf("go test: %w (output in %s)", err, outFile)
+	}
+	notes = append(notes, "load average after: "+loadavg(),
+		fmt.Sprintf("%d repetitions of -benchtime %s, %s in all", count, benchtime, time.Since(began).Round(time.Second)))
+	if v, err := exec.Command("redis-server", "--version").Output(); err == nil {
+		notes = append(notes, strings.TrimSpace(string(v)))
+	}
+	if v, err := exec.Command("go", "version").Output(); err == nil {
+		notes = append(notes, strings.TrimSpace(string(v)))
+	}
+	return buf.Bytes(), notes, nil
+}
+
+// benchDir returns the bench module's directory, from go env GOMOD.
+func benchDir() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	gomod := strings.TrimSpace(string(out))
+	data, err := os.ReadFile(gomod)
+	if err != nil || !bytes.Contains(data, []byte("module github.com/ratelimitgen/ratelimitgen/bench\n")) {
+		return "", errors.New("run perftable inside the bench module (cd bench)")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// setting is one column of conditions: callers and key set.
+type setting struct {
+	callers int
+	keys    string
+}
+
+// row is one library in one setting: its metrics per repetition, in the
+// order the repetitions ran.
+type row struct {
+	lib     string
+	setting setting
+	runs    []map[string]float64
+}
+
+// results holds every parsed row, libraries and settings in the order
+// they first appeared, and the header lines of go test (cpu etc.).
+type results struct {
+	libs     []string
+	settings []setting
+	rows     map[string]map[setting]*row
+	header   []string
+	procs    string
+}
+
+// parse reads go test -bench output.
+func parse(r io.Reader) (*results, error) {
+	res := &results{rows: map[string]map[setting]*row{}}
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "cpu:") || strings.HasPrefix(line, "goos:") || strings.HasPrefix(line, "goarch:") {
+			if !slices.Contains(res.header, line) {
+				res.header = append(res.header, strings.TrimSpace(line))
+			}
+			continue
+		}
+		if !strings.HasPrefix(line, "BenchmarkAllow/") {
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) < 4 || (len(fields)-2)%2 != 0 {
+			continue
+		}
+		name := fields[0]
+		if i := strings.LastIndexByte(name, '-'); i > 0 {
+			if _, err := strconv.Atoi(name[i+1:]); err == nil {
+				res.procs = name[i+1:]
+				name = name[:i]
+			}
+		}
+		var lib string
+		var s setting
+		for _, part := range strings.Split(name, "/")[1:] {
+			k, v, _ := strings.Cut(part, "=")
+			switch k {
+			case "lib":
+				lib = v
+			case "callers":
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					return nil, fmt.Errorf("%s: callers=%q", name, v)
+				}
+				s.callers = n
+			case "keys":
+				s.keys = v
+			}
+		}
+		if lib == "" || s.callers == 0 || s.keys == "" {
+			return nil, fmt.Errorf("unexpected benchmark name %s", name)
+		}
+		m := map[string]float64{}
+		for i := 2; i+1 < len(fields); i += 2 {
+			v, err := strconv.ParseFloat(fields[i], 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %q: %w", name, fields[i], err)
+			}
+			m[fields[i+1]] = v
+		}
+		if !slices.Contains(res.libs, lib) {
+			res.libs = append(res.libs, lib)
+		}
+		if !slices.Contains(res.settings, s) {
+			res.settings = append(res.settings, s)
+		}
+		if res.rows[lib] == nil {
+			res.rows[lib] = map[setting]*row{}
+		}
+		rw := res.rows[lib][s]
+		if rw == nil {
+			rw = &row{lib: lib, setting: s}
+			res.rows[lib][s] = rw
+		}
+		rw.runs = append(rw.runs, m)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if len(res.libs) == 0 {
+		return nil, errors.New("no BenchmarkAllow results in the output")
+	}
+	// Settings in the table's order: fewer callers first, denial last.
+	slices.SortStableFunc(res.settings, func(a, b setting) int {
+		if (a.keys == "denied") != (b.keys == "denied") {
+			if a.keys == "denied" {
+				return 1
+			}
+			return -1
+		}
+		return a.callers - b.callers
+	})
+	return res, nil
+}
+
+// values returns one metric of a row, per repetition (NaN where missing).
+func (r *row) values(unit string) []float64 {
+	vs := make([]float64, len(r.runs))
+	for i, m := range r.runs {
+		v, ok := m[unit]
+		if !ok {
+			v = math.NaN()
+		}
+		vs[i] = v
+	}
+	return vs
+}
+
+// decisionsPerSec returns 1e9/ns-op per repetition: decisions per second of
+// all callers together.
+func (r *row) decisionsPerSec() []float64 {
+	vs := r.values("ns/op")
+	for i, v := range vs {
+		vs[i] = 1e9 / v
+	}
+	return vs
+}
+
+func median(vs []float64) float64 {
+	s := slices.DeleteFunc(slices.Clone(vs), math.IsNaN)
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// pairedRatios divides a by b repetition by repetition.
+func pairedRatios(a, b []float64) []float64 {
+	n := min(len(a), len(b))
+	rs := make([]float64, 0, n)
+	for i := range n {
+		if !math.IsNaN(a[i]) && !math.IsNaN(b[i]) && b[i] != 0 {
+			rs = append(rs, a[i]/b[i])
+		}
+	}
+	return rs
+}
+
+// ratio formats the median of paired ratios with their range.
+func ratio(rs []float64) string {
+	if len(rs) == 0 {
+		return "–"
+	}
+	m := median(rs)
+	if len(rs) == 1 {
+		return fmt.Sprintf("%.2f×", m)
+	}
+	return fmt.Sprintf("%.2f× (%.2f–%.2f)", m, slices.Min(rs), slices.Max(rs))
+}
+
+// sig formats v with about three significant digits and thousands
+// separators.
+func sig(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "–"
+	case v == 0:
+		return "0"
+	case math.Abs(v) >= 1000:
+		return thousands(int64(math.Round(v)))
+	case math.Abs(v) >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case math.Abs(v) >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	case math.Abs(v) >= 1:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'f', 3, 64)
+}
+
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// render writes the markdown table.
+func render(w io.Writer, res *results, notes []string) error {
+	reps := 0
+	for _, byS := range res.rows {
+		for _, r := range byS {
+			reps = max(reps, len(r.runs))
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Medians of %d repetitions; ratios against %s in the same setting, repetition by repetition (median, range).", reps, baseline)
+	if res.procs != "" {
+		fmt.Fprintf(&b, " GOMAXPROCS %s.", res.procs)
+	}
+	b.WriteString("\n")
+	for _, h := range res.header {
+		fmt.Fprintf(&b, "%s\n", h)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(&b, "%s\n", n)
+	}
+	b.WriteString("\n| library | callers | keys | decisions/s | × redis_rate | p50 µs | p50 × redis_rate | p99 µs | allocs/op | B/op | Redis µs/op | Redis calls/op | admitted/op |\n")
+	b.WriteString("|---|---:|---|---:|---|---:|---|---:|---:|---:|---:|---:|---:|\n")
+	for _, s := range res.settings {
+		base := res.rows[baseline][s]
+		for _, lib := range res.libs {
+			r := res.rows[lib][s]
+			if r == nil {
+				continue
+			}
+			dps := r.decisionsPerSec()
+			p50 := r.values("p50-µs")
+			tput, lat := "–", "–"
+			if base != nil {
+				tput = ratio(pairedRatios(dps, base.decisionsPerSec()))
+				lat = ratio(pairedRatios(p50, base.values("p50-µs")))
+				if lib == baseline {
+					tput, lat = "1", "1"
+				}
+			}
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				lib, s.callers, s.keys,
+				sig(median(dps)), tput,
+				sig(median(p50)), lat,
+				sig(median(r.values("p99-µs"))),
+				sig(median(r.values("allocs/op"))),
+				sig(median(r.values("B/op"))),
+				sig(median(r.values("redis-µs/op"))),
+				sig(median(r.values("redis-calls/op"))),
+				sig(median(r.values("admitted/op"))))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

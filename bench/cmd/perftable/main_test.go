@@ -1,0 +1,59 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+const sample = `goos: linux
+goarch: amd64
+pkg: github.com/ratelimitgen/ratelimitgen/bench
+cpu: Some CPU
+BenchmarkAllow/lib=ratelimitgen-gcra/callers=1/keys=10000-2         	    3254	    50000 ns/op	         1.000 admitted/op	       40 p50-µs	      100 p99-µs	         1.000 redis-calls/op	        12 redis-µs/op	    1328 B/op	      24 allocs/op
+BenchmarkAllow/lib=redis_rate/callers=1/keys=10000-2                	    6849	    40000 ns/op	         1.000 admitted/op	        40 p50-µs	       264.2 p99-µs	         1.000 redis-calls/op	         8.521 redis-µs/op	     678 B/op	      19 allocs/op
+BenchmarkAllow/lib=redis_rate/callers=64/keys=denied-2                	    6849	    10000 ns/op	         0 admitted/op	        600 p50-µs	       900 p99-µs	         1.000 redis-calls/op	         8 redis-µs/op	     678 B/op	      19 allocs/op
+BenchmarkAllow/lib=ratelimitgen-gcra/callers=64/keys=denied-2         	    3254	    1000 ns/op	         0 admitted/op	       60 p50-µs	      100 p99-µs	         0.001 redis-calls/op	        0.01 redis-µs/op	    100 B/op	      2 allocs/op
+BenchmarkAllow/lib=ratelimitgen-gcra/callers=1/keys=10000-2         	    3254	    20000 ns/op	         1.000 admitted/op	       20 p50-µs	      100 p99-µs	         1.000 redis-calls/op	        12 redis-µs/op	    1328 B/op	      24 allocs/op
+BenchmarkAllow/lib=redis_rate/callers=1/keys=10000-2                	    6849	    40000 ns/op	         1.000 admitted/op	        40 p50-µs	       264.2 p99-µs	         1.000 redis-calls/op	         8.521 redis-µs/op	     678 B/op	      19 allocs/op
+PASS
+`
+
+func TestParseRender(t *testing.T) {
+	res, err := parse(strings.NewReader(sample))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.libs; len(got) != 2 || got[0] != "ratelimitgen-gcra" || got[1] != "redis_rate" {
+		t.Fatalf("libs = %v", got)
+	}
+	if len(res.settings) != 2 || res.settings[0] != (setting{1, "10000"}) || res.settings[1] != (setting{64, "denied"}) {
+		t.Fatalf("settings = %v, want 1/10000 then 64/denied", res.settings)
+	}
+	var b strings.Builder
+	if err := render(&b, res, []string{"a note"}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"Medians of 2 repetitions",
+		"GOMAXPROCS 2.",
+		"cpu: Some CPU",
+		"a note",
+		// 1e9/50000 and 1e9/20000: median 35,000/s; paired ratios 0.8 and 2.
+		"| ratelimitgen-gcra | 1 | 10000 | 35,000 | 1.40× (0.80–2.00) | 30.0 | 0.75× (0.50–1.00) | 100 | 24.0 | 1,328 | 12.0 | 1.00 | 1.00 |",
+		"| redis_rate | 1 | 10000 | 25,000 | 1 | 40.0 | 1 |",
+		"| ratelimitgen-gcra | 64 | denied | 1,000,000 | 10.00× | 60.0 | 0.10× | 100 | 2.00 | 100 | 0.010 | 0.001 | 0 |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -4500: "-4,500"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -45,6 +45,9 @@ type Limiter struct {
 	// timeout rather than by the context's deadline, so that an earlier
 	// caller deadline needs eval's goroutine.
 	boundedByTimeout bool
+	// batch lets concurrent decisions share round trips; nil without
+	// batching.
+	batch *batcher
 	// settings checks the server settings that put counts at risk.
 	settings configCheck
 	// fallbackUsed says the fallback decided since it was last swept.
@@ -70,6 +73,9 @@ func New(c redis.UniversalClient, opts ...Option) *Limiter {
 		r.fallback = runtime.NewMemoryLimiter(memOpts...)
 	}
 	r.breaker.interval = cfg.retryInterval
+	if cfg.batching {
+		r.batch = newBatcher(r)
+	}
 	r.scripter = c
 	switch c := c.(type) {
 	case *redis.Client:
@@ -249,20 +255,20 @@ func (r *Limiter) run(ctx context.Context, reqs []runtime.Request) (runtime.Deci
 		now = r.cfg.clock().UnixMicro()
 	}
 	vs := make([]verdict, len(reqs))
-	receipts := make([]int64, len(reqs))
 	groups := r.groups(reqs)
+	if len(groups) == 1 && r.batch != nil {
+		committed, err := r.batch.decide(ctx, callerFirst, now, reqs, groups[0], vs)
+		if err != nil {
+			return runtime.Decisions{}, timeoutError(err, budget, callerFirst)
+		}
+		return decisions(vs, committed), nil
+	}
+	receipts := make([]int64, len(reqs))
 	for gi, g := range groups {
 		committed, err := r.evalGroup(ctx, callerFirst, modeDecide, now, reqs, g, vs, receipts)
 		if err != nil {
 			r.refund(ctx, reqs, groups[:gi], receipts)
-			if isTimeout(err) {
-				whose := "the limiter's timeout"
-				if callerFirst {
-					whose = "the caller's deadline"
-				}
-				err = fmt.Errorf("no answer within %v (%s): %w", budget.Round(time.Microsecond), whose, err)
-			}
-			return runtime.Decisions{}, err
+			return runtime.Decisions{}, timeoutError(err, budget, callerFirst)
 		}
 		if !committed {
 			r.refund(ctx, reqs, groups[:gi], receipts)
@@ -278,6 +284,18 @@ func (r *Limiter) run(ctx context.Context, reqs []runtime.Request) (runtime.Deci
 		}
 	}
 	return decisions(vs, true), nil
+}
+
+// timeoutError says whose deadline passed when err is a timeout.
+func timeoutError(err error, budget time.Duration, callerFirst bool) error {
+	if !isTimeout(err) {
+		return err
+	}
+	whose := "the limiter's timeout"
+	if callerFirst {
+		whose = "the caller's deadline"
+	}
+	return fmt.Errorf("no answer within %v (%s): %w", budget.Round(time.Microsecond), whose, err)
 }
 
 // groups splits reqs (by index) into the sets one script may decide
@@ -331,20 +349,30 @@ var (
 // the group's admissions were recorded. callerFirst says ctx's deadline is
 // the caller's, earlier than the limiter's timeout.
 func (r *Limiter) evalGroup(ctx context.Context, callerFirst bool, mode any, now int64, reqs []runtime.Request, idx []int, vs []verdict, receipts []int64) (bool, error) {
-	keys, args := r.scriptInput(mode, now, reqs, idx, receipts)
-	res, err := r.eval(ctx, callerFirst, scriptFor(reqs, idx), keys, args...)
+	var in scriptInput
+	in.add(r, now, reqs, idx, nil)
+	res, err := r.eval(ctx, callerFirst, scriptFor(reqs, idx), in.keys, mode, in.numbers())
 	if err != nil {
 		return false, err
 	}
-	if len(res) != 1+5*len(idx) {
-		return false, fmt.Errorf("ratelimit: unexpected script reply %v; is the server Redis 5 or newer?", res)
+	committed, _, err := readCall(res, reqs, idx, vs, receipts)
+	return committed, err
+}
+
+// readCall reads one call's part of a script reply into the verdicts and
+// receipts of the requests at idx, and returns what follows it.
+func readCall(res []int64, reqs []runtime.Request, idx []int, vs []verdict, receipts []int64) (committed bool, rest []int64, err error) {
+	if len(res) < 1+5*len(idx) {
+		return false, nil, fmt.Errorf("ratelimit: unexpected script reply %v; is the server Redis 5 or newer?", res)
 	}
 	for j, i := range idx {
 		f := res[1+5*j:]
 		vs[i] = verdict{ok: f[0] == 1, remaining: f[1], retry: f[2], reset: f[3]}
-		receipts[i] = f[4]
+		if receipts != nil {
+			receipts[i] = f[4]
+		}
 	}
-	return res[0] == 1, nil
+	return res[0] == 1, res[1+5*len(idx):], nil
 }
 
 // refund undoes the admissions recorded for groups, best effort: if Redis
@@ -359,9 +387,10 @@ func (r *Limiter) refund(ctx context.Context, reqs []runtime.Request, groups [][
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.timeout)
 	defer cancel()
 	for _, idx := range groups {
-		keys, args := r.scriptInput(modeRefund, -1, reqs, idx, receipts)
-		keys = append(keys, r.refundMarker(reqs[idx[0]].Key))
-		_, _ = r.eval(ctx, false, scriptFor(reqs, idx), keys, args...)
+		var in scriptInput
+		in.add(r, -1, reqs, idx, receipts)
+		keys := append(in.keys, r.refundMarker(reqs[idx[0]].Key))
+		_, _ = r.eval(ctx, false, scriptFor(reqs, idx), keys, modeRefund, in.numbers())
 	}
 }
 
@@ -379,19 +408,44 @@ func (r *Limiter) refundMarker(key string) string {
 	return string(b)
 }
 
-// scriptInput builds the KEYS and ARGV of one script call for the requests
-// at idx, in the layout lua/main.lua documents.
-func (r *Limiter) scriptInput(mode any, now int64, reqs []runtime.Request, idx []int, receipts []int64) ([]string, []any) {
-	keys := make([]string, len(idx))
-	args := make([]any, 0, 2+6*len(idx))
-	args = append(args, mode, now)
-	for j, i := range idx {
-		q := reqs[i]
-		keys[j] = r.storageKey(q.Limit, q.Key)
-		args = append(args, algoSpecs[algorithmOf(q.Limit)].arg, q.Limit.Window.Microseconds(), int64(q.Limit.Max), burstOf(q.Limit), costOf(q), receipts[i])
-	}
-	return keys, args
+// scriptInput collects the KEYS and the numbers (ARGV[2]) of one script
+// call, one or several calls of the Limiter, in the layout lua/main.lua
+// documents. The numbers go as one string so that a call costs one boxed
+// argument, not six per limit.
+type scriptInput struct {
+	keys []string
+	nums []byte
 }
+
+// add appends the call of the requests at idx decided at now (-1 for the
+// server's clock); with receipts, for a refund.
+func (in *scriptInput) add(r *Limiter, now int64, reqs []runtime.Request, idx []int, receipts []int64) {
+	if in.nums == nil {
+		in.nums = make([]byte, 0, 64*len(idx))
+	} else {
+		in.nums = append(in.nums, ' ')
+	}
+	in.nums = strconv.AppendInt(in.nums, now, 10)
+	in.nums = append(in.nums, ' ')
+	in.nums = strconv.AppendInt(in.nums, int64(len(idx)), 10)
+	for _, i := range idx {
+		q := reqs[i]
+		spec := algoSpecs[algorithmOf(q.Limit)]
+		in.keys = append(in.keys, r.storageKey(q.Limit, q.Key))
+		in.nums = append(in.nums, ' ', spec.code)
+		for _, n := range [...]int64{q.Limit.Window.Microseconds(), int64(q.Limit.Max), burstOf(q.Limit), costOf(q)} {
+			in.nums = append(in.nums, ' ')
+			in.nums = strconv.AppendInt(in.nums, n, 10)
+		}
+		if receipts != nil {
+			in.nums = append(in.nums, ' ')
+			in.nums = strconv.AppendInt(in.nums, receipts[i], 10)
+		}
+	}
+}
+
+// numbers returns ARGV[2].
+func (in *scriptInput) numbers() any { return string(in.nums) }
 
 func (r *Limiter) storageKey(l runtime.Limit, key string) string {
 	// Build in a stack buffer when the key is short, so the string is the

@@ -63,12 +63,3 @@ func (v verdict) decision() runtime.Decision {
 }
 
 func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
-
-// decisions builds a call's answer from its limits' verdicts.
-func decisions(vs []verdict, allowed bool) runtime.Decisions {
-	ds := runtime.Decisions{Allowed: allowed, Each: make([]runtime.Decision, len(vs))}
-	for i, v := range vs {
-		ds.Each[i] = v.decision()
-	}
-	return ds
-}

@@ -3,6 +3,7 @@ package redislimit
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -77,12 +78,15 @@ func (b *batcher) decide(ctx context.Context, callerFirst bool, now int64, reqs 
 		b.release()
 		return committed, err
 	}
-	p := &pending{now: now, reqs: reqs, idx: idx, vs: vs, done: make(chan struct{})}
+	// The pending call gets copies: the caller's requests and verdicts
+	// then stay on its stack when it goes alone.
+	p := &pending{now: now, reqs: slices.Clone(reqs), idx: idx, vs: make([]verdict, len(vs)), done: make(chan struct{})}
 	b.queue = append(b.queue, p)
 	b.limits += len(idx)
 	b.mu.Unlock()
 	select {
 	case <-p.done:
+		copy(vs, p.vs)
 		return p.committed, p.err
 	case <-ctx.Done():
 		p.abandoned.Store(true)
@@ -150,12 +154,16 @@ func (b *batcher) run(batch []*pending) {
 
 // evalBatch decides a batch in one script call.
 func (r *Limiter) evalBatch(ctx context.Context, batch []*pending) {
-	var in scriptInput
-	script := batchScript(batch)
+	s := batchScript(batch)
+	keys := 0
 	for _, p := range batch {
-		in.add(r, p.now, p.reqs, p.idx, nil)
+		keys += len(p.idx)
 	}
-	res, err := r.eval(ctx, false, script, in.keys, modeDecide, in.numbers())
+	args, nums := s.scriptArgs(keys), make([]byte, 0, 48*keys)
+	for _, p := range batch {
+		args, nums = appendCall(args, nums, r, p.now, p.reqs, p.idx, nil)
+	}
+	res, err := r.eval(ctx, false, s, finishArgs(args, modeDecide, nums))
 	for _, p := range batch {
 		if err != nil {
 			p.err = err
@@ -175,9 +183,9 @@ func (r *Limiter) evalPipelined(ctx context.Context, batch []*pending) {
 	pipe := r.client.Pipeline()
 	cmds := make([]*redis.Cmd, len(batch))
 	for i, p := range batch {
-		var in scriptInput
-		in.add(r, p.now, p.reqs, p.idx, nil)
-		cmds[i] = scriptFor(p.reqs, p.idx).EvalSha(ctx, pipe, in.keys, modeDecide, in.numbers())
+		s := scriptFor(p.reqs, p.idx)
+		args, nums := appendCall(s.scriptArgs(len(p.idx)), nil, r, p.now, p.reqs, p.idx, nil)
+		cmds[i] = pipe.Do(ctx, finishArgs(args, modeDecide, nums)...)
 	}
 	_, _ = pipe.Exec(ctx)
 	for i, p := range batch {
@@ -195,7 +203,7 @@ func (r *Limiter) evalPipelined(ctx context.Context, batch []*pending) {
 }
 
 // batchScript returns the script that can decide every call of batch.
-func batchScript(batch []*pending) *redis.Script {
+func batchScript(batch []*pending) *script {
 	s := scriptFor(batch[0].reqs, batch[0].idx)
 	for _, p := range batch[1:] {
 		if scriptFor(p.reqs, p.idx) != s {

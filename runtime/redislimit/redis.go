@@ -36,7 +36,7 @@ type Limiter struct {
 	breaker  breaker
 	// scripter runs the scripts: the client itself, or a copy of it whose
 	// read and write timeouts are the limiter's timeout.
-	scripter redis.Scripter
+	scripter doer
 	// boundedByClient is true when scripter itself gives up by the
 	// decision's deadline; otherwise eval waits on a goroutine so that the
 	// timeout holds whatever the client's read timeout is.
@@ -103,9 +103,13 @@ func (r *Limiter) Allow(ctx context.Context, l runtime.Limit, key string) (runti
 	if err := runtime.Validate(reqs[:]...); err != nil {
 		return runtime.Decision{}, err
 	}
-	ds, err := r.decide(ctx, reqs[:])
+	var vs [1]verdict
+	ds, err := r.decide(ctx, reqs[:], vs[:])
 	if err != nil {
 		return runtime.Decision{}, err
+	}
+	if ds.Each == nil {
+		return vs[0].decision(), nil
 	}
 	return ds.Each[0], nil
 }
@@ -129,12 +133,22 @@ func (r *Limiter) Decide(ctx context.Context, reqs ...runtime.Request) (runtime.
 	if err := runtime.Validate(reqs...); err != nil {
 		return runtime.Decisions{}, err
 	}
-	return r.decide(ctx, reqs)
+	vs := make([]verdict, len(reqs))
+	ds, err := r.decide(ctx, reqs, vs)
+	if err == nil && ds.Each == nil {
+		ds.Each = make([]runtime.Decision, len(vs))
+		for i, v := range vs {
+			ds.Each[i] = v.decision()
+		}
+	}
+	return ds, err
 }
 
 // decide runs validated requests, following the failure policy when Redis
-// does not answer.
-func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request) (runtime.Decisions, error) {
+// does not answer. When Redis decides, the Decisions it returns have no
+// Each: the verdicts are in vs, one per request, and the caller builds what
+// it returns from them, so that Allow allocates nothing for them.
+func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdict) (runtime.Decisions, error) {
 	if err := ctx.Err(); err != nil {
 		return runtime.Decisions{}, err
 	}
@@ -145,7 +159,7 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request) (runtime.D
 	}
 	r.settings.due(r, start, reqs[0].Limit)
 
-	ds, err := r.run(ctx, reqs)
+	committed, err := r.run(ctx, reqs, vs)
 	if err == nil {
 		if r.breaker.record(start, false, probe) {
 			// Redis is back: check its configuration again, it may be
@@ -153,7 +167,7 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request) (runtime.D
 			r.settings.reset()
 		}
 		r.sweepFallback(start)
-		return ds, nil
+		return runtime.Decisions{Allowed: committed}, nil
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		// The caller gave up; that says nothing about Redis.
@@ -188,7 +202,9 @@ func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, cause err
 		err = &unavailableError{limit: reqs[0].Limit, err: cause}
 	default:
 		r.fallbackUsed.Store(true)
-		ds, err = r.fallback.Decide(ctx, reqs...)
+		// A copy, so that reqs, which the fallback could keep, stays on
+		// the caller's stack on the path that Redis decides.
+		ds, err = r.fallback.Decide(ctx, slices.Clone(reqs)...)
 		ds.Source = runtime.SourceFallback
 		if err != nil {
 			err = &unavailableError{limit: reqs[0].Limit, err: fmt.Errorf("%v; the local fallback failed too: %w", cause, err)}
@@ -240,7 +256,7 @@ func (r *Limiter) reloadTopology() {
 
 // run asks Redis for the decision, within the limiter's timeout or the
 // caller's deadline, whichever comes first.
-func (r *Limiter) run(ctx context.Context, reqs []runtime.Request) (runtime.Decisions, error) {
+func (r *Limiter) run(ctx context.Context, reqs []runtime.Request, vs []verdict) (committed bool, err error) {
 	budget := r.cfg.timeout
 	callerFirst := false
 	if dl, ok := ctx.Deadline(); ok {
@@ -254,21 +270,21 @@ func (r *Limiter) run(ctx context.Context, reqs []runtime.Request) (runtime.Deci
 	if r.cfg.clock != nil {
 		now = r.cfg.clock().UnixMicro()
 	}
-	vs := make([]verdict, len(reqs))
 	groups := r.groups(reqs)
-	if len(groups) == 1 && r.batch != nil {
-		committed, err := r.batch.decide(ctx, callerFirst, now, reqs, groups[0], vs)
-		if err != nil {
-			return runtime.Decisions{}, timeoutError(err, budget, callerFirst)
+	if len(groups) == 1 {
+		if r.batch != nil {
+			committed, err = r.batch.decide(ctx, callerFirst, now, reqs, groups[0], vs)
+		} else {
+			committed, err = r.evalGroup(ctx, callerFirst, modeDecide, now, reqs, groups[0], vs, nil)
 		}
-		return decisions(vs, committed), nil
+		return committed, timeoutError(err, budget, callerFirst)
 	}
 	receipts := make([]int64, len(reqs))
 	for gi, g := range groups {
 		committed, err := r.evalGroup(ctx, callerFirst, modeDecide, now, reqs, g, vs, receipts)
 		if err != nil {
 			r.refund(ctx, reqs, groups[:gi], receipts)
-			return runtime.Decisions{}, timeoutError(err, budget, callerFirst)
+			return false, timeoutError(err, budget, callerFirst)
 		}
 		if !committed {
 			r.refund(ctx, reqs, groups[:gi], receipts)
@@ -280,15 +296,15 @@ func (r *Limiter) run(ctx context.Context, reqs []runtime.Request) (runtime.Deci
 					_, _ = r.evalGroup(ctx, callerFirst, modeCheck, now, reqs, other, vs, receipts)
 				}
 			}
-			return decisions(vs, false), nil
+			return false, nil
 		}
 	}
-	return decisions(vs, true), nil
+	return true, nil
 }
 
 // timeoutError says whose deadline passed when err is a timeout.
 func timeoutError(err error, budget time.Duration, callerFirst bool) error {
-	if !isTimeout(err) {
+	if err == nil || !isTimeout(err) {
 		return err
 	}
 	whose := "the limiter's timeout"
@@ -349,9 +365,10 @@ var (
 // the group's admissions were recorded. callerFirst says ctx's deadline is
 // the caller's, earlier than the limiter's timeout.
 func (r *Limiter) evalGroup(ctx context.Context, callerFirst bool, mode any, now int64, reqs []runtime.Request, idx []int, vs []verdict, receipts []int64) (bool, error) {
-	var in scriptInput
-	in.add(r, now, reqs, idx, nil)
-	res, err := r.eval(ctx, callerFirst, scriptFor(reqs, idx), in.keys, mode, in.numbers())
+	s := scriptFor(reqs, idx)
+	var buf [192]byte
+	args, nums := appendCall(s.scriptArgs(len(idx)), buf[:0], r, now, reqs, idx, nil)
+	res, err := r.eval(ctx, callerFirst, s, finishArgs(args, mode, nums))
 	if err != nil {
 		return false, err
 	}
@@ -387,10 +404,10 @@ func (r *Limiter) refund(ctx context.Context, reqs []runtime.Request, groups [][
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.timeout)
 	defer cancel()
 	for _, idx := range groups {
-		var in scriptInput
-		in.add(r, -1, reqs, idx, receipts)
-		keys := append(in.keys, r.refundMarker(reqs[idx[0]].Key))
-		_, _ = r.eval(ctx, false, scriptFor(reqs, idx), keys, modeRefund, in.numbers())
+		s := scriptFor(reqs, idx)
+		args, nums := appendCall(s.scriptArgs(len(idx)+1), nil, r, -1, reqs, idx, receipts)
+		args = append(args, r.refundMarker(reqs[idx[0]].Key))
+		_, _ = r.eval(ctx, false, s, finishArgs(args, modeRefund, nums))
 	}
 }
 
@@ -408,44 +425,41 @@ func (r *Limiter) refundMarker(key string) string {
 	return string(b)
 }
 
-// scriptInput collects the KEYS and the numbers (ARGV[2]) of one script
-// call, one or several calls of the Limiter, in the layout lua/main.lua
-// documents. The numbers go as one string so that a call costs one boxed
-// argument, not six per limit.
-type scriptInput struct {
-	keys []string
-	nums []byte
-}
-
-// add appends the call of the requests at idx decided at now (-1 for the
-// server's clock); with receipts, for a refund.
-func (in *scriptInput) add(r *Limiter, now int64, reqs []runtime.Request, idx []int, receipts []int64) {
-	if in.nums == nil {
-		in.nums = make([]byte, 0, 64*len(idx))
-	} else {
-		in.nums = append(in.nums, ' ')
+// appendCall appends to args the storage keys of one call of the requests
+// at idx, decided at now (-1 for the server's clock), and to nums its
+// numbers for ARGV[2], in the layout lua/main.lua documents; with receipts,
+// for a refund. The numbers go as one string so that a call costs one
+// boxed argument, not six per limit.
+func appendCall(args []any, nums []byte, r *Limiter, now int64, reqs []runtime.Request, idx []int, receipts []int64) ([]any, []byte) {
+	if len(nums) > 0 {
+		nums = append(nums, ' ')
 	}
-	in.nums = strconv.AppendInt(in.nums, now, 10)
-	in.nums = append(in.nums, ' ')
-	in.nums = strconv.AppendInt(in.nums, int64(len(idx)), 10)
+	nums = strconv.AppendInt(nums, now, 10)
+	nums = append(nums, ' ')
+	nums = strconv.AppendInt(nums, int64(len(idx)), 10)
 	for _, i := range idx {
 		q := reqs[i]
 		spec := algoSpecs[algorithmOf(q.Limit)]
-		in.keys = append(in.keys, r.storageKey(q.Limit, q.Key))
-		in.nums = append(in.nums, ' ', spec.code)
+		args = append(args, r.storageKey(q.Limit, q.Key))
+		nums = append(nums, ' ', spec.code)
 		for _, n := range [...]int64{q.Limit.Window.Microseconds(), int64(q.Limit.Max), burstOf(q.Limit), costOf(q)} {
-			in.nums = append(in.nums, ' ')
-			in.nums = strconv.AppendInt(in.nums, n, 10)
+			nums = append(nums, ' ')
+			nums = strconv.AppendInt(nums, n, 10)
 		}
 		if receipts != nil {
-			in.nums = append(in.nums, ' ')
-			in.nums = strconv.AppendInt(in.nums, receipts[i], 10)
+			nums = append(nums, ' ')
+			nums = strconv.AppendInt(nums, receipts[i], 10)
 		}
 	}
+	return args, nums
 }
 
-// numbers returns ARGV[2].
-func (in *scriptInput) numbers() any { return string(in.nums) }
+// finishArgs completes the arguments of a script command: the number of
+// keys, then ARGV.
+func finishArgs(args []any, mode any, nums []byte) []any {
+	args[2] = len(args) - 3
+	return append(args, mode, string(nums))
+}
 
 func (r *Limiter) storageKey(l runtime.Limit, key string) string {
 	// Build in a stack buffer when the key is short, so the string is the
@@ -454,15 +468,15 @@ func (r *Limiter) storageKey(l runtime.Limit, key string) string {
 	return string(appendStorageKey(stack[:0], r.cfg.prefix, algoSpecs[algorithmOf(l)].tag, l.Name, key))
 }
 
-// eval runs the script, returning by ctx's deadline even when the client
-// would wait longer for a reply: a ClusterClient's ReadTimeout (3s by
-// default) applies unless ContextTimeoutEnabled is set, and a plain
+// eval runs the script command args, returning by ctx's deadline even when
+// the client would wait longer for a reply: a ClusterClient's ReadTimeout
+// (3s by default) applies unless ContextTimeoutEnabled is set, and a plain
 // client's copy waits for the limiter's timeout, which callerFirst says is
 // later than ctx's deadline. An abandoned call may still be recorded when
 // Redis answers late; that over-counts, never over-admits.
-func (r *Limiter) eval(ctx context.Context, callerFirst bool, script *redis.Script, keys []string, args ...any) ([]int64, error) {
+func (r *Limiter) eval(ctx context.Context, callerFirst bool, s *script, args []any) ([]int64, error) {
 	if r.boundedByClient && !(callerFirst && r.boundedByTimeout) {
-		return script.Run(ctx, r.scripter, keys, args...).Int64Slice()
+		return s.run(ctx, r.scripter, args)
 	}
 	type reply struct {
 		res []int64
@@ -470,7 +484,7 @@ func (r *Limiter) eval(ctx context.Context, callerFirst bool, script *redis.Scri
 	}
 	ch := make(chan reply, 1)
 	go func() {
-		res, err := script.Run(ctx, r.scripter, keys, args...).Int64Slice()
+		res, err := s.run(ctx, r.scripter, args)
 		ch <- reply{res, err}
 	}()
 	select {

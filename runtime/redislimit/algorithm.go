@@ -12,18 +12,19 @@ type algoSpec struct {
 	// tag goes into storage keys so that algorithms never read each
 	// other's data structures.
 	tag string
-	// arg is the algorithm's name boxed once, as the script receives it.
-	arg any
+	// code is the algorithm's number in the script's input: its place in
+	// lua/main.lua's algo_names, as a digit.
+	code byte
 	// file is the algorithm's script in lua/.
 	file string
 }
 
 var algoSpecs = map[runtime.Algorithm]algoSpec{
-	runtime.SlidingLog:    {tag: "sl", arg: string(runtime.SlidingLog), file: "sliding_log.lua"},
-	runtime.SlidingWindow: {tag: "sw", arg: string(runtime.SlidingWindow), file: "sliding_window.lua"},
-	runtime.FixedWindow:   {tag: "fw", arg: string(runtime.FixedWindow), file: "fixed_window.lua"},
-	runtime.TokenBucket:   {tag: "tb", arg: string(runtime.TokenBucket), file: "token_bucket.lua"},
-	runtime.GCRA:          {tag: "gc", arg: string(runtime.GCRA), file: "gcra.lua"},
+	runtime.SlidingLog:    {tag: "sl", code: '1', file: "sliding_log.lua"},
+	runtime.SlidingWindow: {tag: "sw", code: '2', file: "sliding_window.lua"},
+	runtime.FixedWindow:   {tag: "fw", code: '3', file: "fixed_window.lua"},
+	runtime.TokenBucket:   {tag: "tb", code: '4', file: "token_bucket.lua"},
+	runtime.GCRA:          {tag: "gc", code: '5', file: "gcra.lua"},
 }
 
 // algorithmOf returns l's algorithm, resolving the zero value.
@@ -62,12 +63,3 @@ func (v verdict) decision() runtime.Decision {
 }
 
 func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
-
-// decisions builds a call's answer from its limits' verdicts.
-func decisions(vs []verdict, allowed bool) runtime.Decisions {
-	ds := runtime.Decisions{Allowed: allowed, Each: make([]runtime.Decision, len(vs))}
-	for i, v := range vs {
-		ds.Each[i] = v.decision()
-	}
-	return ds
-}

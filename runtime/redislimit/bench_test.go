@@ -2,7 +2,9 @@ package redislimit
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,19 +65,24 @@ func BenchmarkRedisAllow(b *testing.B) {
 }
 
 func BenchmarkRedisAllowParallel(b *testing.B) {
-	srv := redistest.StartServer(b)
-	lim := New(srv.Client(b), WithFailurePolicy(FailClosed), WithTimeout(5*time.Second))
-	l := runtime.Limit{Name: "bench", Window: time.Second, Max: 100}
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.SetParallelism(8)
-	b.RunParallel(func(pb *testing.PB) {
-		i := 0
-		for pb.Next() {
-			if _, err := lim.Allow(ctx, l, strconv.Itoa(i%1024)); err != nil {
-				b.Fatal(err)
-			}
-			i++
-		}
-	})
+	for _, batching := range []bool{true, false} {
+		b.Run(fmt.Sprintf("batching=%v", batching), func(b *testing.B) {
+			srv := redistest.StartServer(b)
+			lim := New(srv.Client(b), WithFailurePolicy(FailClosed), WithTimeout(5*time.Second), WithBatching(batching))
+			l := runtime.Limit{Name: "bench", Window: time.Second, Max: 100, Algorithm: runtime.GCRA}
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.SetParallelism(32)
+			var n atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				i := int(n.Add(1)) * 7919
+				for pb.Next() {
+					if _, err := lim.Allow(ctx, l, strconv.Itoa(i%10000)); err != nil {
+						b.Fatal(err)
+					}
+					i++
+				}
+			})
+		})
+	}
 }

@@ -42,6 +42,9 @@ func TestCluster(t *testing.T) {
 	t.Run("each key is limited exactly", func(t *testing.T) {
 		testClusterExact(t, client, strict)
 	})
+	t.Run("concurrent decisions share pipelines, exactly", func(t *testing.T) {
+		testClusterBatching(t, strict)
+	})
 	t.Run("MOVED: the count moves with its slot", func(t *testing.T) {
 		testClusterMoved(t, c, client, strict)
 	})

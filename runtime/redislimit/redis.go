@@ -36,7 +36,7 @@ type Limiter struct {
 	breaker  breaker
 	// scripter runs the scripts: the client itself, or a copy of it whose
 	// read and write timeouts are the limiter's timeout.
-	scripter redis.Scripter
+	scripter doer
 	// boundedByClient is true when scripter itself gives up by the
 	// decision's deadline; otherwise eval waits on a goroutine so that the
 	// timeout holds whatever the client's read timeout is.
@@ -45,6 +45,9 @@ type Limiter struct {
 	// timeout rather than by the context's deadline, so that an earlier
 	// caller deadline needs eval's goroutine.
 	boundedByTimeout bool
+	// batch lets concurrent decisions share round trips; nil without
+	// batching.
+	batch *batcher
 	// settings checks the server settings that put counts at risk.
 	settings configCheck
 	// fallbackUsed says the fallback decided since it was last swept.
@@ -70,6 +73,9 @@ func New(c redis.UniversalClient, opts ...Option) *Limiter {
 		r.fallback = runtime.NewMemoryLimiter(memOpts...)
 	}
 	r.breaker.interval = cfg.retryInterval
+	if cfg.batching {
+		r.batch = newBatcher(r)
+	}
 	r.scripter = c
 	switch c := c.(type) {
 	case *redis.Client:
@@ -97,9 +103,13 @@ func (r *Limiter) Allow(ctx context.Context, l runtime.Limit, key string) (runti
 	if err := runtime.Validate(reqs[:]...); err != nil {
 		return runtime.Decision{}, err
 	}
-	ds, err := r.decide(ctx, reqs[:])
+	var vs [1]verdict
+	ds, err := r.decide(ctx, reqs[:], vs[:])
 	if err != nil {
 		return runtime.Decision{}, err
+	}
+	if ds.Each == nil {
+		return vs[0].decision(), nil
 	}
 	return ds.Each[0], nil
 }
@@ -123,12 +133,22 @@ func (r *Limiter) Decide(ctx context.Context, reqs ...runtime.Request) (runtime.
 	if err := runtime.Validate(reqs...); err != nil {
 		return runtime.Decisions{}, err
 	}
-	return r.decide(ctx, reqs)
+	vs := make([]verdict, len(reqs))
+	ds, err := r.decide(ctx, reqs, vs)
+	if err == nil && ds.Each == nil {
+		ds.Each = make([]runtime.Decision, len(vs))
+		for i, v := range vs {
+			ds.Each[i] = v.decision()
+		}
+	}
+	return ds, err
 }
 
 // decide runs validated requests, following the failure policy when Redis
-// does not answer.
-func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request) (runtime.Decisions, error) {
+// does not answer. When Redis decides, the Decisions it returns have no
+// Each: the verdicts are in vs, one per request, and the caller builds what
+// it returns from them, so that Allow allocates nothing for them.
+func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdict) (runtime.Decisions, error) {
 	if err := ctx.Err(); err != nil {
 		return runtime.Decisions{}, err
 	}
@@ -139,7 +159,7 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request) (runtime.D
 	}
 	r.settings.due(r, start, reqs[0].Limit)
 
-	ds, err := r.run(ctx, reqs)
+	committed, err := r.run(ctx, reqs, vs)
 	if err == nil {
 		if r.breaker.record(start, false, probe) {
 			// Redis is back: check its configuration again, it may be
@@ -147,7 +167,7 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request) (runtime.D
 			r.settings.reset()
 		}
 		r.sweepFallback(start)
-		return ds, nil
+		return runtime.Decisions{Allowed: committed}, nil
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		// The caller gave up; that says nothing about Redis.
@@ -182,7 +202,9 @@ func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, cause err
 		err = &unavailableError{limit: reqs[0].Limit, err: cause}
 	default:
 		r.fallbackUsed.Store(true)
-		ds, err = r.fallback.Decide(ctx, reqs...)
+		// A copy, so that reqs, which the fallback could keep, stays on
+		// the caller's stack on the path that Redis decides.
+		ds, err = r.fallback.Decide(ctx, slices.Clone(reqs)...)
 		ds.Source = runtime.SourceFallback
 		if err != nil {
 			err = &unavailableError{limit: reqs[0].Limit, err: fmt.Errorf("%v; the local fallback failed too: %w", cause, err)}
@@ -234,7 +256,7 @@ func (r *Limiter) reloadTopology() {
 
 // run asks Redis for the decision, within the limiter's timeout or the
 // caller's deadline, whichever comes first.
-func (r *Limiter) run(ctx context.Context, reqs []runtime.Request) (runtime.Decisions, error) {
+func (r *Limiter) run(ctx context.Context, reqs []runtime.Request, vs []verdict) (committed bool, err error) {
 	budget := r.cfg.timeout
 	callerFirst := false
 	if dl, ok := ctx.Deadline(); ok {
@@ -248,21 +270,21 @@ func (r *Limiter) run(ctx context.Context, reqs []runtime.Request) (runtime.Deci
 	if r.cfg.clock != nil {
 		now = r.cfg.clock().UnixMicro()
 	}
-	vs := make([]verdict, len(reqs))
-	receipts := make([]int64, len(reqs))
 	groups := r.groups(reqs)
+	if len(groups) == 1 {
+		if r.batch != nil {
+			committed, err = r.batch.decide(ctx, callerFirst, now, reqs, groups[0], vs)
+		} else {
+			committed, err = r.evalGroup(ctx, callerFirst, modeDecide, now, reqs, groups[0], vs, nil)
+		}
+		return committed, timeoutError(err, budget, callerFirst)
+	}
+	receipts := make([]int64, len(reqs))
 	for gi, g := range groups {
 		committed, err := r.evalGroup(ctx, callerFirst, modeDecide, now, reqs, g, vs, receipts)
 		if err != nil {
 			r.refund(ctx, reqs, groups[:gi], receipts)
-			if isTimeout(err) {
-				whose := "the limiter's timeout"
-				if callerFirst {
-					whose = "the caller's deadline"
-				}
-				err = fmt.Errorf("no answer within %v (%s): %w", budget.Round(time.Microsecond), whose, err)
-			}
-			return runtime.Decisions{}, err
+			return false, timeoutError(err, budget, callerFirst)
 		}
 		if !committed {
 			r.refund(ctx, reqs, groups[:gi], receipts)
@@ -274,10 +296,22 @@ func (r *Limiter) run(ctx context.Context, reqs []runtime.Request) (runtime.Deci
 					_, _ = r.evalGroup(ctx, callerFirst, modeCheck, now, reqs, other, vs, receipts)
 				}
 			}
-			return decisions(vs, false), nil
+			return false, nil
 		}
 	}
-	return decisions(vs, true), nil
+	return true, nil
+}
+
+// timeoutError says whose deadline passed when err is a timeout.
+func timeoutError(err error, budget time.Duration, callerFirst bool) error {
+	if err == nil || !isTimeout(err) {
+		return err
+	}
+	whose := "the limiter's timeout"
+	if callerFirst {
+		whose = "the caller's deadline"
+	}
+	return fmt.Errorf("no answer within %v (%s): %w", budget.Round(time.Microsecond), whose, err)
 }
 
 // groups splits reqs (by index) into the sets one script may decide
@@ -331,20 +365,31 @@ var (
 // the group's admissions were recorded. callerFirst says ctx's deadline is
 // the caller's, earlier than the limiter's timeout.
 func (r *Limiter) evalGroup(ctx context.Context, callerFirst bool, mode any, now int64, reqs []runtime.Request, idx []int, vs []verdict, receipts []int64) (bool, error) {
-	keys, args := r.scriptInput(mode, now, reqs, idx, receipts)
-	res, err := r.eval(ctx, callerFirst, scriptFor(reqs, idx), keys, args...)
+	s := scriptFor(reqs, idx)
+	var buf [192]byte
+	args, nums := appendCall(s.scriptArgs(len(idx)), buf[:0], r, now, reqs, idx, nil)
+	res, err := r.eval(ctx, callerFirst, s, finishArgs(args, mode, nums))
 	if err != nil {
 		return false, err
 	}
-	if len(res) != 1+5*len(idx) {
-		return false, fmt.Errorf("ratelimit: unexpected script reply %v; is the server Redis 5 or newer?", res)
+	committed, _, err := readCall(res, reqs, idx, vs, receipts)
+	return committed, err
+}
+
+// readCall reads one call's part of a script reply into the verdicts and
+// receipts of the requests at idx, and returns what follows it.
+func readCall(res []int64, reqs []runtime.Request, idx []int, vs []verdict, receipts []int64) (committed bool, rest []int64, err error) {
+	if len(res) < 1+5*len(idx) {
+		return false, nil, fmt.Errorf("ratelimit: unexpected script reply %v; is the server Redis 5 or newer?", res)
 	}
 	for j, i := range idx {
 		f := res[1+5*j:]
 		vs[i] = verdict{ok: f[0] == 1, remaining: f[1], retry: f[2], reset: f[3]}
-		receipts[i] = f[4]
+		if receipts != nil {
+			receipts[i] = f[4]
+		}
 	}
-	return res[0] == 1, nil
+	return res[0] == 1, res[1+5*len(idx):], nil
 }
 
 // refund undoes the admissions recorded for groups, best effort: if Redis
@@ -359,9 +404,10 @@ func (r *Limiter) refund(ctx context.Context, reqs []runtime.Request, groups [][
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.timeout)
 	defer cancel()
 	for _, idx := range groups {
-		keys, args := r.scriptInput(modeRefund, -1, reqs, idx, receipts)
-		keys = append(keys, r.refundMarker(reqs[idx[0]].Key))
-		_, _ = r.eval(ctx, false, scriptFor(reqs, idx), keys, args...)
+		s := scriptFor(reqs, idx)
+		args, nums := appendCall(s.scriptArgs(len(idx)+1), nil, r, -1, reqs, idx, receipts)
+		args = append(args, r.refundMarker(reqs[idx[0]].Key))
+		_, _ = r.eval(ctx, false, s, finishArgs(args, modeRefund, nums))
 	}
 }
 
@@ -379,18 +425,40 @@ func (r *Limiter) refundMarker(key string) string {
 	return string(b)
 }
 
-// scriptInput builds the KEYS and ARGV of one script call for the requests
-// at idx, in the layout lua/main.lua documents.
-func (r *Limiter) scriptInput(mode any, now int64, reqs []runtime.Request, idx []int, receipts []int64) ([]string, []any) {
-	keys := make([]string, len(idx))
-	args := make([]any, 0, 2+6*len(idx))
-	args = append(args, mode, now)
-	for j, i := range idx {
-		q := reqs[i]
-		keys[j] = r.storageKey(q.Limit, q.Key)
-		args = append(args, algoSpecs[algorithmOf(q.Limit)].arg, q.Limit.Window.Microseconds(), int64(q.Limit.Max), burstOf(q.Limit), costOf(q), receipts[i])
+// appendCall appends to args the storage keys of one call of the requests
+// at idx, decided at now (-1 for the server's clock), and to nums its
+// numbers for ARGV[2], in the layout lua/main.lua documents; with receipts,
+// for a refund. The numbers go as one string so that a call costs one
+// boxed argument, not six per limit.
+func appendCall(args []any, nums []byte, r *Limiter, now int64, reqs []runtime.Request, idx []int, receipts []int64) ([]any, []byte) {
+	if len(nums) > 0 {
+		nums = append(nums, ' ')
 	}
-	return keys, args
+	nums = strconv.AppendInt(nums, now, 10)
+	nums = append(nums, ' ')
+	nums = strconv.AppendInt(nums, int64(len(idx)), 10)
+	for _, i := range idx {
+		q := reqs[i]
+		spec := algoSpecs[algorithmOf(q.Limit)]
+		args = append(args, r.storageKey(q.Limit, q.Key))
+		nums = append(nums, ' ', spec.code)
+		for _, n := range [...]int64{q.Limit.Window.Microseconds(), int64(q.Limit.Max), burstOf(q.Limit), costOf(q)} {
+			nums = append(nums, ' ')
+			nums = strconv.AppendInt(nums, n, 10)
+		}
+		if receipts != nil {
+			nums = append(nums, ' ')
+			nums = strconv.AppendInt(nums, receipts[i], 10)
+		}
+	}
+	return args, nums
+}
+
+// finishArgs completes the arguments of a script command: the number of
+// keys, then ARGV.
+func finishArgs(args []any, mode any, nums []byte) []any {
+	args[2] = len(args) - 3
+	return append(args, mode, string(nums))
 }
 
 func (r *Limiter) storageKey(l runtime.Limit, key string) string {
@@ -400,15 +468,15 @@ func (r *Limiter) storageKey(l runtime.Limit, key string) string {
 	return string(appendStorageKey(stack[:0], r.cfg.prefix, algoSpecs[algorithmOf(l)].tag, l.Name, key))
 }
 
-// eval runs the script, returning by ctx's deadline even when the client
-// would wait longer for a reply: a ClusterClient's ReadTimeout (3s by
-// default) applies unless ContextTimeoutEnabled is set, and a plain
+// eval runs the script command args, returning by ctx's deadline even when
+// the client would wait longer for a reply: a ClusterClient's ReadTimeout
+// (3s by default) applies unless ContextTimeoutEnabled is set, and a plain
 // client's copy waits for the limiter's timeout, which callerFirst says is
 // later than ctx's deadline. An abandoned call may still be recorded when
 // Redis answers late; that over-counts, never over-admits.
-func (r *Limiter) eval(ctx context.Context, callerFirst bool, script *redis.Script, keys []string, args ...any) ([]int64, error) {
+func (r *Limiter) eval(ctx context.Context, callerFirst bool, s *script, args []any) ([]int64, error) {
 	if r.boundedByClient && !(callerFirst && r.boundedByTimeout) {
-		return script.Run(ctx, r.scripter, keys, args...).Int64Slice()
+		return s.run(ctx, r.scripter, args)
 	}
 	type reply struct {
 		res []int64
@@ -416,7 +484,7 @@ func (r *Limiter) eval(ctx context.Context, callerFirst bool, script *redis.Scri
 	}
 	ch := make(chan reply, 1)
 	go func() {
-		res, err := script.Run(ctx, r.scripter, keys, args...).Int64Slice()
+		res, err := s.run(ctx, r.scripter, args)
 		ch <- reply{res, err}
 	}()
 	select {

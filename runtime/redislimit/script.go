@@ -1,6 +1,7 @@
 package redislimit
 
 import (
+	"context"
 	"embed"
 	"slices"
 	"strings"
@@ -20,25 +21,69 @@ var luaFiles embed.FS
 // mixes algorithms runs the script holding all of them. These values are
 // built once and never change.
 var (
-	algoScripts = func() map[runtime.Algorithm]*redis.Script {
-		m := make(map[runtime.Algorithm]*redis.Script, len(algoSpecs))
+	algoScripts = func() map[runtime.Algorithm]*script {
+		m := make(map[runtime.Algorithm]*script, len(algoSpecs))
 		for a, spec := range algoSpecs {
-			m[a] = redis.NewScript(assembleScript(spec.file))
+			m[a] = newScript(assembleScript(spec.file))
 		}
 		return m
 	}()
-	mixedScript = func() *redis.Script {
+	mixedScript = func() *script {
 		var files []string
 		for _, spec := range algoSpecs {
 			files = append(files, spec.file)
 		}
 		slices.Sort(files) // map order is random; the script text must not be
-		return redis.NewScript(assembleScript(files...))
+		return newScript(assembleScript(files...))
 	}()
 )
 
+// script is one assembled script, with its hash and source boxed once for
+// the commands that run it.
+type script struct {
+	*redis.Script
+	hash, src any
+}
+
+func newScript(src string) *script {
+	s := redis.NewScript(src)
+	return &script{Script: s, hash: s.Hash(), src: src}
+}
+
+// Command names, boxed once.
+var (
+	cmdEvalSha any = "evalsha"
+	cmdEval    any = "eval"
+)
+
+// scriptArgs starts the arguments of a command running s: the command,
+// the script and room for the number of keys, which args sets once the
+// keys follow.
+func (s *script) scriptArgs(keys int) []any {
+	return append(make([]any, 0, 3+keys+2), cmdEvalSha, s.hash, nil)
+}
+
+// doer runs a command: every go-redis client and pipeline does.
+type doer interface {
+	Do(ctx context.Context, args ...any) *redis.Cmd
+}
+
+// run runs the command that args (from scriptArgs, with the keys and then
+// the script's arguments appended) holds, and loads the script when the
+// server does not know it (after SCRIPT FLUSH, a restart, a failover or on
+// a new cluster node).
+func (s *script) run(ctx context.Context, c doer, args []any) ([]int64, error) {
+	res, err := c.Do(ctx, args...).Int64Slice()
+	if err != nil && isNoScript(err) {
+		args[0], args[1] = cmdEval, s.src
+		res, err = c.Do(ctx, args...).Int64Slice()
+		args[0], args[1] = cmdEvalSha, s.hash
+	}
+	return res, err
+}
+
 // scriptFor returns the script that can decide the requests at idx.
-func scriptFor(reqs []runtime.Request, idx []int) *redis.Script {
+func scriptFor(reqs []runtime.Request, idx []int) *script {
 	a := algorithmOf(reqs[idx[0]].Limit)
 	for _, i := range idx[1:] {
 		if algorithmOf(reqs[i].Limit) != a {

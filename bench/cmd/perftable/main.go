@@ -14,9 +14,12 @@
 // 100% denial. The raw `go test` output goes to -o (default perftable.txt)
 // so that benchstat can read it too; the table goes to standard output.
 //
-// Ratios are medians of the ratios within each repetition (a row against
-// redis_rate's row of the same setting in the same pass), with their range
-// in parentheses: on a shared machine runs drift, and the pass pairs them.
+// Each repetition is one pass over every row, the libraries of a setting
+// one after another (go test -count would instead repeat each row count
+// times before the next). Ratios are medians of the ratios within each
+// pass (a row against redis_rate's row of the same setting), with their
+// range in parentheses: on a shared machine the load drifts, and the pass
+// pairs rows measured seconds apart.
 package main
 
 import (
@@ -74,58 +77,74 @@ func fatal(err error) {
 	os.Exit(1)
 }
 
-// run runs the table's benchmarks in the bench module, writing their
-// output to outFile and progress to stderr, and returns the output and
-// notes on the machine.
+// run builds bench's test binary once and runs the table's benchmarks
+// count times, one pass of every row after another, writing their output
+// to outFile and progress to stderr. It returns the output and notes on
+// the machine.
 func run(count int, benchtime, outFile string) ([]byte, []string, error) {
 	dir, err := benchDir()
 	if err != nil {
 		return nil, nil, err
+	}
+	tmp, err := os.MkdirTemp("", "perftable")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(tmp)
+	bin := filepath.Join(tmp, "bench.test")
+	build := exec.Command("go", "test", "-c", "-o", bin, ".")
+	build.Dir, build.Stdout, build.Stderr = dir, os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return nil, nil, fmt.Errorf("go test -c: %w", err)
 	}
 	f, err := os.Create(outFile)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	args := []string{"test", "-run", "^$", "-bench", "^BenchmarkAllow$", "-benchmem",
-		"-count", strconv.Itoa(count), "-benchtime", benchtime, "-timeout", "0", ".", "-perftable"}
-	fmt.Fprintf(os.Stderr, "perftable: in %s: go %s\n", dir, strings.Join(args, " "))
-	var buf bytes.Buffer
-	cmd := exec.Command("go", args...)
-	cmd.Dir = dir
-	cmd.Stderr = os.Stderr
-	pr, pw := io.Pipe()
-	cmd.Stdout = pw
+	args := []string{"-test.run", "^$", "-test.bench", "^BenchmarkAllow$", "-test.benchmem",
+		"-test.count", "1", "-test.benchtime", benchtime, "-test.timeout", "0", "-perftable"}
+	fmt.Fprintf(os.Stderr, "perftable: in %s, %d times: go test -c && bench.test %s\n", dir, count, strings.Join(args, " "))
 	notes := []string{"load average before: " + loadavg()}
 	began := time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, nil, err
-	}
-	done := make(chan error, 1)
-	go func() {
-		err := cmd.Wait()
-		pw.CloseWithError(err)
-		done <- err
-	}()
-	sc := bufio.NewScanner(pr)
-	rows, total := 0, count*28
-	for sc.Scan() {
-		line := sc.Text()
-		fmt.Fprintln(&buf, line)
-		fmt.Fprintln(f, line)
-		if strings.HasPrefix(line, "Benchmark") && strings.Contains(line, "ns/op") {
-			rows++
-			name, _, _ := strings.Cut(line, " ")
-			fmt.Fprintf(os.Stderr, "perftable: %d/%d %s (%s)\n", rows, total, name, time.Since(began).Round(time.Second))
-		} else if strings.HasPrefix(line, "---") || strings.Contains(line, "FAIL") {
-			fmt.Fprintln(os.Stderr, line)
+	var buf bytes.Buffer
+	rows, total := 0, count*tableRows
+	for pass := range count {
+		// One process per pass: go test -count would repeat each row
+		// count times in a row, so that drift in the machine's load would
+		// fall between a library and the one it is compared with.
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = dir
+		cmd.Stderr = os.Stderr
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := cmd.Start(); err != nil {
+			return nil, nil, err
+		}
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			line := sc.Text()
+			if pass > 0 && isHeader(line) {
+				continue
+			}
+			fmt.Fprintln(&buf, line)
+			fmt.Fprintln(f, line)
+			if strings.HasPrefix(line, "Benchmark") && strings.Contains(line, "ns/op") {
+				rows++
+				name, _, _ := strings.Cut(line, " ")
+				fmt.Fprintf(os.Stderr, "perftable: %d/%d %s (%s)\n", rows, total, name, time.Since(began).Round(time.Second))
+			} else if strings.HasPrefix(line, "---") || strings.Contains(line, "FAIL") {
+				fmt.Fprintln(os.Stderr, line)
+			}
+		}
+		if err := cmd.Wait(); err != nil {
+			return nil, nil, fmt.Errorf("pass %d: %w (output in %s)", pass+1, err, outFile)
 		}
 	}
-	if err := <-done; err != nil {
-		return nil, nil, fmt.Errorf("go test: %w (output in %s)", err, outFile)
-	}
 	notes = append(notes, "load average after: "+loadavg(),
-		fmt.Sprintf("%d repetitions of -benchtime %s, %s in all", count, benchtime, time.Since(began).Round(time.Second)))
+		fmt.Sprintf("%d passes of -benchtime %s, %s in all", count, benchtime, time.Since(began).Round(time.Second)))
 	if v, err := exec.Command("redis-server", "--version").Output(); err == nil {
 		notes = append(notes, strings.TrimSpace(string(v)))
 	}
@@ -133,6 +152,21 @@ func run(count int, benchtime, outFile string) ([]byte, []string, error) {
 		notes = append(notes, strings.TrimSpace(string(v)))
 	}
 	return buf.Bytes(), notes, nil
+}
+
+// tableRows is how many rows one pass runs (bench's TestTableRows checks
+// the benchmark's side); only the progress report uses it.
+const tableRows = 28
+
+// isHeader reports whether a line is one of go test's header lines, which
+// the passes after the first leave out of the combined output.
+func isHeader(line string) bool {
+	for _, p := range []string{"goos:", "goarch:", "pkg:", "cpu:", "PASS"} {
+		if strings.HasPrefix(line, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // benchDir returns the bench module's directory, from go env GOMOD.

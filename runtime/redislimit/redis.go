@@ -26,6 +26,11 @@ import (
 // FLUSH, a restart, a failover or on a new cluster node). Time comes from
 // the Redis server unless WithClock is given. It is safe for concurrent use.
 //
+// Concurrent decisions share round trips (see WithBatching): a decision
+// that arrives while two are on their way waits for one of them to return
+// and then goes with every other decision that arrived meanwhile, in one
+// script call on a single server or one pipeline per node on a cluster.
+//
 // When Redis fails or does not answer within the timeout, the decision
 // follows the FailurePolicy; see WithFailurePolicy, WithTimeout and
 // WithOnDegraded.

@@ -17,7 +17,8 @@ import (
 
 // storm has callers goroutines decide calls each over keys, the first
 // limit alone or with the others (by goroutine), and returns how many calls each key had admitted. Every
-// decision must come from Redis without error.
+// decision must come from Redis without error, so lims have the deny
+// cache off (denycache_test.go hammers a key with it on).
 func storm(t *testing.T, lims []*Limiter, callers, calls int, keys []string, limits ...runtime.Limit) map[string]int {
 	t.Helper()
 	var (
@@ -83,7 +84,7 @@ func TestBatchingIsExact(t *testing.T) {
 	srv := redistest.StartServer(t)
 	var lims []*Limiter
 	for range 3 {
-		lims = append(lims, New(srv.Client(t), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second)))
+		lims = append(lims, New(srv.Client(t), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithDenyCache(0)))
 	}
 	perKey := runtime.Limit{Name: "batch.exact", Window: time.Hour, Max: 20}
 	daily := runtime.Limit{Name: "batch.exact.daily", Window: 24 * time.Hour, Max: 15, Algorithm: runtime.GCRA}
@@ -123,7 +124,7 @@ func TestLoneCallerIsNotBatched(t *testing.T) {
 // too, and takes a script call per decision.
 func TestBatchingOff(t *testing.T) {
 	srv := redistest.StartServer(t)
-	lim := New(srv.Client(t), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithBatching(false))
+	lim := New(srv.Client(t), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithBatching(false), WithDenyCache(0))
 	l := runtime.Limit{Name: "batch.off", Window: time.Hour, Max: 10}
 	keys := stormKeys(4)
 	_, err := lim.Allow(context.Background(), l, "warm")
@@ -140,7 +141,7 @@ func TestBatchingOff(t *testing.T) {
 // run; every decision is still made by Redis, and exactly.
 func TestBatchingThroughNoScript(t *testing.T) {
 	srv := redistest.StartServer(t)
-	lim := New(srv.Client(t), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second))
+	lim := New(srv.Client(t), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithDenyCache(0))
 	l := runtime.Limit{Name: "batch.noscript", Window: time.Hour, Max: 25, Algorithm: runtime.SlidingWindow}
 	keys := stormKeys(6)
 	stop := make(chan struct{})
@@ -221,7 +222,7 @@ func TestBatchFailureFollowsPolicy(t *testing.T) {
 func testClusterBatching(t *testing.T, strict strictLimiter) {
 	var lims []*Limiter
 	for range 2 {
-		lim, _ := strict(t)
+		lim, _ := strict(t, WithDenyCache(0))
 		lims = append(lims, lim)
 	}
 	perKey := runtime.Limit{Name: "cluster.batch", Window: time.Hour, Max: 12}

@@ -56,8 +56,11 @@ func backends(t *testing.T) []backend {
 			return runtime.NewMemoryLimiter(runtime.WithClock(clock.Now))
 		}},
 		{"redis", func(t *testing.T, clock *fakeClock) testLimiter {
+			// The deny cache is off: these suites expect the script's exact
+			// answer to every call (denycache_test.go runs the conformance
+			// cases with it on).
 			return New(client, WithClock(clock.Now), WithPrefix("conf:"+t.Name()+":"),
-				WithFailurePolicy(FailClosed), WithTimeout(5*time.Second))
+				WithFailurePolicy(FailClosed), WithTimeout(5*time.Second), WithDenyCache(0))
 		}},
 	}
 }

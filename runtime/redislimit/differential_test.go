@@ -247,8 +247,9 @@ func newDiffHarness(t *testing.T, client redis.UniversalClient) *diffHarness {
 		t:     t,
 		clock: clock,
 		mem:   runtime.NewMemoryLimiter(runtime.WithClock(clock.Now)),
+		// The deny cache is off: the scripts' answers are compared exactly.
 		red: New(client, WithClock(clock.Now), WithPrefix("diff:"+t.Name()+":"),
-			WithFailurePolicy(FailClosed), WithTimeout(10*time.Second)),
+			WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithDenyCache(0)),
 	}
 }
 
@@ -277,8 +278,11 @@ func TestAlgorithmsCluster(t *testing.T) {
 	cl := redistest.StartCluster(t)
 	client := cl.Client(t)
 	newLimiter := func(t *testing.T, clock *fakeClock) *Limiter {
+		// The deny cache is off: these tests expect the scripts' exact
+		// answers, and a storm's refunds across slots are the one case
+		// where the cache may deny what Redis would admit.
 		return New(client, WithClock(clock.Now), WithPrefix("algc:"+t.Name()+":"),
-			WithFailurePolicy(FailClosed), WithTimeout(10*time.Second))
+			WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithDenyCache(0))
 	}
 
 	t.Run("differential several limits across slots", func(t *testing.T) {

@@ -61,6 +61,8 @@ type Limiter struct {
 	// says a sweep is running.
 	sweepAt  atomic.Int64
 	sweeping atomic.Bool
+	// deny remembers Redis's denials (see WithDenyCache); nil when off.
+	deny *denyCache
 }
 
 // New returns a Limiter backed by c, which may be a *redis.Client, a
@@ -69,7 +71,7 @@ type Limiter struct {
 // FailLocal with an in-memory fallback.
 func New(c redis.UniversalClient, opts ...Option) *Limiter {
 	cfg := newConfig(opts)
-	r := &Limiter{client: c, cfg: cfg, fallback: cfg.fallback}
+	r := &Limiter{client: c, cfg: cfg, fallback: cfg.fallback, deny: newDenyCache(cfg.denyCache, cfg.clock)}
 	if r.fallback == nil {
 		var memOpts []runtime.MemoryOption
 		if cfg.clock != nil {
@@ -157,6 +159,10 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	if err := ctx.Err(); err != nil {
 		return runtime.Decisions{}, err
 	}
+	asked, denied := r.deny.lookup(reqs, vs)
+	if denied {
+		return runtime.Decisions{Source: runtime.SourceDenyCache}, nil
+	}
 	start := time.Now()
 	ask, probe := r.breaker.allow(start)
 	if !ask {
@@ -165,6 +171,7 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	r.settings.due(r, start, reqs[0].Limit)
 
 	committed, err := r.run(ctx, reqs, vs)
+	r.deny.remember(reqs, vs, committed, err, asked)
 	if err == nil {
 		if r.breaker.record(start, false, probe) {
 			// Redis is back: check its configuration again, it may be

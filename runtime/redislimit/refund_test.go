@@ -130,7 +130,8 @@ func TestLostDecisionRepliesNeverOverAdmit(t *testing.T) {
 	for _, algo := range runtime.Algorithms() {
 		t.Run(string(algo), func(t *testing.T) {
 			clock := newFakeClock()
-			lim := New(client, WithClock(clock.Now), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second))
+			// Without the deny cache: every call must reach the proxy.
+			lim := New(client, WithClock(clock.Now), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithDenyCache(0))
 			l := runtime.Limit{Name: "lost.decision." + string(algo), Window: time.Hour, Max: 10, Algorithm: algo}
 			admitted, droppedBefore := 0, proxy.Dropped()
 			for i := 0; i < 3*l.Max; i++ {

@@ -49,8 +49,9 @@ func testSentinelFailover(t *testing.T) {
 	events := &degradedLog{}
 	// FailClosed, so any decision Redis did not make is an error this test
 	// sees; a generous timeout, so that only a real failure is one.
+	// Without the deny cache: the test needs every call to reach Redis.
 	lim := New(client, WithClock(clock.Now), WithFailurePolicy(FailClosed),
-		WithTimeout(5*time.Second), WithRetryInterval(10*time.Millisecond), WithOnDegraded(events.record))
+		WithTimeout(5*time.Second), WithRetryInterval(10*time.Millisecond), WithOnDegraded(events.record), WithDenyCache(0))
 	l := runtime.Limit{Name: "sentinel.failover", Window: time.Minute, Max: 3}
 	const key = "alice@example.com"
 	old, replica := s.Master(t), s.Replica(t)

@@ -375,6 +375,8 @@ func sig(v float64) string {
 		return "–"
 	case v == 0:
 		return "0"
+	case math.Abs(v) < 0.001:
+		return "<0.001"
 	case math.Abs(v) >= 1000:
 		return thousands(int64(math.Round(v)))
 	case math.Abs(v) >= 100:

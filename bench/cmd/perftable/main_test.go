@@ -50,6 +50,14 @@ func TestParseRender(t *testing.T) {
 	}
 }
 
+func TestSig(t *testing.T) {
+	for v, want := range map[float64]string{0: "0", 0.0000005: "<0.001", 0.0123: "0.012", 1.5: "1.50", 12.34: "12.3", 123.4: "123", 12345: "12,345"} {
+		if got := sig(v); got != want {
+			t.Errorf("sig(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
 func TestThousands(t *testing.T) {
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -4500: "-4,500"} {
 		if got := thousands(n); got != want {

@@ -9,6 +9,9 @@
 //     sethvargo/go-limiter's memorystore, and golang.org/x/time/rate
 //     limiters in a sync.Map or alone (inprocess.go, inprocess_test.go).
 //
+// cmd/perftable runs the rows of the repository README's Performance table
+// and prints them as ratios to redis_rate.
+//
 // It is a module of its own so that the peers it measures never become
 // dependencies of ratelimitgen's users. It holds no API; README.md has the
 // figures measured on the project's machine and how to reproduce them.

@@ -362,9 +362,25 @@ func ratio(rs []float64) string {
 	}
 	m := median(rs)
 	if len(rs) == 1 {
-		return fmt.Sprintf("%.2f×", m)
+		return times(m)
 	}
-	return fmt.Sprintf("%.2f× (%.2f–%.2f)", m, slices.Min(rs), slices.Max(rs))
+	return fmt.Sprintf("%s (%s–%s)", times(m), factor(slices.Min(rs)), factor(slices.Max(rs)))
+}
+
+func times(v float64) string { return factor(v) + "×" }
+
+// factor formats a ratio with two decimals, none from 100 on, and two
+// significant digits below 0.01.
+func factor(v float64) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "–"
+	case v >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 0.01 || v <= 0:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(v, 'f', int(-math.Floor(math.Log10(v)))+1, 64)
 }
 
 // sig formats v with about three significant digits and thousands

@@ -58,6 +58,14 @@ func TestSig(t *testing.T) {
 	}
 }
 
+func TestFactor(t *testing.T) {
+	for v, want := range map[float64]string{238.4: "238", 4.204: "4.20", 0.345: "0.34", 0.000035: "0.000035", 0.0071: "0.0071"} {
+		if got := factor(v); got != want {
+			t.Errorf("factor(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
 func TestThousands(t *testing.T) {
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -4500: "-4,500"} {
 		if got := thousands(n); got != want {

@@ -131,8 +131,12 @@ type denial struct {
 	// cost is the denied cost: calls of at least this cost are covered.
 	cost int64
 	// from and until bound when the denial is in force, [from, until), on
-	// the cache's clock in ns.
+	// the cache's clock in ns: from just before the call was sent.
 	from, until int64
+	// retryAt is when the caller is told to retry: r after Redis's reply
+	// arrived, so that the RetryAfter a cached denial reports is never
+	// shorter than Redis's own would be.
+	retryAt int64
 	// remaining and reset are Redis's Remaining and ResetAfter at from.
 	remaining int
 	reset     time.Duration
@@ -268,9 +272,11 @@ func (c *denyCache) find(q runtime.Request, now int64) (verdict, bool) {
 	return e.verdict(now), true
 }
 
-// covers reports whether e denies q at now, and marks it used.
+// covers reports whether e denies q at now, and marks it used. Only a call
+// of the denied cost is covered: a larger one might have to wait longer
+// than e says.
 func (e *denial) covers(q runtime.Request, now int64) bool {
-	if costOf(q) < e.cost || now < e.from || now >= e.until || !e.matches(q.Limit, q.Key) {
+	if costOf(q) != e.cost || now < e.from || now >= e.until || !e.matches(q.Limit, q.Key) {
 		return false
 	}
 	if !e.ref.Load() {
@@ -279,13 +285,13 @@ func (e *denial) covers(q runtime.Request, now int64) bool {
 	return true
 }
 
-// verdict is e's answer at now, in µs like the script's, rounded up: the
-// time left of the proof, [now, until), is whole µs on the limiter's clock
-// and less than the truth by at least the 1µs slack on the monotonic one.
+// verdict is e's answer at now, in µs like the script's, rounded up: its
+// RetryAfter runs to retryAt, which is never before Redis's own answer
+// would say room may appear.
 func (e *denial) verdict(now int64) verdict {
 	return verdict{
 		remaining: int64(e.remaining),
-		retry:     ceilMicros(e.until - now),
+		retry:     ceilMicros(e.retryAt - now),
 		reset:     max(0, ceilMicros(int64(e.reset)-(now-e.from))),
 	}
 }
@@ -341,14 +347,14 @@ func (c *denyCache) remember(reqs []runtime.Request, vs []verdict, committed boo
 		if until <= from {
 			continue
 		}
-		c.insert(reqs[i], from, until, v, t1)
+		c.insert(reqs[i], from, until, t1+int64(micros(v.retry)), v, t1)
 	}
 }
 
 // insert keeps one denial, replacing the one of the same identity (or,
 // rarely, of the same hash) unless that one covers at least as much for at
 // least as long. now is the time, for dropping expired denials.
-func (c *denyCache) insert(q runtime.Request, from, until int64, v verdict, now int64) {
+func (c *denyCache) insert(q runtime.Request, from, until, retryAt int64, v verdict, now int64) {
 	l := q.Limit
 	h := c.hash(l, q.Key)
 	s := c.shard(h)
@@ -356,12 +362,12 @@ func (c *denyCache) insert(q runtime.Request, from, until int64, v verdict, now 
 	defer s.mu.Unlock()
 	if e := s.m[h]; e != nil {
 		if e.matches(l, q.Key) {
-			if e.cost <= costOf(q) && e.from <= from && e.until >= until {
+			if e.cost == costOf(q) && e.from <= from && e.until >= until {
 				return
 			}
 			// Replaced by a new denial: the old one may be hot.
 			n := &denial{hash: h, id: e.id, nameLen: e.nameLen, pos: e.pos}
-			n.set(q, from, until, v)
+			n.set(q, from, until, retryAt, v)
 			n.ref.Store(true)
 			s.m[h] = n
 			s.ring[e.pos] = n
@@ -388,7 +394,7 @@ func (c *denyCache) insert(q runtime.Request, from, until int64, v verdict, now 
 		s.rebuild()
 	}
 	e := &denial{hash: h, id: l.Name + q.Key, nameLen: len(l.Name)}
-	e.set(q, from, until, v)
+	e.set(q, from, until, retryAt, v)
 	// A new denial starts referenced: it survives the hand's next pass.
 	e.ref.Store(true)
 	if s.m == nil {
@@ -423,9 +429,9 @@ func (c *denyCache) forget(q runtime.Request) {
 	s.mu.Unlock()
 }
 
-func (e *denial) set(q runtime.Request, from, until int64, v verdict) {
+func (e *denial) set(q runtime.Request, from, until, retryAt int64, v verdict) {
 	e.window, e.max, e.burst, e.algo = q.Limit.Window, int64(q.Limit.Max), burstOf(q.Limit), algoCode(q.Limit.Algorithm)
-	e.cost, e.from, e.until = costOf(q), from, until
+	e.cost, e.from, e.until, e.retryAt = costOf(q), from, until, retryAt
 	e.remaining, e.reset = int(v.remaining), micros(v.reset)
 }
 

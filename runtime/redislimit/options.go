@@ -145,53 +145,22 @@ func WithBatching(on bool) Option {
 }
 
 // WithDenyCache sets how many bytes the limiter may use to remember
-// denials in process (default 1 MiB; 0 turns it off). A denial with
-// RetryAfter r means that no call of at least its cost can be admitted
-// under the same limit and key for r: denials record nothing and other
-// calls only take room. So for r, counted from just before the denied call
-// was sent, such calls are denied without asking Redis, with
-// Decisions.Source SourceDenyCache, even while Redis is unavailable. It
-// never admits anything.
-//
-// A denial holds for the limit's exact values (Name, Algorithm, Window,
-// Max, Burst) and the key; a call of a smaller cost, or under other values,
-// asks Redis. A call with several limits is answered from the cache only
-// when a denial covers every one of its limits, so that Each stays true
-// for each limit; a limit that Redis denies in such a call is remembered
-// for that limit alone, at its cost.
-//
-// A denial from the cache has the RetryAfter of the denial it remembers,
-// less the time since it was asked: with server time, up to that call's
-// round trip short of Redis's own answer, so that a caller that waits it
-// and retries may be denied by Redis for the rest; for a cost above the
-// remembered one, it is the remembered cost's wait, which may be shorter.
-// Its Remaining is Redis's at that denial and its ResetAfter Redis's less
-// the time since; calls of a smaller cost admitted since can make both
-// stale.
+// Redis's denials in process (default 1 MiB; 0 turns it off). A denial with
+// RetryAfter r proves that no call of that cost under the same limit values
+// and key is admitted for r (denials record nothing; other calls only take
+// room), so until then such calls are denied without a round trip, with
+// Decisions.Source SourceDenyCache, even while Redis is unavailable. The
+// cache never admits. Its RetryAfter is never shorter than Redis's own.
+// A call with several limits is answered only when every limit is covered.
 //
 // It can deny what Redis would admit only when room appears that no denial
-// foresees, and then for at most the remembered r: a call with several
-// limits on a Redis Cluster or Ring refunds its admissions on earlier
-// slots when a later slot denies, and a denial made between such an
-// admission and its refund (by any instance) may be remembered, though
-// this limiter forgets its own once the refunding call reports the room;
-// Redis loses counts (a failover that loses writes, eviction, a key
-// deleted by hand or expired on Redis's clock before its contents stop
-// counting on WithClock's); calls under other values of the same limit
-// and key (another Window, or another Max or Burst of a token bucket, as
-// during a rolling change of a limit) reinterpret its state; or clocks
-// jump: Redis's with server time, or with WithClock the clocks of
-// instances that disagree (within one limiter, a clock that goes back
-// makes its cache ask Redis until the clock is past every time it asked
-// Redis at).
-//
-// Each denial costs about 200 bytes plus the length of its Name and key,
-// counted against maxBytes with the memory of the cache's maps. When it is
-// full, the least recently used denials go first (CLOCK, an approximation
-// of LRU); expired ones are dropped as new ones come. Answering from the
-// cache takes at most a shard's read lock (a key hammered by many callers
-// takes none); Allow then allocates nothing, and Decide only the Each slice
-// it returns.
+// foresees, and then for at most r: a multi-limit call on a Redis Cluster
+// or Ring refunding its admissions (this limiter forgets what its own
+// refunds contradict), Redis losing counts (a failover that loses writes,
+// eviction, a key deleted by hand), calls under other values of the same
+// limit and key during a rolling change, or clocks that jump. A denial
+// costs about 200 bytes plus its Name and key; the least recently used go
+// first when the cache is full.
 func WithDenyCache(maxBytes int) Option {
 	return func(c *config) { c.denyCache = max(0, maxBytes) }
 }

@@ -30,6 +30,8 @@ import (
 // that arrives while two are on their way waits for one of them to return
 // and then goes with every other decision that arrived meanwhile, in one
 // script call on a single server or one pipeline per node on a cluster.
+// Denials are remembered until they expire and answered in process (see
+// WithDenyCache), so a key under attack costs Redis nothing.
 //
 // When Redis fails or does not answer within the timeout, the decision
 // follows the FailurePolicy; see WithFailurePolicy, WithTimeout and

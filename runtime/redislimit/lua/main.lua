@@ -37,10 +37,8 @@
 local algo_names = {'sliding-log', 'sliding-window', 'fixed-window', 'token-bucket', 'gcra'}
 
 local mode = ARGV[1]
-local nums = {}
-for w in string.gmatch(ARGV[2], '%S+') do
-  nums[#nums + 1] = tonumber(w)
-end
+-- The numbers are read as they come, with no table to hold them.
+local next_word = string.gmatch(ARGV[2], '%S+')
 
 -- A refund marker outlives any client retry of its command by far; it is
 -- written only when refunding, never on the decision path.
@@ -48,11 +46,11 @@ local refund_marker_ms = 60000
 
 local server_now
 local out = {}
-local settles = {}
-local a, k = 1, 0
-while a <= #nums do
-  local now, n = nums[a], nums[a + 1]
-  a = a + 2
+local settles
+local k = 0
+local word = next_word()
+while word do
+  local now, n = tonumber(word), tonumber(next_word())
   if now < 0 then
     -- The server's clock, not the callers': app servers' clocks drift apart.
     if server_now == nil then
@@ -67,16 +65,16 @@ while a <= #nums do
 
   local ps, impl = {}, {}
   for i = 1, n do
-    local name = algo_names[nums[a]]
+    local code = tonumber(next_word())
+    local name = algo_names[code]
     impl[i] = algos[name]
     if impl[i] == nil then
-      return redis.error_reply('ERR ratelimit: unknown algorithm ' .. tostring(nums[a]))
+      return redis.error_reply('ERR ratelimit: unknown algorithm ' .. tostring(code))
     end
-    ps[i] = {algo = name, window = nums[a + 1], max = nums[a + 2], burst = nums[a + 3], cost = nums[a + 4]}
-    a = a + 5
+    ps[i] = {algo = name, window = tonumber(next_word()), max = tonumber(next_word()),
+      burst = tonumber(next_word()), cost = tonumber(next_word())}
     if mode == 'r' then
-      ps[i].receipt = nums[a]
-      a = a + 1
+      ps[i].receipt = tonumber(next_word())
     end
   end
 
@@ -106,6 +104,7 @@ while a <= #nums do
   else
     for i = 1, n do
       if impl[i].settle ~= nil then
+        settles = settles or {}
         settles[#settles + 1] = {impl[i].settle, KEYS[k + i], ps[i], now, verdicts[i]}
       end
     end
@@ -121,8 +120,11 @@ while a <= #nums do
     out[#out + 1] = v.receipt or 0
   end
   k = k + n
+  word = next_word()
 end
-for _, s in ipairs(settles) do
-  s[1](s[2], s[3], s[4], s[5])
+if settles then
+  for _, s in ipairs(settles) do
+    s[1](s[2], s[3], s[4], s[5])
+  end
 end
 return out

@@ -7,37 +7,48 @@ algos['fixed-window'] = {
     local st = redis.call('HMGET', key, 'w', 'n')
     local sw = tonumber(st[1])
     local count = 0
+    -- v.same says the key holds the window counted in (ours, or a later
+    -- one), whose count commit then increments.
+    local v = {ok = true, remaining = p.max, retry = 0, reset = 0, receipt = nil, w = w, same = false}
     if sw ~= nil and sw >= w then
       -- A window later than ours was written by a clock ahead of ours: keep
       -- counting in it rather than reopen an earlier one.
       w = sw
       count = tonumber(st[2])
+      v.w = w
+      v.same = true
     end
     local ends = (w + 1) * p.window - now
-    local v = {w = w, count = count, remaining = math.max(0, p.max - count), retry = 0, reset = 0}
+    v.remaining = p.max - count
     if count > 0 then
       v.reset = ends
     end
     if count + p.cost > p.max then
       v.ok = false
       v.retry = ends
-      return v
+      if v.remaining < 0 then
+        v.remaining = 0
+      end
     end
-    v.ok = true
     return v
   end,
 
   commit = function(key, p, now, v)
-    redis.call('HSET', key, 'w', fmt(v.w), 'n', fmt(v.count + p.cost))
-    v.remaining = p.max - v.count - p.cost
+    if v.same then
+      redis.call('HINCRBY', key, 'n', string.format('%d', p.cost))
+    else
+      redis.call('HSET', key, 'w', string.format('%d', v.w), 'n', string.format('%d', p.cost))
+    end
+    -- check's remaining was max-count, unclamped as count+cost <= max.
+    v.remaining = v.remaining - p.cost
     v.reset = (v.w + 1) * p.window - now
     v.receipt = v.w
-    redis.call('PEXPIRE', key, ttl_ms(v.reset))
+    redis.call('PEXPIRE', key, string.format('%d', math.floor((v.reset + 999) / 1000) + ttl_pad_ms))
   end,
 
   refund = function(key, p, now)
     if tonumber(redis.call('HGET', key, 'w')) == p.receipt then
-      redis.call('HINCRBY', key, 'n', fmt(-p.cost))
+      redis.call('HINCRBY', key, 'n', string.format('%d', -p.cost))
     end
   end,
 }

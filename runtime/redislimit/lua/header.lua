@@ -1,27 +1,24 @@
--- Shared by every algorithm: the registry and small helpers. Concatenated
--- first; see main.lua.
+-- Shared by every algorithm: the registry. Concatenated first; see main.lua.
+--
+-- Redis runs the whole script again on every call, so what it defines at
+-- the top (each function, table and upvalue is an allocation) is kept to
+-- the registry and one number. A decision's cost is then mostly its
+-- redis.call()s and the numbers turned into strings for them, and the
+-- algorithms keep both few: arguments go to Redis as strings (Redis
+-- formats a Lua number argument itself, more slowly), each formatted once
+-- with string.format('%d', n), exact for the whole numbers below 2^53 that
+-- every value stored or compared here is (%d converts to a 64-bit integer;
+-- tostring would print 1e+15, and '%.0f' is slower).
 
 local algos = {}
-
--- Redis converts Lua numbers to integers by truncation; every value this
--- script returns or stores is a whole number of µs or units.
-local function ceil_div(a, b)
-  return math.floor((a + b - 1) / b)
-end
-
-local function fmt(n)
-  return string.format('%.0f', n)
-end
 
 -- ttl_pad_ms is added to every key's lifetime when callers pass their own
 -- clock (main.lua sets it): Redis expires keys on its own clock, which may
 -- disagree with the callers'. Reading a state after its contents stopped
 -- counting is the same as reading no state, so a longer life is always safe;
 -- a shorter one would forget admissions that still count.
+--
+-- Each commit sets its key's lifetime (PEXPIRE, or SET's PX) to
+-- ceil(reset/1000) + ttl_pad_ms ms, reset being the µs until the state
+-- stops counting: at least 1 µs after an admission, so never 0 ms.
 local ttl_pad_ms = 0
-
--- ttl_ms is the PEXPIRE argument for a state that stops counting reset_us
--- from now: rounded up to the millisecond, never 0.
-local function ttl_ms(reset_us)
-  return fmt(math.max(1, ceil_div(reset_us, 1000)) + ttl_pad_ms)
-end

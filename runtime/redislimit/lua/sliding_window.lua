@@ -3,56 +3,78 @@
 -- the 10 before it always cover the last window, so counting them all never
 -- admits more than max in any window. Go twin: memory_slidingwindow.go.
 
-local sw_buckets = 10
-
 algos['sliding-window'] = {
   check = function(key, p, now)
-    local b = ceil_div(p.window, sw_buckets)
+    local b = math.floor((p.window + 10 - 1) / 10)
     local cur = math.floor(now / b)
-    local oldest = cur - sw_buckets
+    local oldest = cur - 10
     local flat = redis.call('HGETALL', key)
-    local counts = {}
-    local idx = {}
+    -- The buckets still counting, non-empty (a refund can empty one): k
+    -- of them, indexes idx[1..k] with counts cnt[1..k], in ascending order
+    -- once sorted. A compact hash lists its fields in the order they were
+    -- added, which is ascending here (commit adds a bucket only after every
+    -- one seen); a larger encoding's order is arbitrary.
+    local idx, cnt, k, stale = {}, {}, 0, nil
     local count = 0
-    local stale = {}
+    local sorted = true
+    local newest = nil
     for i = 1, #flat, 2 do
       local j = tonumber(flat[i])
-      local n = tonumber(flat[i + 1])
       if j < oldest then
-        stale[#stale + 1] = flat[i]
-      elseif n > 0 then
-        counts[j] = n
-        idx[#idx + 1] = j
-        count = count + n
+        if stale == nil then
+          stale = {flat[i]}
+        else
+          stale[#stale + 1] = flat[i]
+        end
+      else
+        local n = tonumber(flat[i + 1])
+        if n > 0 then
+          if newest ~= nil and j < newest then
+            sorted = false
+          else
+            newest = j
+          end
+          k = k + 1
+          idx[k] = j
+          cnt[k] = n
+          count = count + n
+        end
       end
     end
-    table.sort(idx)
+    if not sorted then
+      local counts = {}
+      for i = 1, k do
+        counts[idx[i]] = cnt[i]
+      end
+      table.sort(idx)
+      for i = 1, k do
+        cnt[i] = counts[idx[i]]
+      end
+    end
     -- Record in the newest bucket seen, so that a clock behind another one
     -- never files an admission where it would stop counting early.
     local into = cur
-    if #idx > 0 and idx[#idx] > into then
-      into = idx[#idx]
+    if newest ~= nil and newest > into then
+      into = newest
     end
-    local v = {b = b, into = into, count = count, remaining = math.max(0, p.max - count), retry = 0, reset = 0}
-    if #idx > 0 then
+    local v = {ok = true, remaining = p.max - count, retry = 0, reset = 0, receipt = nil, b = b, into = into, stale = stale}
+    if newest ~= nil then
       -- Bucket j stops counting when the current bucket index passes j+10.
-      v.reset = (idx[#idx] + sw_buckets + 1) * b - now
+      v.reset = (newest + 10 + 1) * b - now
     end
     if count + p.cost > p.max then
       local need = count + p.cost - p.max
-      for _, j in ipairs(idx) do
-        need = need - counts[j]
+      for i = 1, k do
+        need = need - cnt[i]
         if need <= 0 then
-          v.retry = (j + sw_buckets + 1) * b - now
+          v.retry = (idx[i] + 10 + 1) * b - now
           break
         end
       end
       v.ok = false
-    else
-      v.ok = true
-    end
-    if #stale > 0 then
-      v.stale = stale
+      if v.remaining < 0 then
+        v.remaining = 0
+      end
     end
     return v
   end,
@@ -64,20 +86,21 @@ algos['sliding-window'] = {
   end,
 
   commit = function(key, p, now, v)
-    redis.call('HINCRBY', key, fmt(v.into), fmt(p.cost))
+    redis.call('HINCRBY', key, string.format('%d', v.into), string.format('%d', p.cost))
     if v.stale ~= nil then
       redis.call('HDEL', key, unpack(v.stale))
     end
-    v.remaining = p.max - v.count - p.cost
-    v.reset = (v.into + sw_buckets + 1) * v.b - now
+    -- check's remaining was max-count, unclamped as count+cost <= max.
+    v.remaining = v.remaining - p.cost
+    v.reset = (v.into + 10 + 1) * v.b - now
     v.receipt = v.into
-    redis.call('PEXPIRE', key, ttl_ms(v.reset))
+    redis.call('PEXPIRE', key, string.format('%d', math.floor((v.reset + 999) / 1000) + ttl_pad_ms))
   end,
 
   refund = function(key, p, now)
-    local f = fmt(p.receipt)
+    local f = string.format('%d', p.receipt)
     if redis.call('HEXISTS', key, f) == 1 then
-      redis.call('HINCRBY', key, f, fmt(-p.cost))
+      redis.call('HINCRBY', key, f, string.format('%d', -p.cost))
     end
   end,
 }

@@ -13,18 +13,18 @@ type algoSpec struct {
 	// other's data structures.
 	tag string
 	// code is the algorithm's number in the script's input: its place in
-	// lua/main.lua's algo_names, as a digit.
-	code byte
+	// lua/main.lua's algo_names.
+	code int64
 	// file is the algorithm's script in lua/.
 	file string
 }
 
 var algoSpecs = map[runtime.Algorithm]algoSpec{
-	runtime.SlidingLog:    {tag: "sl", code: '1', file: "sliding_log.lua"},
-	runtime.SlidingWindow: {tag: "sw", code: '2', file: "sliding_window.lua"},
-	runtime.FixedWindow:   {tag: "fw", code: '3', file: "fixed_window.lua"},
-	runtime.TokenBucket:   {tag: "tb", code: '4', file: "token_bucket.lua"},
-	runtime.GCRA:          {tag: "gc", code: '5', file: "gcra.lua"},
+	runtime.SlidingLog:    {tag: "sl", code: 1, file: "sliding_log.lua"},
+	runtime.SlidingWindow: {tag: "sw", code: 2, file: "sliding_window.lua"},
+	runtime.FixedWindow:   {tag: "fw", code: 3, file: "fixed_window.lua"},
+	runtime.TokenBucket:   {tag: "tb", code: 4, file: "token_bucket.lua"},
+	runtime.GCRA:          {tag: "gc", code: 5, file: "gcra.lua"},
 }
 
 // algorithmOf returns l's algorithm, resolving the zero value.

@@ -159,7 +159,7 @@ func (r *Limiter) evalBatch(ctx context.Context, batch []*pending) {
 	for _, p := range batch {
 		keys += len(p.idx)
 	}
-	args, nums := s.scriptArgs(keys), make([]byte, 0, 48*keys)
+	args, nums := s.scriptArgs(keys), make([]byte, 0, 16*len(batch)+40*keys)
 	for _, p := range batch {
 		args, nums = appendCall(args, nums, r, p.now, p.reqs, p.idx, nil)
 	}

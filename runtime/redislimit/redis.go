@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -380,7 +381,7 @@ var (
 // the caller's, earlier than the limiter's timeout.
 func (r *Limiter) evalGroup(ctx context.Context, callerFirst bool, mode any, now int64, reqs []runtime.Request, idx []int, vs []verdict, receipts []int64) (bool, error) {
 	s := scriptFor(reqs, idx)
-	var buf [192]byte
+	var buf [128]byte
 	args, nums := appendCall(s.scriptArgs(len(idx)), buf[:0], r, now, reqs, idx, nil)
 	res, err := r.eval(ctx, callerFirst, s, finishArgs(args, mode, nums))
 	if err != nil {
@@ -442,27 +443,21 @@ func (r *Limiter) refundMarker(key string) string {
 // appendCall appends to args the storage keys of one call of the requests
 // at idx, decided at now (-1 for the server's clock), and to nums its
 // numbers for ARGV[2], in the layout lua/main.lua documents; with receipts,
-// for a refund. The numbers go as one string so that a call costs one
-// boxed argument, not six per limit.
+// for a refund. The numbers go as one string of little-endian 64-bit
+// integers: one boxed argument per call rather than six per limit, and the
+// cheapest form for the script to read (struct.unpack).
 func appendCall(args []any, nums []byte, r *Limiter, now int64, reqs []runtime.Request, idx []int, receipts []int64) ([]any, []byte) {
-	if len(nums) > 0 {
-		nums = append(nums, ' ')
-	}
-	nums = strconv.AppendInt(nums, now, 10)
-	nums = append(nums, ' ')
-	nums = strconv.AppendInt(nums, int64(len(idx)), 10)
+	nums = binary.LittleEndian.AppendUint64(nums, uint64(now))
+	nums = binary.LittleEndian.AppendUint64(nums, uint64(len(idx)))
 	for _, i := range idx {
 		q := reqs[i]
 		spec := algoSpecs[algorithmOf(q.Limit)]
 		args = append(args, r.storageKey(q.Limit, q.Key))
-		nums = append(nums, ' ', spec.code)
-		for _, n := range [...]int64{q.Limit.Window.Microseconds(), int64(q.Limit.Max), burstOf(q.Limit), costOf(q)} {
-			nums = append(nums, ' ')
-			nums = strconv.AppendInt(nums, n, 10)
+		for _, n := range [...]int64{spec.code, q.Limit.Window.Microseconds(), int64(q.Limit.Max), burstOf(q.Limit), costOf(q)} {
+			nums = binary.LittleEndian.AppendUint64(nums, uint64(n))
 		}
 		if receipts != nil {
-			nums = append(nums, ' ')
-			nums = strconv.AppendInt(nums, receipts[i], 10)
+			nums = binary.LittleEndian.AppendUint64(nums, uint64(receipts[i]))
 		}
 	}
 	return args, nums

@@ -19,7 +19,7 @@
 --           'r', then a refund marker
 -- ARGV[1]   'a' to decide, 'c' to check without recording anything,
 --           'r' to refund earlier admissions (one call)
--- ARGV[2]   the calls, as whole numbers separated by spaces: for each call
+-- ARGV[2]   the calls, as little-endian 64-bit integers: for each call
 --           now (µs, or -1 for the server's clock) and its number of limits
 --           n, then for each limit: algorithm (its index in algo_names),
 --           window µs, max, burst, cost, and for 'r' the receipt
@@ -37,8 +37,8 @@
 local algo_names = {'sliding-log', 'sliding-window', 'fixed-window', 'token-bucket', 'gcra'}
 
 local mode = ARGV[1]
--- The numbers are read as they come, with no table to hold them.
-local next_word = string.gmatch(ARGV[2], '%S+')
+local data = ARGV[2]
+local pos, len = 1, #data
 
 -- A refund marker outlives any client retry of its command by far; it is
 -- written only when refunding, never on the decision path.
@@ -48,9 +48,9 @@ local server_now
 local out = {}
 local settles
 local k = 0
-local word = next_word()
-while word do
-  local now, n = tonumber(word), tonumber(next_word())
+while pos <= len do
+  local now, n
+  now, n, pos = struct.unpack('<i8i8', data, pos)
   if now < 0 then
     -- The server's clock, not the callers': app servers' clocks drift apart.
     if server_now == nil then
@@ -65,16 +65,16 @@ while word do
 
   local ps, impl = {}, {}
   for i = 1, n do
-    local code = tonumber(next_word())
+    local code, window, max, burst, cost
+    code, window, max, burst, cost, pos = struct.unpack('<i8i8i8i8i8', data, pos)
     local name = algo_names[code]
     impl[i] = algos[name]
     if impl[i] == nil then
       return redis.error_reply('ERR ratelimit: unknown algorithm ' .. tostring(code))
     end
-    ps[i] = {algo = name, window = tonumber(next_word()), max = tonumber(next_word()),
-      burst = tonumber(next_word()), cost = tonumber(next_word())}
+    ps[i] = {algo = name, window = window, max = max, burst = burst, cost = cost, receipt = 0}
     if mode == 'r' then
-      ps[i].receipt = tonumber(next_word())
+      ps[i].receipt, pos = struct.unpack('<i8', data, pos)
     end
   end
 
@@ -120,7 +120,6 @@ while word do
     out[#out + 1] = v.receipt or 0
   end
   k = k + n
-  word = next_word()
 end
 if settles then
   for _, s in ipairs(settles) do

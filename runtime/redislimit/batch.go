@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -45,8 +46,9 @@ const (
 
 // pending is one decision waiting for a batch.
 type pending struct {
-	now  int64
-	reqs []runtime.Request
+	now      int64
+	deadline time.Time
+	reqs     []runtime.Request
 	idx  []int
 	vs   []verdict
 	// abandoned is set when the caller stopped waiting before the batch
@@ -67,20 +69,24 @@ func newBatcher(lim *Limiter) *batcher {
 }
 
 // decide decides one call whose requests (at idx) share a slot: alone and
-// at once when a round trip is free, otherwise in the next batch. ctx
-// carries the decision's deadline.
-func (b *batcher) decide(ctx context.Context, callerFirst bool, now int64, reqs []runtime.Request, idx []int, vs []verdict) (bool, error) {
+// at once when a round trip is free, otherwise in the next batch, by
+// deadline (the limiter's timeout) or ctx's own, whichever comes first.
+func (b *batcher) decide(ctx context.Context, deadline time.Time, callerFirst bool, now int64, reqs []runtime.Request, idx []int, vs []verdict) (bool, error) {
 	b.mu.Lock()
 	if b.inFlight < maxInFlight {
 		b.inFlight++
 		b.mu.Unlock()
+		ctx, cancel := context.WithDeadline(ctx, deadline)
 		committed, err := b.lim.evalGroup(ctx, callerFirst, modeDecide, now, reqs, idx, vs, nil)
+		cancel()
 		b.release()
 		return committed, err
 	}
 	// The pending call gets copies: the caller's requests and verdicts
-	// then stay on its stack when it goes alone.
-	p := &pending{now: now, reqs: slices.Clone(reqs), idx: idx, vs: make([]verdict, len(vs)), done: make(chan struct{})}
+	// then stay on its stack when it goes alone. Its batch gives up by the
+	// earliest deadline of its calls, so that no caller waits past its
+	// own: the round trips ahead of it end by theirs, which are earlier.
+	p := &pending{now: now, deadline: deadline, reqs: slices.Clone(reqs), idx: idx, vs: make([]verdict, len(vs)), done: make(chan struct{})}
 	b.queue = append(b.queue, p)
 	b.limits += len(idx)
 	b.mu.Unlock()
@@ -138,7 +144,13 @@ func (b *batcher) take() []*pending {
 // run sends batches until the queue is empty.
 func (b *batcher) run(batch []*pending) {
 	for batch != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), b.lim.cfg.timeout)
+		deadline := batch[0].deadline
+		for _, p := range batch[1:] {
+			if p.deadline.Before(deadline) {
+				deadline = p.deadline
+			}
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
 		if b.pipelined {
 			b.lim.evalPipelined(ctx, batch)
 		} else {

@@ -279,19 +279,22 @@ func (r *Limiter) run(ctx context.Context, reqs []runtime.Request, vs []verdict)
 			budget, callerFirst = left, true
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.timeout)
-	defer cancel()
+	deadline := time.Now().Add(r.cfg.timeout)
 	now := int64(-1)
 	if r.cfg.clock != nil {
 		now = r.cfg.clock().UnixMicro()
 	}
 	groups := r.groups(reqs)
+	if len(groups) == 1 && r.batch != nil {
+		// The batcher bounds the wait by deadline itself: a decision
+		// that waits for a batch needs no timer of its own.
+		committed, err = r.batch.decide(ctx, deadline, callerFirst, now, reqs, groups[0], vs)
+		return committed, timeoutError(err, budget, callerFirst)
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	if len(groups) == 1 {
-		if r.batch != nil {
-			committed, err = r.batch.decide(ctx, callerFirst, now, reqs, groups[0], vs)
-		} else {
-			committed, err = r.evalGroup(ctx, callerFirst, modeDecide, now, reqs, groups[0], vs, nil)
-		}
+		committed, err = r.evalGroup(ctx, callerFirst, modeDecide, now, reqs, groups[0], vs, nil)
 		return committed, timeoutError(err, budget, callerFirst)
 	}
 	receipts := make([]int64, len(reqs))

@@ -49,8 +49,8 @@ type pending struct {
 	now      int64
 	deadline time.Time
 	reqs     []runtime.Request
-	idx  []int
-	vs   []verdict
+	idx      []int
+	vs       []verdict
 	// abandoned is set when the caller stopped waiting before the batch
 	// took the decision, which then is not sent.
 	abandoned atomic.Bool

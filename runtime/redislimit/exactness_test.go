@@ -32,24 +32,45 @@ const (
 	hotDuration   = 3200 * time.Millisecond
 )
 
+// exactnessModes are the ways the limiter may reach Redis: batched or not,
+// with denials remembered in process or every one asked.
+var exactnessModes = []struct {
+	name string
+	opts []Option
+}{
+	{"batched, deny cache", nil},
+	{"batched, every call to Redis", []Option{WithDenyCache(0)}},
+	{"unbatched, every call to Redis", []Option{WithBatching(false), WithDenyCache(0)}},
+}
+
 func TestExactnessRedis(t *testing.T) {
 	srv := redistest.StartServer(t)
-	var limiters []*Limiter
-	for i := 0; i < hotInstances; i++ {
-		limiters = append(limiters, New(srv.Client(t), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second)))
+	for _, mode := range exactnessModes {
+		t.Run(mode.name, func(t *testing.T) {
+			var limiters []*Limiter
+			for i := 0; i < hotInstances; i++ {
+				opts := append([]Option{WithFailurePolicy(FailClosed), WithTimeout(10 * time.Second)}, mode.opts...)
+				limiters = append(limiters, New(srv.Client(t), opts...))
+			}
+			runExactness(t, srv.Client(t), limiters)
+		})
 	}
-	runExactness(t, srv.Client(t), limiters)
 }
 
 func TestExactnessCluster(t *testing.T) {
 	cl := redistest.StartCluster(t)
-	var limiters []*Limiter
-	for i := 0; i < hotInstances; i++ {
-		limiters = append(limiters, New(cl.Client(t), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second)))
-	}
 	l := runtime.Limit{Name: "Hot.Key", Window: hotWindow, Max: hotMax}
 	skey := string(appendStorageKey(nil, defaultPrefix, algoSpecs[runtime.SlidingLog].tag, l.Name, "hot@example.com"))
-	runExactness(t, cl.MasterFor(t, skey).Client(t), limiters)
+	for _, mode := range exactnessModes {
+		t.Run(mode.name, func(t *testing.T) {
+			var limiters []*Limiter
+			for i := 0; i < hotInstances; i++ {
+				opts := append([]Option{WithFailurePolicy(FailClosed), WithTimeout(10 * time.Second)}, mode.opts...)
+				limiters = append(limiters, New(cl.Client(t), opts...))
+			}
+			runExactness(t, cl.MasterFor(t, skey).Client(t), limiters)
+		})
+	}
 }
 
 // runExactness hammers the hot key through limiters while monitor, a client

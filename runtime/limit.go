@@ -29,6 +29,10 @@ type Limit struct {
 	// admitted at once after an idle period. 0 means Max. Other
 	// algorithms ignore it.
 	Burst int
+	// Mode says whether the limit's denials are enforced (the zero value),
+	// only reported (ModeShadow), or the limit is skipped (ModeOff). See
+	// Mode for where it applies.
+	Mode Mode
 }
 
 // Validate reports whether l can be used by a Limiter. Limiters call it on
@@ -41,6 +45,8 @@ func (l Limit) Validate() error {
 		return fmt.Errorf("ratelimit: limit %q has Window %v; it must be at least 1µs", l.Name, l.Window)
 	case l.Max < 1:
 		return fmt.Errorf("ratelimit: limit %q has Max %d; it must be at least 1", l.Name, l.Max)
+	case l.Mode > ModeOff:
+		return fmt.Errorf("ratelimit: limit %q has unknown %#v; use ModeEnforce, ModeShadow or ModeOff", l.Name, l.Mode)
 	}
 	return validateAlgorithm(l)
 }

@@ -1,0 +1,85 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Observer is told of every decision made through a Limiter returned by
+// Operate, once per limit of the call, so that it can count decisions and
+// time them (see runtime's log observer, NewLogObserver, and the
+// Prometheus and OpenTelemetry adapters in their own modules).
+//
+// An Observer never sees a key: keys often hold personal data and are
+// unbounded, so they make neither safe logs nor usable metric labels. A
+// bounded label chosen by the program (WithLabel) takes their place.
+// Observe runs synchronously on the deciding goroutine; it must be fast and
+// safe for concurrent use.
+type Observer interface {
+	Observe(ctx context.Context, ev Event)
+}
+
+// Event is one limit's part in one decision.
+type Event struct {
+	// Limit is the limit as decided: its Max, Window, Burst and Mode are
+	// those in force for the call, overrides applied.
+	Limit Limit
+	// Label is the label WithLabel's function chose for the request, or "".
+	Label string
+	// Result is what the limit answered.
+	Result Result
+	// Source is where the decision was made; with ResultError it is
+	// meaningless.
+	Source Source
+	// Cost is the request's cost in units (at least 1).
+	Cost int64
+	// Remaining is the limit's Decision.Remaining: how many units the key
+	// can still admit in the current window. 0 with ResultError.
+	Remaining int
+	// Latency is how long the whole call took to decide, all limits
+	// together.
+	Latency time.Duration
+	// Err is why no decision was made, with ResultError; nil otherwise.
+	Err error
+}
+
+// NearLimit reports whether the decision left at most a fifth of the
+// limit's capacity, the threshold envoy's near_limit counter uses. Denials
+// count as near the limit.
+func (ev Event) NearLimit() bool {
+	return ev.Result != ResultError && ev.Remaining*5 <= ev.Limit.Capacity()
+}
+
+// Result is one limit's answer in a decision.
+type Result uint8
+
+const (
+	// ResultAllowed means the limit had room for the call. In a call with
+	// several limits, the call was admitted only if every limit answered
+	// ResultAllowed or ResultShadowLimited.
+	ResultAllowed Result = iota
+	// ResultLimited means the limit had no room and the call was denied.
+	ResultLimited
+	// ResultShadowLimited means the limit, in ModeShadow, had no room but
+	// the call was not denied for it.
+	ResultShadowLimited
+	// ResultError means no decision was made (see Event.Err).
+	ResultError
+)
+
+// String returns the result's name as metrics label it: "allowed",
+// "limited", "shadow-limited" or "error".
+func (r Result) String() string {
+	switch r {
+	case ResultAllowed:
+		return "allowed"
+	case ResultLimited:
+		return "limited"
+	case ResultShadowLimited:
+		return "shadow-limited"
+	case ResultError:
+		return "error"
+	}
+	return fmt.Sprintf("Result(%d)", uint8(r))
+}

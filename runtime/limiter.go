@@ -25,13 +25,14 @@ type Limiter interface {
 // Enforce asks lim to admit a call under every request's limit. It returns
 // nil when the call is admitted, a *LimitError naming the limit with the
 // longest wait when it is denied, and lim's error when lim could not decide.
-// With no requests it admits the call without asking lim. Generated wrappers
+// With no requests it admits the call without asking lim. It decides through
+// Decide, so limits in ModeShadow or ModeOff never deny. Generated wrappers
 // call it before forwarding a call.
 func Enforce(ctx context.Context, lim Limiter, reqs ...Request) error {
 	if len(reqs) == 0 {
 		return nil
 	}
-	ds, err := lim.Decide(ctx, reqs...)
+	reqs, ds, err := decideInForce(ctx, lim, reqs)
 	if err != nil {
 		return err
 	}
@@ -54,14 +55,14 @@ func Wait(ctx context.Context, lim Limiter, max time.Duration, reqs ...Request) 
 	}
 	var waited time.Duration
 	for {
-		ds, err := lim.Decide(ctx, reqs...)
+		inForce, ds, err := decideInForce(ctx, lim, reqs)
 		if err != nil {
 			return err
 		}
 		if ds.Allowed {
 			return nil
 		}
-		denied := denial(reqs, ds)
+		denied := denial(inForce, ds)
 		retry := denied.Decision.RetryAfter
 		if retry <= 0 || waited+retry > max {
 			return denied
@@ -80,14 +81,14 @@ func Wait(ctx context.Context, lim Limiter, max time.Duration, reqs ...Request) 
 	}
 }
 
-// denial returns the *LimitError for a denied call: the denying limit with
-// the longest RetryAfter. It never returns nil, even for a Limiter that
-// filled ds inconsistently: it then names the first limit.
+// denial returns the *LimitError for a denied call: the enforced limit
+// without room with the longest RetryAfter. It never returns nil, even for a
+// Limiter that filled ds inconsistently: it then names the first limit.
 func denial(reqs []Request, ds Decisions) *LimitError {
 	i := -1
 	if len(ds.Each) == len(reqs) {
 		for j, d := range ds.Each {
-			if !d.Allowed && (i < 0 || d.RetryAfter > ds.Each[i].RetryAfter) {
+			if !d.Allowed && reqs[j].Limit.Mode == ModeEnforce && (i < 0 || d.RetryAfter > ds.Each[i].RetryAfter) {
 				i = j
 			}
 		}

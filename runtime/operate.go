@@ -1,0 +1,115 @@
+package runtime
+
+import (
+	"context"
+	"time"
+)
+
+// Operate returns a Limiter that decides through lim with what operators
+// need at run time: overrides of limits by name (WithOverrides), observers
+// told of every decision (WithObserver), and Mode applied as Decide applies
+// it. Without options it decides as Decide(ctx, lim, reqs...).
+//
+// Wrap lim once, outermost: the Limiter it returns is what generated
+// wrappers and ratelimithttp should be given. Decide, Enforce and Wait
+// recognise it and let it apply modes after its overrides.
+func Operate(lim Limiter, opts ...OperateOption) Limiter {
+	op := &operated{next: lim}
+	for _, o := range opts {
+		o(op)
+	}
+	return op
+}
+
+// OperateOption configures Operate.
+type OperateOption func(*operated)
+
+// WithObserver adds o to the observers told of every decision, once per
+// limit of the call (see Observer). A limit in ModeOff is not observed.
+func WithObserver(o Observer) OperateOption {
+	return func(op *operated) {
+		if o != nil {
+			op.observers = append(op.observers, o)
+		}
+	}
+}
+
+// WithLabel sets the function that gives each request's Event a Label,
+// such as a customer's plan read from ctx or derived from the request's
+// key. It is the one place that sees keys on the observing path; it must
+// return few distinct values, as each becomes a metric series.
+func WithLabel(f func(ctx context.Context, r Request) string) OperateOption {
+	return func(op *operated) { op.label = f }
+}
+
+// WithOverrides makes every decision read o's current overrides: a request
+// whose Limit.Name has an override is decided with the override's values.
+// Reading them takes no lock and no I/O.
+func WithOverrides(o *Overrides) OperateOption {
+	return func(op *operated) { op.overrides = o }
+}
+
+type operated struct {
+	next      Limiter
+	observers []Observer
+	label     func(context.Context, Request) string
+	overrides *Overrides
+}
+
+// Decide implements Limiter: it applies overrides, decides as Decide does,
+// and tells the observers.
+func (op *operated) Decide(ctx context.Context, reqs ...Request) (Decisions, error) {
+	_, ds, err := op.decide(ctx, reqs)
+	return ds, err
+}
+
+// decide returns the requests as decided, overrides applied, with their
+// decisions.
+func (op *operated) decide(ctx context.Context, reqs []Request) ([]Request, Decisions, error) {
+	if op.overrides != nil {
+		reqs = op.overrides.apply(reqs)
+	}
+	if len(op.observers) == 0 {
+		reqs, ds, err := decideInForce(ctx, op.next, reqs)
+		return reqs, ds, err
+	}
+	start := time.Now()
+	reqs, ds, err := decideInForce(ctx, op.next, reqs)
+	op.observe(ctx, reqs, ds, err, time.Since(start))
+	return reqs, ds, err
+}
+
+func (op *operated) observe(ctx context.Context, reqs []Request, ds Decisions, err error, latency time.Duration) {
+	if err == nil && len(ds.Each) != len(reqs) {
+		err = errInconsistent
+	}
+	for i, r := range reqs {
+		if r.Limit.Mode == ModeOff {
+			continue
+		}
+		ev := Event{Limit: r.Limit, Cost: r.Cost, Latency: latency, Err: err}
+		if ev.Cost == 0 {
+			ev.Cost = 1
+		}
+		if op.label != nil {
+			ev.Label = op.label(ctx, r)
+		}
+		if err != nil {
+			ev.Result = ResultError
+		} else {
+			d := ds.Each[i]
+			ev.Source, ev.Remaining = ds.Source, d.Remaining
+			switch {
+			case d.Allowed:
+				ev.Result = ResultAllowed
+			case ds.Allowed || r.Limit.Mode == ModeShadow:
+				ev.Result = ResultShadowLimited
+			default:
+				ev.Result = ResultLimited
+			}
+		}
+		for _, o := range op.observers {
+			o.Observe(ctx, ev)
+		}
+	}
+}

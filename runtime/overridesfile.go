@@ -1,0 +1,161 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// LoadFile reads overrides from the JSON file at path and puts them in
+// force, replacing the set before. The file holds an object whose "limits"
+// member maps limit names, as `ratelimitgen -list` prints them, to
+// overrides; each field is optional:
+//
+//	{
+//	  "limits": {
+//	    "Notifier.SendCode": {"max": 10, "window": "30s", "mode": "shadow"},
+//	    "Orders.Query":      {"burst": 100},
+//	    "Search.Suggest":    {"mode": "off"}
+//	  }
+//	}
+//
+// Window is a Go duration ("30s", "1m"); mode is "enforce", "shadow" or
+// "off". An unknown member, a zero or negative number, or an invalid value
+// is an error naming it, and leaves the overrides in force unchanged.
+func (o *Overrides) LoadFile(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("ratelimit: reading overrides: %w", err)
+	}
+	m, err := parseOverrides(b)
+	if err != nil {
+		return fmt.Errorf("ratelimit: overrides file %s: %w", path, err)
+	}
+	return o.Set(m)
+}
+
+// WatchFile loads path as LoadFile does, then checks it every interval
+// until ctx is done, in a goroutine of its own, and loads it again whenever
+// its contents change. It returns the first load's error, and then watches
+// nothing. A later file that cannot be read or is invalid leaves the last
+// good overrides in force; report, if not nil, is called after each reload
+// with its outcome: nil when the new contents are in force, the error
+// otherwise. A file replaced by renaming another over it, as editors and
+// Kubernetes ConfigMaps do, is seen like one edited in place.
+func (o *Overrides) WatchFile(ctx context.Context, path string, interval time.Duration, report func(error)) error {
+	if interval <= 0 {
+		return fmt.Errorf("ratelimit: watching overrides: interval %v must be positive", interval)
+	}
+	last, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("ratelimit: reading overrides: %w", err)
+	}
+	if err := o.loadBytes(path, last); err != nil {
+		return err
+	}
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		var lastErr error
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				err = fmt.Errorf("ratelimit: reading overrides: %w", err)
+				// A missing file is reported once, not at every tick.
+				if lastErr == nil || lastErr.Error() != err.Error() {
+					lastErr = err
+					if report != nil {
+						report(err)
+					}
+				}
+				continue
+			}
+			if bytes.Equal(b, last) && lastErr == nil {
+				continue
+			}
+			if bytes.Equal(b, last) {
+				// The contents in force came back after a read error.
+				lastErr = nil
+				if report != nil {
+					report(nil)
+				}
+				continue
+			}
+			last = b
+			lastErr = o.loadBytes(path, b)
+			if report != nil {
+				report(lastErr)
+			}
+		}
+	}()
+	return nil
+}
+
+func (o *Overrides) loadBytes(path string, b []byte) error {
+	m, err := parseOverrides(b)
+	if err != nil {
+		return fmt.Errorf("ratelimit: overrides file %s: %w", path, err)
+	}
+	if err := o.Set(m); err != nil {
+		return fmt.Errorf("ratelimit: overrides file %s: %w", path, err)
+	}
+	return nil
+}
+
+// overrideJSON is an override as the file spells it: pointers tell an
+// absent member from a zero, which the file may not hold.
+type overrideJSON struct {
+	Max    *int    `json:"max"`
+	Window *string `json:"window"`
+	Burst  *int    `json:"burst"`
+	Mode   *Mode   `json:"mode"`
+}
+
+func parseOverrides(b []byte) (map[string]Override, error) {
+	var file struct {
+		Limits map[string]overrideJSON `json:"limits"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&file); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("more than one JSON value")
+	}
+	m := make(map[string]Override, len(file.Limits))
+	for name, j := range file.Limits {
+		var ov Override
+		if j.Max != nil {
+			if *j.Max < 1 {
+				return nil, fmt.Errorf("%q: max %d must be at least 1", name, *j.Max)
+			}
+			ov.Max = *j.Max
+		}
+		if j.Window != nil {
+			d, err := time.ParseDuration(*j.Window)
+			if err != nil || d < time.Microsecond {
+				return nil, fmt.Errorf("%q: window %q must be a Go duration of at least 1µs, such as \"30s\"", name, *j.Window)
+			}
+			ov.Window = d
+		}
+		if j.Burst != nil {
+			if *j.Burst < 1 {
+				return nil, fmt.Errorf("%q: burst %d must be at least 1", name, *j.Burst)
+			}
+			ov.Burst = *j.Burst
+		}
+		ov.Mode = j.Mode
+		m[name] = ov
+	}
+	return m, nil
+}

@@ -1,0 +1,167 @@
+package redislimit
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
+	"github.com/ratelimitgen/ratelimitgen/runtime"
+)
+
+// eventLog is an Observer that keeps the results it is told, by limit.
+type eventLog struct {
+	mu     sync.Mutex
+	counts map[string]int
+	events []runtime.Event
+}
+
+func (e *eventLog) Observe(_ context.Context, ev runtime.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.counts == nil {
+		e.counts = map[string]int{}
+	}
+	e.counts[ev.Limit.Name+" "+ev.Result.String()+" "+ev.Source.String()]++
+	e.events = append(e.events, ev)
+}
+
+func (e *eventLog) take() map[string]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := e.counts
+	e.counts, e.events = nil, nil
+	return c
+}
+
+// TestCachedDenialHoldsOnlyForItsLimitValues: a denial in the deny cache
+// answers only calls of the limit values it was decided with, so neither
+// an override nor a Max computed per call is ever answered with a stale
+// limit.
+func TestCachedDenialHoldsOnlyForItsLimitValues(t *testing.T) {
+	srv := redistest.StartServer(t)
+	clock := newFakeClock()
+	lim, cnt := countedLimiter(t, srv, WithClock(clock.Now), WithPrefix("ov:"),
+		WithFailurePolicy(FailClosed), WithTimeout(10*time.Second))
+	l := runtime.Limit{Name: "ov.send", Window: time.Minute, Max: 1}
+	req := runtime.Request{Limit: l, Key: "tenant-a"}
+
+	ds, asked := askCounted(t, lim, cnt, req)
+	require.True(t, asked)
+	require.True(t, ds.Allowed)
+	ds, asked = askCounted(t, lim, cnt, req)
+	require.True(t, asked)
+	require.False(t, ds.Allowed)
+	ds, asked = askCounted(t, lim, cnt, req)
+	require.False(t, asked, "the denial is cached for Max 1")
+	require.False(t, ds.Allowed)
+
+	// A per-call Max of 3 (a directive's max= expression for a bigger
+	// plan) is decided by Redis, against the same count.
+	pro := req
+	pro.Limit.Max = 3
+	for range 2 {
+		ds, asked = askCounted(t, lim, cnt, pro)
+		require.True(t, asked)
+		require.True(t, ds.Allowed)
+	}
+	ds, asked = askCounted(t, lim, cnt, pro)
+	require.True(t, asked)
+	require.False(t, ds.Allowed)
+
+	// An override raising Max to 5 is decided by Redis too.
+	var ov runtime.Overrides
+	op := runtime.Operate(lim, runtime.WithOverrides(&ov))
+	require.ErrorIs(t, runtime.Enforce(ctx, op, req), runtime.ErrLimited)
+	require.NoError(t, ov.Set(map[string]runtime.Override{"ov.send": {Max: 5}}))
+	before := cnt.calls(t)
+	require.NoError(t, runtime.Enforce(ctx, op, req))
+	require.NoError(t, runtime.Enforce(ctx, op, req))
+	require.ErrorIs(t, runtime.Enforce(ctx, op, req), runtime.ErrLimited)
+	require.Equal(t, int64(3), cnt.calls(t)-before, "every decision under the override asked Redis")
+
+	// Lowering it again is answered from the cache only after Redis denied
+	// under the lowered values.
+	require.NoError(t, ov.Set(map[string]runtime.Override{"ov.send": {Max: 4}}))
+	before = cnt.calls(t)
+	require.ErrorIs(t, runtime.Enforce(ctx, op, req), runtime.ErrLimited)
+	require.Equal(t, int64(1), cnt.calls(t)-before)
+}
+
+// TestShadowAndOverridesOnRedis: shadow mode admits and reports on Redis,
+// beside an enforced limit; an override file's change is in force after
+// the reload that reports it, and a malformed one keeps the last good
+// overrides.
+func TestShadowAndOverridesOnRedis(t *testing.T) {
+	srv := redistest.StartServer(t)
+	clock := newFakeClock()
+	rec := &eventLog{}
+	var ov runtime.Overrides
+	lim := runtime.Operate(New(srv.Client(t), WithClock(clock.Now), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second)),
+		runtime.WithOverrides(&ov), runtime.WithObserver(rec))
+	shadow := runtime.Limit{Name: "sh.daily", Window: time.Hour, Max: 2, Mode: runtime.ModeShadow}
+	enforced := runtime.Limit{Name: "sh.minute", Window: time.Minute, Max: 4}
+	reqs := []runtime.Request{{Limit: shadow, Key: "k"}, {Limit: enforced, Key: "k"}}
+	for range 4 {
+		require.NoError(t, runtime.Enforce(ctx, lim, reqs...))
+	}
+	require.ErrorIs(t, runtime.Enforce(ctx, lim, reqs...), runtime.ErrLimited)
+	// Source is the call's: the calls after the shadow limit was full were
+	// decided by Redis, asked again without it.
+	require.Equal(t, map[string]int{
+		"sh.daily allowed store": 2, "sh.daily shadow-limited store": 3,
+		"sh.minute allowed store": 4, "sh.minute limited store": 1,
+	}, rec.take())
+
+	path := filepath.Join(t.TempDir(), "overrides.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"limits": {"sh.minute": {"max": 6}}}`), 0o600))
+	reports := make(chan error, 8)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	require.NoError(t, ov.WatchFile(wctx, path, 5*time.Millisecond, func(err error) { reports <- err }))
+	next := func() error {
+		t.Helper()
+		select {
+		case err := <-reports:
+			return err
+		case <-time.After(30 * time.Second):
+			t.Fatal("no reload reported")
+			return nil
+		}
+	}
+	for range 2 {
+		require.NoError(t, runtime.Enforce(ctx, lim, reqs...))
+	}
+	require.ErrorIs(t, runtime.Enforce(ctx, lim, reqs...), runtime.ErrLimited)
+
+	replace := func(contents string) {
+		tmp := path + ".tmp"
+		require.NoError(t, os.WriteFile(tmp, []byte(contents), 0o600))
+		require.NoError(t, os.Rename(tmp, path))
+	}
+	replace(`{"limits": {"sh.minute": {"max": 7}, "sh.daily": {"mode": "enforce"}}}`)
+	require.NoError(t, next())
+	err := runtime.Enforce(ctx, lim, reqs...)
+	var le *runtime.LimitError
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, "sh.daily", le.Limit.Name, "the daily limit now enforces")
+	require.Equal(t, runtime.ModeEnforce, le.Limit.Mode)
+
+	replace(`{"limits": {"sh.minute": {"max": 7}, "sh.daily": {"mode": "enforce"}`)
+	require.Error(t, next())
+	require.ErrorIs(t, runtime.Enforce(ctx, lim, reqs...), runtime.ErrLimited, "the last good overrides stay")
+
+	replace(`{"limits": {"sh.minute": {"max": 7}}}`)
+	require.NoError(t, next())
+	rec.take()
+	require.NoError(t, runtime.Enforce(ctx, lim, reqs...), "the seventh call, the daily limit in shadow again")
+	require.ErrorIs(t, runtime.Enforce(ctx, lim, reqs...), runtime.ErrLimited)
+	got := rec.take()
+	require.Equal(t, 1, got["sh.minute allowed store"])
+	require.Equal(t, 1, got["sh.minute limited store"])
+}

@@ -10,18 +10,18 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/internal/generate"
 )
 
-// TestGeneratedCodeIsUpToDate is `ratelimitgen -check ./examples/...`: it
-// fails when a directive changed (or the generator did) and
+// TestGeneratedCodeIsUpToDate is `ratelimitgen -check ./...` in this
+// example: it fails when a directive changed (or the generator did) and
 // notify/ratelimit_gen.go was not regenerated with go generate.
 func TestGeneratedCodeIsUpToDate(t *testing.T) {
-	root, err := filepath.Abs("../..")
+	dir, err := filepath.Abs(".")
 	require.NoError(t, err)
-	res, err := generate.Generate(t.Context(), generate.Config{Dir: root}, "./examples/...")
+	res, err := generate.Generate(t.Context(), generate.Config{Dir: dir}, "./...")
 	require.NoError(t, err)
 	assert.Empty(t, res.Warnings, "misspelt directives")
-	require.NotEmpty(t, res.Files, "no directives found under examples/")
+	require.NotEmpty(t, res.Files, "no directives found under examples/verifycode")
 
 	stale, err := generate.Stale(res.Files)
 	require.NoError(t, err)
-	assert.Empty(t, stale, "run: go generate ./examples/...")
+	assert.Empty(t, stale, "run: go generate ./... in examples/verifycode")
 }

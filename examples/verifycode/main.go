@@ -4,8 +4,8 @@
 // directives on the notify.CodeService interface; the wrapper that enforces
 // them is generated (notify/ratelimit_gen.go).
 //
-//	go run ./examples/verifycode          # demo: serve, call itself, print, exit
-//	go run ./examples/verifycode -serve   # keep serving for curl
+//	go -C examples run ./verifycode          # demo: serve, call itself, print, exit
+//	go -C examples run ./verifycode -serve   # keep serving for curl
 //
 // It uses an in-memory limiter unless REDIS_URL is set, for example
 // REDIS_URL=redis://127.0.0.1:6379/0.

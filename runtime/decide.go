@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 )
 
 // Decide asks lim to decide a call, applying each limit's Mode, and returns
@@ -37,13 +38,17 @@ func decideInForce(ctx context.Context, lim Limiter, reqs []Request) ([]Request,
 
 // decideModes is Decide for a Limiter that is not Operate's.
 func decideModes(ctx context.Context, lim Limiter, reqs []Request) (Decisions, error) {
-	for _, r := range reqs {
-		if r.Limit.Mode != ModeEnforce {
-			return decideShadowOff(ctx, lim, reqs)
-		}
+	if hasModes(reqs) {
+		return decideShadowOff(ctx, lim, reqs)
 	}
 	return lim.Decide(ctx, reqs...)
 }
+
+// modesApplied is set by an Operate limiter that finds it in its context:
+// it applied modes to the call itself.
+type modesApplied struct{ atomic.Bool }
+
+type modesAppliedKey struct{}
 
 // errInconsistent is returned when a Limiter's Decisions do not hold one
 // Decision per request, which a call in shadow mode needs.
@@ -53,6 +58,11 @@ func decideShadowOff(ctx context.Context, lim Limiter, reqs []Request) (Decision
 	if err := Validate(reqs...); err != nil {
 		return Decisions{}, err
 	}
+	// An Operate limiter inside lim, behind a wrapper that hides it, applies
+	// modes after its overrides, which may enforce a limit declared in
+	// shadow mode here; it says so through ctx, and its answer stands.
+	applied := new(modesApplied)
+	ctx = context.WithValue(ctx, modesAppliedKey{}, applied)
 	each := make([]Decision, len(reqs))
 	asked := make([]int, 0, len(reqs))
 	for i, r := range reqs {
@@ -80,8 +90,8 @@ func decideShadowOff(ctx context.Context, lim Limiter, reqs []Request) (Decision
 		for j, i := range asked {
 			each[i] = ds.Each[j]
 		}
-		if ds.Allowed {
-			break
+		if ds.Allowed || applied.Load() {
+			return Decisions{Allowed: ds.Allowed, Each: each, Source: src}, nil
 		}
 		// Denied: by an enforced limit, the call is denied; by shadow
 		// limits only, it is asked again without them.
@@ -101,4 +111,14 @@ func decideShadowOff(ctx context.Context, lim Limiter, reqs []Request) (Decision
 		asked = kept
 	}
 	return Decisions{Allowed: true, Each: each, Source: src}, nil
+}
+
+// hasModes reports whether a request's limit is not in ModeEnforce.
+func hasModes(reqs []Request) bool {
+	for _, r := range reqs {
+		if r.Limit.Mode != ModeEnforce {
+			return true
+		}
+	}
+	return false
 }

@@ -87,9 +87,16 @@ func Wait(ctx context.Context, lim Limiter, max time.Duration, reqs ...Request) 
 func denial(reqs []Request, ds Decisions) *LimitError {
 	i := -1
 	if len(ds.Each) == len(reqs) {
-		for j, d := range ds.Each {
-			if !d.Allowed && reqs[j].Limit.Mode == ModeEnforce && (i < 0 || d.RetryAfter > ds.Each[i].RetryAfter) {
-				i = j
+		// Limits in shadow mode here may be enforced by an override
+		// further in, so they name the denial when no other limit can.
+		for _, enforcedOnly := range []bool{true, false} {
+			for j, d := range ds.Each {
+				if !d.Allowed && (!enforcedOnly || reqs[j].Limit.Mode == ModeEnforce) && (i < 0 || d.RetryAfter > ds.Each[i].RetryAfter) {
+					i = j
+				}
+			}
+			if i >= 0 {
+				break
 			}
 		}
 	}

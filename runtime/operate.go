@@ -66,6 +66,11 @@ func (op *operated) Decide(ctx context.Context, reqs ...Request) (Decisions, err
 // decide returns the requests as decided, overrides applied, with their
 // decisions.
 func (op *operated) decide(ctx context.Context, reqs []Request) ([]Request, Decisions, error) {
+	if hasModes(reqs) {
+		if applied, ok := ctx.Value(modesAppliedKey{}).(*modesApplied); ok {
+			applied.Store(true)
+		}
+	}
 	if op.overrides != nil {
 		reqs = op.overrides.apply(reqs)
 	}

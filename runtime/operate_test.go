@@ -245,3 +245,23 @@ func TestLogObserver(t *testing.T) {
 	require.Equal(t, "error", rec["result"])
 	require.NotContains(t, buf.String(), "bob")
 }
+
+// TestOverrideEnforcesBehindAWrapper: an Operate limiter hidden behind a
+// wrapper (ratelimithttp.RecordDecisions, a user's metrics) still enforces
+// a limit the code declares in shadow mode when an override says so.
+func TestOverrideEnforcesBehindAWrapper(t *testing.T) {
+	mem, _ := newTestMemory()
+	var ov Overrides
+	enforce := ModeEnforce
+	require.NoError(t, ov.Set(map[string]Override{"Hidden.Shadow": {Mode: &enforce}}))
+	lim := &counting{Limiter: Operate(mem, WithOverrides(&ov))}
+	declared := Limit{Name: "Hidden.Shadow", Window: time.Minute, Max: 1, Mode: ModeShadow}
+	other := Limit{Name: "Hidden.Other", Window: time.Minute, Max: 10}
+	reqs := []Request{{Limit: declared, Key: "k"}, {Limit: other, Key: "k"}}
+	require.NoError(t, Enforce(ctx, lim, reqs...))
+	err := Enforce(ctx, lim, reqs...)
+	var le *LimitError
+	require.ErrorAs(t, err, &le)
+	require.Equal(t, "Hidden.Shadow", le.Limit.Name)
+	require.EqualValues(t, 2, lim.calls.Load(), "the denial was not asked again without the limit")
+}

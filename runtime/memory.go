@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"hash/maphash"
 	"math/bits"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -25,12 +27,15 @@ import (
 // length.
 //
 // A decision costs no allocation once its key is held: the key is hashed
-// once, that hash picks one of 64 shards, each with its own lock, and finds
-// the key's entry in the shard's table, and the entry holds the algorithm's
-// state in the same allocation. An idle key costs one entry (48 bytes, plus
-// its algorithm's state: 16 to 48 bytes), a copy of the key's bytes, and
-// 16 bytes of table at a load between 3/8 and 3/4; a sliding log adds 8
-// bytes per admission still in its window.
+// once, that hash picks one of 64 shards and finds the key's entry in the
+// shard's table without a lock, and the entry holds the algorithm's state in
+// the same allocation. Calls on one key are serialised by the key's entry
+// alone (GCRA's by a compare-and-swap of its one number), so calls on
+// different keys never wait for each other; a shard's lock is taken only to
+// add or evict keys. An idle key costs one entry (48 bytes, plus its
+// algorithm's state: 16 to 48 bytes), a copy of the key's bytes, and 16 bytes
+// of table at a load between 3/8 and 3/4; a sliding log adds 8 bytes per
+// admission still in its window.
 type MemoryLimiter struct {
 	shards [memShards]memShard
 
@@ -40,6 +45,10 @@ type MemoryLimiter struct {
 	// clock then never steps back when the wall clock is set. It starts at
 	// the wall clock's time when the limiter is made and advances as the
 	// monotonic clock does.
+	//
+	// Either clock is read once a call holds its key's entry (see
+	// decideHeld), so that the calls on one key decide at times that never
+	// go back, in the order they decide.
 	clock       func() time.Time
 	epoch       time.Time
 	epochMicros int64
@@ -63,32 +72,23 @@ type memShard struct {
 }
 
 type memShardState struct {
+	// tab is the shard's table. Calls read it without a lock; mu
+	// serialises the changes to it (adding and evicting keys, rebuilding
+	// it), which publish every slot and every new table atomically.
+	tab atomic.Pointer[memTable]
+	// nextSweep (µs) also triggers a sweep, checked after every call, so
+	// that a shard whose calls only visit existing keys still lets go of
+	// the expired ones (see tidy).
+	nextSweep atomic.Int64
+
 	mu sync.Mutex
 	// n is how many entries the shard holds.
 	n int
 	// sweepAt is the size at which the next sweep of expired keys runs;
 	// doubling it after each sweep keeps sweeping amortised O(1) per call.
 	sweepAt int
-	// nextSweep (µs) also triggers a sweep, checked on every call, so that
-	// a shard whose calls only visit existing keys still lets go of the
-	// expired ones (see tidy).
-	nextSweep int64
-	// last is the latest default-clock time (µs) a call on the shard used.
-	// The default clock is read before the lock is taken, to keep the
-	// lock's hold short, so a call that waited for the lock may carry an
-	// older time than the one before it; it then decides at last instead,
-	// and the shard's time never goes back, as when the clock was read
-	// under the lock.
-	last int64
-	// slots is an open-addressing hash table of the shard's entries by
-	// their 64-bit hash, probed linearly from the hash's low bits; its
-	// length is a power of two. A Go map would hash the hash again, and
-	// needs a chain for keys whose hashes are equal; here such keys simply
-	// take further slots. An empty slot has a nil entry; a slot whose
-	// entry a sweep deleted holds memDeleted, so that probes go past it,
-	// until an insertion reuses it or the table is rebuilt.
-	slots []memSlot
-	// used counts the slots that are not empty: n plus the deleted ones.
+	// used counts the slots of tab that are not empty: n plus the deleted
+	// ones.
 	used int
 	// peak is the largest n since the table was last sized. A sweep that
 	// leaves n far below it rebuilds the table to fit, so that the memory
@@ -96,9 +96,45 @@ type memShardState struct {
 	peak int
 }
 
+// memTable is an open-addressing hash table of a shard's entries by their
+// 64-bit hash, probed linearly from the hash's low bits; its length is a
+// power of two. A Go map would hash the hash again, and needs a chain for
+// keys whose hashes are equal; here such keys simply take further slots. An
+// empty slot has a nil entry; a slot whose entry a sweep deleted holds
+// memDeleted, so that probes go past it, until an insertion reuses it or
+// the table is rebuilt. A slot never becomes empty again, and at most 3/4
+// of them are used, so every probe ends.
+//
+// Readers hold no lock: they load a slot's entry, then its hash, and trust
+// only an entry that matches their key, whose name and key never change.
+// A reader that misses an entry being added, or finds one being evicted
+// (see memEntry.dead), takes the shard's lock and looks again.
+type memTable struct {
+	slots []memSlot
+	mask  uint64
+}
+
 type memSlot struct {
-	h uint64
-	e *memEntry
+	h atomic.Uint64
+	e atomic.Pointer[memEntry]
+}
+
+// find returns k's entry in t, whose hash is h, or nil.
+func (t *memTable) find(h uint64, k *memKey) *memEntry {
+	for i := h & t.mask; ; i = (i + 1) & t.mask {
+		sl := &t.slots[i]
+		e := sl.e.Load()
+		if e == nil {
+			return nil
+		}
+		if sl.h.Load() == h && e.matches(k) {
+			return e
+		}
+	}
+}
+
+func newMemTable(n int) *memTable {
+	return &memTable{slots: make([]memSlot, n), mask: uint64(n - 1)}
 }
 
 // memDeleted marks a slot whose entry was swept.
@@ -241,14 +277,51 @@ func shardOf(h uint64) uint64 { return h >> (64 - memShardBits) }
 // memEntry is one key's record. It is the head of a memEntryOf, which holds
 // the algorithm's state in the same allocation: 48 bytes, and with the
 // state of GCRA (16 bytes) the whole entry fits one cache line.
+//
+// Calls on the key hold the entry's lock (mu) while they decide, and read
+// the clock under it; GCRA's entries have no use for mu: their state is
+// one number, swapped whole (see gcra). A sweep evicts an entry by setting
+// dead (GCRA: by swapping in gcraDead) under the same lock, and a call that
+// then finds it dead looks the key up again under the shard's lock.
 type memEntry struct {
-	// name and key are the stored forms (see memKey).
+	// name and key are the stored forms (see memKey). They and the flags
+	// below never change once the entry is in a table.
 	name, key string
-	expireAt  int64 // µs; from then on the state holds nothing that counts
+	// expireAt (µs, guarded by mu; unused by GCRA): from then on the state
+	// holds nothing that counts.
+	expireAt int64
 	// algo says which memEntryOf the entry heads.
 	algo                  memAlgo
 	nameHashed, keyHashed bool
+	// dead (guarded by mu) marks an entry a sweep evicted.
+	dead bool
+	mu   entryLock
 }
+
+// entryLock is a spin lock of 4 bytes, which fit in memEntry's padding
+// where a sync.Mutex (8) would grow every entry. It is held only while one
+// call decides, a few dozen nanoseconds; a waiter that spins in vain
+// yields its thread, so that a holder the scheduler preempted gets to run.
+type entryLock struct{ v atomic.Uint32 }
+
+func (l *entryLock) lock() {
+	if !l.v.CompareAndSwap(0, 1) {
+		l.lockSlow()
+	}
+}
+
+func (l *entryLock) lockSlow() {
+	for i := 0; ; i++ {
+		if l.v.Load() == 0 && l.v.CompareAndSwap(0, 1) {
+			return
+		}
+		if i >= 16 {
+			goruntime.Gosched()
+		}
+	}
+}
+
+func (l *entryLock) unlock() { l.v.Store(0) }
 
 type memEntryOf[S any] struct {
 	memEntry
@@ -263,7 +336,7 @@ func stateOf[S any](e *memEntry) *S {
 	return &(*memEntryOf[S])(unsafe.Pointer(e)).s
 }
 
-// newEntry returns a new entry for algo with a zero state.
+// newEntry returns a new entry for algo with an empty state.
 func newEntry(algo memAlgo) *memEntry {
 	switch algo {
 	case memSlidingLog:
@@ -275,7 +348,9 @@ func newEntry(algo memAlgo) *memEntry {
 	case memTokenBucket:
 		return &new(memEntryOf[tokenBucket]).memEntry
 	}
-	return &new(memEntryOf[gcra]).memEntry
+	g := new(memEntryOf[gcra])
+	g.s.tat.Store(gcraEmpty)
+	return &g.memEntry
 }
 
 // matches reports whether e is k's entry.
@@ -311,9 +386,47 @@ func (e *memEntry) commit(now int64, p params, v *verdict) {
 	case memTokenBucket:
 		stateOf[tokenBucket](e).commit(now, p, v)
 	default:
+		// GCRA's state is its expiry.
 		stateOf[gcra](e).commit(now, p, v)
+		return
 	}
 	e.expireAt = now + v.reset
+}
+
+// acquire takes e for a call under its shard's lock, so that check and
+// commit may follow: e's lock, or a claim of GCRA's state. The entry is in
+// the shard's table, so not dead.
+func (e *memEntry) acquire() {
+	if e.algo == memGCRA {
+		stateOf[gcra](e).claim()
+		return
+	}
+	e.mu.lock()
+}
+
+// release ends acquire.
+func (e *memEntry) release() {
+	if e.algo == memGCRA {
+		stateOf[gcra](e).release()
+		return
+	}
+	e.mu.unlock()
+}
+
+// evict marks e dead if nothing in it counts at now, and reports whether it
+// did. The shard must be locked.
+func (e *memEntry) evict(now int64) bool {
+	if e.algo == memGCRA {
+		g := stateOf[gcra](e)
+		t := g.tat.Load()
+		// A call that swaps t in between keeps its key.
+		return t <= now && t != gcraClaimed && t != gcraDead && g.tat.CompareAndSwap(t, gcraDead)
+	}
+	e.mu.lock()
+	e.dead = e.expireAt <= now
+	dead := e.dead
+	e.mu.unlock()
+	return dead
 }
 
 // NewMemoryLimiter returns an in-process Limiter reading the process's
@@ -328,33 +441,18 @@ func NewMemoryLimiter(opts ...MemoryOption) *MemoryLimiter {
 	m.epoch = time.Now()
 	m.epochMicros = m.epoch.UnixMicro()
 	for i := range m.shards {
-		m.shards[i].slots = make([]memSlot, memMinSlots)
+		m.shards[i].tab.Store(newMemTable(memMinSlots))
 		m.shards[i].sweepAt = memMinSweep
 	}
 	return m
 }
 
-// earlyNow returns the default clock's time in µs, or 0 under WithClock,
-// whose clock is read under the shard lock (see lockedNow).
-func (m *MemoryLimiter) earlyNow() int64 {
-	if m.clock != nil {
-		return 0
-	}
-	return m.epochMicros + int64(time.Since(m.epoch)/time.Microsecond)
-}
-
-// lockedNow returns the time at which a call on s decides, given what
-// earlyNow returned. WithClock's clock is read here, under the lock, so
-// that calls decide in the order of the times they read. s must be locked.
-func (m *MemoryLimiter) lockedNow(s *memShard, early int64) int64 {
+// now returns the time in µs: WithClock's, or the default clock's.
+func (m *MemoryLimiter) now() int64 {
 	if m.clock != nil {
 		return m.clock().UnixMicro()
 	}
-	if early < s.last {
-		return s.last
-	}
-	s.last = early
-	return early
+	return m.epochMicros + int64(time.Since(m.epoch)/time.Microsecond)
 }
 
 // Allow admits a call of cost 1 under l for key if the limit has room, and
@@ -375,7 +473,7 @@ func (m *MemoryLimiter) allowN(ctx context.Context, l Limit, key string, n int64
 	}
 	k := memKey{algo: algo, name: l.Name, key: key}
 	h := m.hash(&k)
-	v := m.decide(&m.shards[shardOf(h)], h, &k, l.Name, p, m.earlyNow())
+	v := m.decide(&m.shards[shardOf(h)], h, &k, l.Name, p)
 	return v.decision(), nil
 }
 
@@ -394,29 +492,94 @@ func (m *MemoryLimiter) allowLong(ctx context.Context, l Limit, key string, n in
 	k := newMemKey(algo, l.Name, key, &d)
 	h := m.hash(&k)
 	p := paramsOf(l, n)
-	v := m.decide(&m.shards[shardOf(h)], h, &k, l.Name, p, m.earlyNow())
+	v := m.decide(&m.shards[shardOf(h)], h, &k, l.Name, p)
 	return v.decision(), nil
 }
 
-// decide runs one call on shard s, everything that needs its lock and
-// nothing else. name is the limit's name as the caller gave it.
-func (m *MemoryLimiter) decide(s *memShard, h uint64, k *memKey, name string, p params, early int64) verdict {
+// decide runs one call on shard s: on the key's entry alone when the
+// shard's table holds it, under the shard's lock when the key must be
+// added or its entry was just evicted. name is the limit's name as the
+// caller gave it.
+func (m *MemoryLimiter) decide(s *memShard, h uint64, k *memKey, name string, p params) verdict {
+	if e := s.tab.Load().find(h, k); e != nil {
+		if v, now, ok := m.decideHeld(e, p); ok {
+			if now >= s.nextSweep.Load() {
+				m.tidy(s)
+			}
+			return v
+		}
+	}
+	return m.decideLocked(s, h, k, name, p)
+}
+
+// decideHeld decides a call on e without the shard's lock. ok is false if
+// e was evicted (or, for GCRA, is claimed by a call under the shard's
+// lock): the call must then look its key up again under that lock. now is
+// the time of the decision.
+func (m *MemoryLimiter) decideHeld(e *memEntry, p params) (v verdict, now int64, ok bool) {
+	if e.algo == memGCRA {
+		g := stateOf[gcra](e)
+		for {
+			tat := g.tat.Load()
+			if tat == gcraClaimed || tat == gcraDead {
+				return verdict{}, 0, false
+			}
+			// The clock is read after tat: the call that stored tat read
+			// its time before storing it, so the calls that change the
+			// state decide at times that never go back, in the order of
+			// their swaps.
+			now = m.now()
+			v = gcraCheck(tat, now, p)
+			if !v.ok {
+				return v, now, true
+			}
+			if g.tat.CompareAndSwap(tat, v.scratch) {
+				gcraCommit(now, p, &v)
+				return v, now, true
+			}
+		}
+	}
+	e.mu.lock()
+	if e.dead {
+		e.mu.unlock()
+		return verdict{}, 0, false
+	}
+	now = m.now()
+	v = e.check(now, p)
+	if v.ok {
+		e.commit(now, p, &v)
+	}
+	e.mu.unlock()
+	return v, now, true
+}
+
+// decideLocked is decide under the shard's lock, adding the key if needed.
+func (m *MemoryLimiter) decideLocked(s *memShard, h uint64, k *memKey, name string, p params) verdict {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := m.lockedNow(s, early)
-	s.tidy(now)
+	s.tidy(m.now())
 	e := s.entry(h, k, name)
+	e.acquire()
+	now := m.now()
 	v := e.check(now, p)
 	if v.ok {
 		e.commit(now, p, &v)
 	}
+	e.release()
 	return v
+}
+
+// tidy runs s's sweep if one is due.
+func (m *MemoryLimiter) tidy(s *memShard) {
+	s.mu.Lock()
+	s.tidy(m.now())
+	s.mu.Unlock()
 }
 
 // Decide admits a call only if every request's limit has room, recording
 // it in all of them; otherwise it records nothing (see Limiter). The shards
-// of all keys are locked together, in a fixed order, so the decision is
-// atomic.
+// of all keys are locked together, in a fixed order, and then the keys'
+// entries, so the decision is atomic.
 func (m *MemoryLimiter) Decide(ctx context.Context, reqs ...Request) (Decisions, error) {
 	if len(reqs) == 1 {
 		d, err := m.allowN(ctx, reqs[0].Limit, reqs[0].Key, reqs[0].cost())
@@ -470,7 +633,6 @@ func (m *MemoryLimiter) Decide(ctx context.Context, reqs ...Request) (Decisions,
 	}
 	slices.Sort(order)
 	order = slices.Compact(order)
-	early := m.earlyNow()
 	for _, i := range order {
 		m.shards[i].mu.Lock()
 	}
@@ -480,33 +642,39 @@ func (m *MemoryLimiter) Decide(ctx context.Context, reqs ...Request) (Decisions,
 		}
 	}()
 
-	now := early
-	if m.clock != nil {
-		now = m.clock().UnixMicro()
-	} else {
-		for _, i := range order {
-			now = max(now, m.shards[i].last)
-		}
-		for _, i := range order {
-			m.shards[i].last = now
-		}
-	}
 	// Sweep before the first lookup: a sweep between two lookups could
 	// delete an expired entry the call already holds, and the admission
 	// then recorded in it would be lost.
+	now := m.now()
 	for _, i := range order {
 		m.shards[i].tidy(now)
 	}
-	all := true
 	for i := range reqs {
-		e := m.shards[shardOf(hashes[i])].entry(hashes[i], &keys[i], reqs[i].Limit.Name)
-		entries = append(entries, e)
+		entries = append(entries, m.shards[shardOf(hashes[i])].entry(hashes[i], &keys[i], reqs[i].Limit.Name))
+	}
+	// Then hold every entry (once, if two requests share one): calls on
+	// those keys without the shard's lock wait until the decision is
+	// complete. Only calls holding the shards' locks hold several entries,
+	// so no two can wait for each other.
+	for i, e := range entries {
+		if !slices.Contains(entries[:i], e) {
+			e.acquire()
+		}
+	}
+	now = m.now()
+	all := true
+	for i, e := range entries {
 		vs = append(vs, e.check(now, ps[i]))
 		all = all && vs[i].ok
 	}
 	if all {
 		for i, e := range entries {
 			e.commit(now, ps[i], &vs[i])
+		}
+	}
+	for i, e := range entries {
+		if !slices.Contains(entries[:i], e) {
+			e.release()
 		}
 	}
 	ds := Decisions{Allowed: all, Each: make([]Decision, len(vs))}
@@ -518,35 +686,36 @@ func (m *MemoryLimiter) Decide(ctx context.Context, reqs ...Request) (Decisions,
 
 // tidy sweeps the shard when a sweep is due: the shard has doubled since the
 // last one, or memSweepInterval has passed and the shard holds more than
-// memMinSweep entries. It costs a few comparisons otherwise. Calls run it
-// before looking up any entry, never between lookups, so that a sweep
-// never deletes an entry a call holds. The shard must be locked.
+// memMinSweep entries. It costs a few comparisons otherwise. Calls under
+// the shard's lock run it before looking up any entry, never between
+// lookups, so that a sweep never deletes an entry such a call holds; calls
+// without the lock run it after deciding. The shard must be locked.
 //
 // The timed sweep lets a shard that stops growing give back a burst's
-// memory. A shard of at most memMinSweep entries is left alone: it holds
-// no more than the slack the size trigger allows anyway, and forgetting a
-// key changes decisions if the clock then jumps back before its expiry
-// (Redis forgets on its own clock), which the differential tests rely on
-// not happening when no key is created.
+// memory. A shard of at most memMinSweep entries is left alone (its next
+// timed sweep is put off): it holds no more than the slack the size trigger
+// allows anyway, and forgetting a key changes decisions if the clock then
+// jumps back before its expiry (Redis forgets on its own clock), which the
+// differential tests rely on not happening when no key is created.
 func (s *memShard) tidy(now int64) {
-	if s.n >= s.sweepAt || (now >= s.nextSweep && s.n > memMinSweep) {
+	switch {
+	case s.n >= s.sweepAt:
 		s.sweep(now)
+	case now < s.nextSweep.Load():
+	case s.n > memMinSweep:
+		s.sweep(now)
+	default:
+		s.nextSweep.Store(now + memSweepInterval)
 	}
 }
 
 // entry returns k's entry, creating it if needed; h is k's hash, name the
 // limit's name as the caller gave it. The shard must be locked.
 func (s *memShard) entry(h uint64, k *memKey, name string) *memEntry {
-	mask := uint64(len(s.slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		sl := &s.slots[i]
-		if sl.e == nil {
-			return s.add(h, k, name)
-		}
-		if sl.h == h && sl.e.matches(k) {
-			return sl.e
-		}
+	if e := s.tab.Load().find(h, k); e != nil {
+		return e
 	}
+	return s.add(h, k, name)
 }
 
 // add creates k's entry; k has none. It is kept out of entry so that the
@@ -565,67 +734,71 @@ func (s *memShard) add(h uint64, k *memKey, name string) *memEntry {
 		e.name = strings.Clone(k.name)
 	}
 	e.key = strings.Clone(k.key)
-	if 4*(s.used+1) > 3*len(s.slots) {
+	if 4*(s.used+1) > 3*len(s.tab.Load().slots) {
 		// At most 3/4 of the slots in use keeps probes short; the new
 		// table is at most half full.
 		s.resize(2 * (s.n + 1))
 	}
-	s.place(h, e)
+	if s.tab.Load().place(h, e) {
+		s.used++
+	}
 	s.n++
 	s.peak = max(s.peak, s.n)
 	return e
 }
 
-// place puts e in the first free or deleted slot of h's probe sequence.
-func (s *memShard) place(h uint64, e *memEntry) {
-	mask := uint64(len(s.slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		sl := &s.slots[i]
-		if sl.e == nil || sl.e == memDeleted {
-			if sl.e == nil {
-				s.used++
-			}
-			*sl = memSlot{h: h, e: e}
-			return
+// place puts e in the first free or deleted slot of h's probe sequence,
+// and reports whether the slot was free. The entry is stored last, so that
+// a reader that loads it finds its hash. The shard must be locked.
+func (t *memTable) place(h uint64, e *memEntry) (free bool) {
+	for i := h & t.mask; ; i = (i + 1) & t.mask {
+		sl := &t.slots[i]
+		if old := sl.e.Load(); old == nil || old == memDeleted {
+			sl.h.Store(h)
+			sl.e.Store(e)
+			return old == nil
 		}
 	}
 }
 
-// resize rebuilds the table with room for at least size entries, without
-// the deleted slots.
+// resize replaces the table with one with room for at least size entries,
+// without the deleted slots. Readers of the old table still find every
+// entry it held. The shard must be locked.
 func (s *memShard) resize(size int) {
 	n := memMinSlots
 	for n < size {
 		n *= 2
 	}
-	old := s.slots
-	s.slots = make([]memSlot, n)
+	old := s.tab.Load()
+	t := newMemTable(n)
 	s.used = 0
-	for _, sl := range old {
-		if sl.e != nil && sl.e != memDeleted {
-			s.place(sl.h, sl.e)
+	for i := range old.slots {
+		if e := old.slots[i].e.Load(); e != nil && e != memDeleted && t.place(old.slots[i].h.Load(), e) {
+			s.used++
 		}
 	}
+	s.tab.Store(t)
 }
 
-// sweep deletes every entry that holds nothing that counts, and rebuilds
+// sweep evicts every entry that holds nothing that counts, and rebuilds
 // the table when that leaves it far below its peak size, or mostly made of
 // deleted slots. It returns how many entries remain. The shard must be
 // locked.
 func (s *memShard) sweep(now int64) int {
-	for i := range s.slots {
-		sl := &s.slots[i]
-		if sl.e != nil && sl.e != memDeleted && sl.e.expireAt <= now {
-			*sl = memSlot{e: memDeleted}
+	t := s.tab.Load()
+	for i := range t.slots {
+		sl := &t.slots[i]
+		if e := sl.e.Load(); e != nil && e != memDeleted && e.evict(now) {
+			sl.e.Store(memDeleted)
 			s.n--
 		}
 	}
-	if (s.peak > memMinSweep && s.n <= s.peak/memShrinkFactor) || s.used-s.n > len(s.slots)/4 {
+	if (s.peak > memMinSweep && s.n <= s.peak/memShrinkFactor) || s.used-s.n > len(t.slots)/4 {
 		s.resize(2 * s.n)
 		s.peak = s.n
 	}
 	s.sweepAt = max(memMinSweep, 2*s.n)
-	s.nextSweep = now + memSweepInterval
+	s.nextSweep.Store(now + memSweepInterval)
 	return s.n
 }
 
@@ -641,9 +814,8 @@ func (m *MemoryLimiter) sweep() int {
 	n := 0
 	for i := range m.shards {
 		s := &m.shards[i]
-		early := m.earlyNow()
 		s.mu.Lock()
-		n += s.sweep(m.lockedNow(s, early))
+		n += s.sweep(m.now())
 		s.mu.Unlock()
 	}
 	return n

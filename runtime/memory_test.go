@@ -313,9 +313,10 @@ func forEachEntry(lim *MemoryLimiter, f func(*memEntry)) {
 	for i := range lim.shards {
 		s := &lim.shards[i]
 		s.mu.Lock()
-		for _, sl := range s.slots {
-			if sl.e != nil && sl.e != memDeleted {
-				f(sl.e)
+		t := s.tab.Load()
+		for i := range t.slots {
+			if e := t.slots[i].e.Load(); e != nil && e != memDeleted {
+				f(e)
 			}
 		}
 		s.mu.Unlock()

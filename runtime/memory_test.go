@@ -426,3 +426,61 @@ func TestPlainRequestAgreesWithValidate(t *testing.T) {
 	}
 	require.Greater(t, checked, 1000)
 }
+
+func TestMemoryHotKeyIsExact(t *testing.T) {
+	// Calls on one key take the entry's lock (GCRA: swap its arrival time)
+	// without the shard's; Decide with several limits holds the shards and
+	// then the entries; sweeps run meanwhile. On a stopped clock exactly
+	// Max calls of each algorithm get in, however they interleave, and a
+	// Decide records in both of its limits or in neither. Run with -race.
+	for _, algo := range Algorithms() {
+		t.Run(string(algo), func(t *testing.T) {
+			clock := newFakeClock()
+			lim := NewMemoryLimiter(WithClock(clock.Now))
+			l := Limit{Name: "hot", Window: time.Hour, Max: 200, Algorithm: algo}
+			roomy := Limit{Name: "roomy", Window: time.Hour, Max: 1 << 20}
+			var wg sync.WaitGroup
+			var mu sync.Mutex
+			allowed, decided := 0, 0
+			for g := 0; g < 8; g++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < 400; i++ {
+						var ok, both bool
+						if g%2 == 0 {
+							d, err := lim.Allow(ctx, l, "k")
+							require.NoError(t, err)
+							ok = d.Allowed
+						} else {
+							ds, err := lim.Decide(ctx, Request{Limit: l, Key: "k"}, Request{Limit: roomy, Key: "k"})
+							require.NoError(t, err)
+							ok, both = ds.Allowed, ds.Allowed
+						}
+						mu.Lock()
+						if ok {
+							allowed++
+						}
+						if both {
+							decided++
+						}
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 200; i++ {
+					lim.sweep()
+				}
+			}()
+			wg.Wait()
+			require.Equal(t, int(l.Max), allowed)
+			d := allow(t, lim, roomy, "k")
+			require.Equal(t, int(roomy.Max)-decided-1, d.Remaining, "a Decide recorded in one limit only")
+			clock.Advance(2 * time.Hour)
+			require.Zero(t, lim.sweep())
+		})
+	}
+}

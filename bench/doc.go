@@ -10,7 +10,8 @@
 //     limiters in a sync.Map or alone (inprocess.go, inprocess_test.go).
 //
 // cmd/perftable runs the rows of the repository README's Performance table
-// and prints them as ratios to redis_rate.
+// and prints them as ratios to redis_rate; with -inprocess, the rows of
+// README.md's In process table, as ratios to memorystore and x/time/rate.
 //
 // It is a module of its own so that the peers it measures never become
 // dependencies of ratelimitgen's users. It holds no API; README.md has the

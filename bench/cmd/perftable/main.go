@@ -9,6 +9,13 @@
 //	go run ./cmd/perftable                 # -count 5, about 8 minutes on 2 cores
 //	go run ./cmd/perftable -in perftable.txt   # the table again from saved output
 //
+// With -inprocess it makes bench/README.md's In process table instead: every
+// row of BenchmarkInProcess and BenchmarkInProcessIdleKey (no Redis), ns/op
+// against sethvargo/go-limiter's memorystore on 4,096 keys and on new keys,
+// and against a single x/time/rate limiter on the hot key:
+//
+//	go run ./cmd/perftable -inprocess      # -count 10 -benchtime 0.5s, about 7 minutes on 2 cores
+//
 // The rows are every contender but the ContextTimeoutEnabled variant, at 1,
 // 64 and 256 callers on 10,000 keys and at 64 callers on one key under
 // 100% denial. The raw `go test` output goes to -o (default perftable.txt)
@@ -39,15 +46,58 @@ import (
 	"time"
 )
 
-// baseline is the library every ratio is taken against.
+// baseline is the library every ratio of the Performance table is taken
+// against.
 const baseline = "redis_rate"
+
+// table is what one kind of table runs and compares against.
+type table struct {
+	// bench is go test's -bench pattern; prefixes are the benchmarks'
+	// names up to the first sub-benchmark, slash included.
+	bench    string
+	prefixes []string
+	// flags are more arguments for the test binary.
+	flags []string
+	// rows is how many rows one pass runs, for the progress report only.
+	rows int
+	// baseline names the library a setting's ratios are taken against.
+	baseline func(setting) string
+	render   func(io.Writer, *results, []string) error
+}
+
+var (
+	perfTable = table{
+		bench: "^BenchmarkAllow$", prefixes: []string{"BenchmarkAllow/"}, flags: []string{"-perftable"},
+		rows: tableRows, baseline: func(setting) string { return baseline }, render: render,
+	}
+	inProcessTable = table{
+		bench: "^BenchmarkInProcess", prefixes: []string{"BenchmarkInProcess/", "BenchmarkInProcessIdleKey/"},
+		rows: 37, baseline: inProcessBaseline, render: renderInProcess,
+	}
+)
 
 func main() {
 	count := flag.Int("count", 5, "repetitions of every row (go test -count)")
 	benchtime := flag.String("benchtime", "1s", "time per row and repetition (go test -benchtime)")
 	out := flag.String("o", "perftable.txt", "file for the raw go test output")
 	in := flag.String("in", "", "print the table from this saved go test output instead of running")
+	inProcess := flag.Bool("inprocess", false, "the In process table of bench/README.md (defaults -count 10 -benchtime 0.5s -o inprocess.txt)")
 	flag.Parse()
+	tab := perfTable
+	if *inProcess {
+		tab = inProcessTable
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["count"] {
+			*count = 10
+		}
+		if !set["benchtime"] {
+			*benchtime = "0.5s"
+		}
+		if !set["o"] {
+			*out = "inprocess.txt"
+		}
+	}
 
 	var raw []byte
 	var notes []string
@@ -58,16 +108,16 @@ func main() {
 		}
 	} else {
 		var err error
-		raw, notes, err = run(*count, *benchtime, *out)
+		raw, notes, err = run(tab, *count, *benchtime, *out)
 		if err != nil {
 			fatal(err)
 		}
 	}
-	res, err := parse(bytes.NewReader(raw))
+	res, err := parse(bytes.NewReader(raw), tab.prefixes...)
 	if err != nil {
 		fatal(err)
 	}
-	if err := render(os.Stdout, res, notes); err != nil {
+	if err := tab.render(os.Stdout, res, notes); err != nil {
 		fatal(err)
 	}
 }
@@ -81,7 +131,7 @@ func fatal(err error) {
 // count times, one pass of every row after another, writing their output
 // to outFile and progress to stderr. It returns the output and notes on
 // the machine.
-func run(count int, benchtime, outFile string) ([]byte, []string, error) {
+func run(tab table, count int, benchtime, outFile string) ([]byte, []string, error) {
 	dir, err := benchDir()
 	if err != nil {
 		return nil, nil, err
@@ -102,13 +152,13 @@ func run(count int, benchtime, outFile string) ([]byte, []string, error) {
 		return nil, nil, err
 	}
 	defer f.Close()
-	args := []string{"-test.run", "^$", "-test.bench", "^BenchmarkAllow$", "-test.benchmem",
-		"-test.count", "1", "-test.benchtime", benchtime, "-test.timeout", "0", "-perftable"}
+	args := append([]string{"-test.run", "^$", "-test.bench", tab.bench, "-test.benchmem",
+		"-test.count", "1", "-test.benchtime", benchtime, "-test.timeout", "0"}, tab.flags...)
 	fmt.Fprintf(os.Stderr, "perftable: in %s, %d times: go test -c && bench.test %s\n", dir, count, strings.Join(args, " "))
 	notes := []string{"load average before: " + loadavg()}
 	began := time.Now()
 	var buf bytes.Buffer
-	rows, total := 0, count*tableRows
+	rows, total := 0, count*tab.rows
 	for pass := range count {
 		// One process per pass: go test -count would repeat each row
 		// count times in a row, so that drift in the machine's load would
@@ -219,8 +269,14 @@ type results struct {
 	procs    string
 }
 
-// parse reads go test -bench output.
-func parse(r io.Reader) (*results, error) {
+// parse reads go test -bench output: the benchmarks whose names start with
+// one of prefixes (BenchmarkAllow/ if none). A benchmark without callers
+// or keys in its name (BenchmarkInProcessIdleKey) is a setting of one
+// caller on keys "new".
+func parse(r io.Reader, prefixes ...string) (*results, error) {
+	if len(prefixes) == 0 {
+		prefixes = perfTable.prefixes
+	}
 	res := &results{rows: map[string]map[setting]*row{}}
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
@@ -231,7 +287,7 @@ func parse(r io.Reader) (*results, error) {
 			}
 			continue
 		}
-		if !strings.HasPrefix(line, "BenchmarkAllow/") {
+		if !slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(line, p) }) {
 			continue
 		}
 		fields := strings.Fields(line)
@@ -261,6 +317,9 @@ func parse(r io.Reader) (*results, error) {
 			case "keys":
 				s.keys = v
 			}
+		}
+		if s == (setting{}) && strings.HasPrefix(name, "BenchmarkInProcessIdleKey/") {
+			s = setting{callers: 1, keys: "new"}
 		}
 		if lib == "" || s.callers == 0 || s.keys == "" {
 			return nil, fmt.Errorf("unexpected benchmark name %s", name)
@@ -293,7 +352,7 @@ func parse(r io.Reader) (*results, error) {
 		return nil, err
 	}
 	if len(res.libs) == 0 {
-		return nil, errors.New("no BenchmarkAllow results in the output")
+		return nil, fmt.Errorf("no %s results in the output", strings.Join(prefixes, " or "))
 	}
 	// Settings in the table's order: fewer callers first, denial last.
 	slices.SortStableFunc(res.settings, func(a, b setting) int {
@@ -424,24 +483,8 @@ func thousands(n int64) string {
 
 // render writes the markdown table.
 func render(w io.Writer, res *results, notes []string) error {
-	reps := 0
-	for _, byS := range res.rows {
-		for _, r := range byS {
-			reps = max(reps, len(r.runs))
-		}
-	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Medians of %d repetitions; ratios against %s in the same setting, repetition by repetition (median, range).", reps, baseline)
-	if res.procs != "" {
-		fmt.Fprintf(&b, " GOMAXPROCS %s.", res.procs)
-	}
-	b.WriteString("\n")
-	for _, h := range res.header {
-		fmt.Fprintf(&b, "%s\n", h)
-	}
-	for _, n := range notes {
-		fmt.Fprintf(&b, "%s\n", n)
-	}
+	preamble(&b, res, notes, "ratios against "+baseline+" in the same setting, repetition by repetition (median, range)")
 	b.WriteString("\n| library | callers | keys | decisions/s | × redis_rate | p50 µs | p50 × redis_rate | p99 µs | allocs/op | B/op | Redis µs/op | Redis calls/op | admitted/op |\n")
 	b.WriteString("|---|---:|---|---:|---|---:|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range res.settings {
@@ -475,4 +518,26 @@ func render(w io.Writer, res *results, notes []string) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// preamble writes what a table says before its rows: the repetitions, what
+// its ratios are, GOMAXPROCS, go test's header lines and the notes.
+func preamble(b *strings.Builder, res *results, notes []string, ratios string) {
+	reps := 0
+	for _, byS := range res.rows {
+		for _, r := range byS {
+			reps = max(reps, len(r.runs))
+		}
+	}
+	fmt.Fprintf(b, "Medians of %d repetitions; %s.", reps, ratios)
+	if res.procs != "" {
+		fmt.Fprintf(b, " GOMAXPROCS %s.", res.procs)
+	}
+	b.WriteString("\n")
+	for _, h := range res.header {
+		fmt.Fprintf(b, "%s\n", h)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(b, "%s\n", n)
+	}
 }

@@ -73,3 +73,40 @@ func TestThousands(t *testing.T) {
 		}
 	}
 }
+
+const inProcessSample = `cpu: Some CPU
+BenchmarkInProcess/lib=memory-gcra/callers=64/keys=4096-2         	 100	       50 ns/op	         1.000 admitted/op	       0 B/op	       0 allocs/op
+BenchmarkInProcess/lib=sethvargo-memorystore/callers=64/keys=4096-2 	 100	      100 ns/op	         0.750 admitted/op	       0 B/op	       0 allocs/op
+BenchmarkInProcess/lib=memory-gcra/callers=64/keys=hot-2          	 100	       90 ns/op	         0.300 admitted/op	       0 B/op	       0 allocs/op
+BenchmarkInProcess/lib=xtime-rate-single/callers=64/keys=hot-2    	 100	      100 ns/op	         1.000 admitted/op	       0 B/op	       0 allocs/op
+BenchmarkInProcessIdleKey/lib=memory-gcra-2                        	   1	      300 ns/op	       120 B/idle-key	       96 B/op	       1 allocs/op
+BenchmarkInProcess/lib=memory-gcra/callers=64/keys=4096-2         	 100	       70 ns/op	         1.000 admitted/op	       0 B/op	       0 allocs/op
+BenchmarkInProcess/lib=sethvargo-memorystore/callers=64/keys=4096-2 	 100	      100 ns/op	         0.750 admitted/op	       0 B/op	       0 allocs/op
+`
+
+func TestParseRenderInProcess(t *testing.T) {
+	res, err := parse(strings.NewReader(inProcessSample), inProcessTable.prefixes...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := renderInProcess(&b, res, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"Medians of 2 repetitions",
+		// 50 and 70 against 100 and 100.
+		"| memory-gcra | 64 | 4096 | 60.0 | 50.0–70.0 | 0.60× (0.50–0.70) memorystore | 1.00 | 0 | 0 | – |",
+		"| sethvargo-memorystore | 64 | 4096 | 100 | 100–100 | 1 | 0.750 |",
+		"| memory-gcra | 64 | hot | 90.0 | 90.0–90.0 | 0.90× single | 0.300 |",
+		"| memory-gcra | 1 | new | 300 | 300–300 | – | – | 96.0 | 1.00 | 120 |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "| 64 | hot |") < strings.Index(out, "| 64 | 4096 |") {
+		t.Errorf("the 4,096-key rows should come first:\n%s", out)
+	}
+}

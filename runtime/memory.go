@@ -46,9 +46,10 @@ type MemoryLimiter struct {
 	// the wall clock's time when the limiter is made and advances as the
 	// monotonic clock does.
 	//
-	// Either clock is read once a call holds its key's entry (see
-	// decideHeld), so that the calls on one key decide at times that never
-	// go back, in the order they decide.
+	// Either clock is read once a call holds its key's entry (GCRA: once
+	// it has loaded the arrival time it will swap; see decideHeld), so
+	// that the calls that change a key's state do so at times that never
+	// go back, in the order they change it.
 	clock       func() time.Time
 	epoch       time.Time
 	epochMicros int64

@@ -15,7 +15,8 @@
 //	ratelimit_decision_duration_seconds{limit}          histogram
 //	ratelimit_near_limit_total{limit}                   counter
 //
-// See Observer for what each one counts.
+// See Observer for what each one counts. GrafanaDashboard returns a
+// Grafana dashboard of them, the module's dashboard.json.
 //
 // This package is a module of its own, so that the ratelimitgen core does
 // not depend on the Prometheus client.

@@ -2,6 +2,7 @@ package ratelimitprom_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -95,5 +96,40 @@ func BenchmarkWithLabelValues(b *testing.B) {
 		if ev.NearLimit() {
 			nearLimit.WithLabelValues(ev.Limit.Name).Inc()
 		}
+	}
+}
+
+type discardObserver struct{}
+
+func (discardObserver) Observe(context.Context, runtime.Event) {}
+
+// BenchmarkOperate measures an admitted decision of a MemoryLimiter
+// through runtime.Operate with an observer that does nothing and with an
+// Observer: the difference is what exporting the decision costs.
+func BenchmarkOperate(b *testing.B) {
+	l := runtime.Limit{Name: "Bench.Operate", Window: time.Second, Max: 1 << 30, Algorithm: runtime.GCRA}
+	for _, c := range []struct {
+		name string
+		obs  runtime.Observer
+	}{
+		{"discard", discardObserver{}},
+		{"prometheus", ratelimitprom.NewObserver()},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			lim := runtime.Operate(runtime.NewMemoryLimiter(), runtime.WithObserver(c.obs))
+			keys := make([]string, 1024)
+			for i := range keys {
+				keys[i] = "user:" + strconv.Itoa(i)
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if err := runtime.Enforce(ctx, lim, runtime.Request{Limit: l, Key: keys[i&1023]}); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
 	}
 }

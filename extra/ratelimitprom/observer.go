@@ -109,8 +109,10 @@ func WithBuckets(buckets []float64) Option {
 //     the limit's capacity, as envoy's near_limit counts. Denials and
 //     shadow denials count; errors do not.
 //
-// WithLabel adds one label to the two counters. The metrics of a limit
-// appear once it has been observed, and remain.
+// WithLabel adds one label to the two counters. A series appears with the
+// first event it counts, and then remains; the near-limit counter of a limit
+// (and label) appears with the limit's first event, at 0 if that event was
+// not near the limit.
 //
 // Observe allocates nothing once a combination of limit, result, source and
 // label has been seen: it keeps the metric children of each combination.

@@ -14,6 +14,8 @@ import (
 
 	"github.com/dave/jennifer/jen"
 	"golang.org/x/tools/imports"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 // RuntimePath is the import path of the package generated code calls.
@@ -316,10 +318,13 @@ func (e *emitter) limitValue(l *limit) *jen.Statement {
 		jen.Id("Max").Op(":").Lit(l.max),
 	}
 	if a := l.algorithm(); a != defaultAlgorithm() {
-		fields = append(fields, jen.Id("Algorithm").Op(":").Qual(RuntimePath, algoConst(a)))
+		fields = append(fields, jen.Id("Algorithm").Op(":").Qual(RuntimePath, runtimeConst(a)))
 	}
 	if l.burst > 0 {
 		fields = append(fields, jen.Id("Burst").Op(":").Lit(l.burst))
+	}
+	if l.mode != runtime.ModeEnforce {
+		fields = append(fields, jen.Id("Mode").Op(":").Qual(RuntimePath, runtimeConst(l.mode)))
 	}
 	return jen.Qual(RuntimePath, "Limit").Values(fields...)
 }

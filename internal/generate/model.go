@@ -41,6 +41,8 @@ type limit struct {
 	burst int
 	// wait is the wait= value, or 0: how long a call may wait for room.
 	wait time.Duration
+	// mode is the mode= value: runtime.ModeEnforce or runtime.ModeShadow.
+	mode runtime.Mode
 	// key is empty when the directive has no key=.
 	key []*keyPart
 	// cost is nil when the directive has no cost= (one unit per call).
@@ -290,6 +292,7 @@ func newLimit(a *annotated, d *directive, i int) *limit {
 		algo:   d.parsed.Algorithm,
 		burst:  d.parsed.Burst,
 		wait:   d.parsed.Wait,
+		mode:   d.parsed.Mode,
 		index:  i,
 		multi:  len(a.directives) > 1,
 	}

@@ -49,6 +49,10 @@ type Directive struct {
 	// Wait is the wait= duration, > 0, or 0 when absent: how long a call
 	// may wait for room instead of being denied.
 	Wait time.Duration
+	// Mode is the mode= value: runtime.ModeEnforce (also when absent) or
+	// runtime.ModeShadow. runtime.ModeOff is refused: a disabled limit is
+	// a run-time override, not a directive.
+	Mode runtime.Mode
 
 	// Options holds every option as written, in source order, including the
 	// ones above; the generator uses their positions in its own errors.

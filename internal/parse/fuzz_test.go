@@ -62,6 +62,9 @@ var fuzzSeeds = []string{
 	"window=1s max=3 cost=len(a), 2",
 	"window=1s max=3 cost=len(a",
 	"cost window=1s max=3 algo",
+	"key=req.Tenant window=1m max=3 mode=shadow",
+	"window=1s max=3 mode=off",
+	"window=1s max=3 mode=\"shadow\"",
 }
 
 // fuzzBase is where fuzzed comments start.
@@ -139,6 +142,9 @@ func checkLine(t *testing.T, text string) {
 		}
 		if d.Max < 1 || d.Max > math.MaxInt32 {
 			t.Fatalf("Line(%q): no errors but max %d", text, d.Max)
+		}
+		if _, ok := d.Lookup("mode"); d.Mode != runtime.ModeEnforce && (d.Mode != runtime.ModeShadow || !ok) {
+			t.Fatalf("Line(%q): no errors but mode %v", text, d.Mode)
 		}
 		if _, ok := d.Lookup("name"); ok && (d.Name == "" || strings.ContainsAny(d.Name, " \t\n")) {
 			t.Fatalf("Line(%q): no errors but name %q", text, d.Name)

@@ -24,6 +24,7 @@ var optionTable = []optionSpec{
 	{name: "cost", mode: expr, example: "cost=len(req.Items)", check: (*parser).checkCost},
 	{name: "name", mode: flat, example: "name=Notifier.SendCode", check: (*parser).checkName},
 	{name: "wait", mode: flat, example: "wait=2s", check: (*parser).checkWait},
+	{name: "mode", mode: flat, example: "mode=shadow", check: (*parser).checkMode},
 }
 
 // Options lists the names of the supported options, in documentation order.

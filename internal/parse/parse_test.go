@@ -282,7 +282,7 @@ func TestLineErrors(t *testing.T) {
 		{"//ratelimit:Key=a window=60s max=3", []wantErr{{"Key", 0, `unknown option "Key"; did you mean "key"?`}}},
 		{"//ratelimit:key=a window=60s limit=3", []wantErr{{"limit=", 0, `unknown option "limit"; did you mean "max"?`}}},
 		{"//ratelimit:key=a per=1s max=3", []wantErr{{"per", 0, `unknown option "per"; did you mean "window"?`}}},
-		{"//ratelimit:key=a window=1s max=3 foo=bar", []wantErr{{"foo", 0, `unknown option "foo"; the options are key, window, max, algo, burst, cost, name, wait`}}},
+		{"//ratelimit:key=a window=1s max=3 foo=bar", []wantErr{{"foo", 0, `unknown option "foo"; the options are key, window, max, algo, burst, cost, name, wait, mode`}}},
 		{"//ratelimit:key=a window=1s max=3 algorithm=gcra", []wantErr{{"algorithm", 0, `unknown option "algorithm"; did you mean "algo"?`}}},
 		{"//ratelimit:key=a window=1s max=3 weight=2", []wantErr{{"weight", 0, `unknown option "weight"; did you mean "cost"?`}}},
 		{"//ratelimit:key=a window=1s max=3 capacity=5 algo=gcra", []wantErr{{"capacity", 0, `unknown option "capacity"; did you mean "burst"?`}}},
@@ -481,7 +481,7 @@ func TestLinePositionWithoutBase(t *testing.T) {
 }
 
 func TestOptions(t *testing.T) {
-	assert.Equal(t, []string{"key", "window", "max", "algo", "burst", "cost", "name", "wait"}, Options)
+	assert.Equal(t, []string{"key", "window", "max", "algo", "burst", "cost", "name", "wait", "mode"}, Options)
 	// The examples quoted in messages must themselves be valid.
 	var examples []string
 	for _, o := range optionTable {
@@ -500,6 +500,7 @@ func TestSuggest(t *testing.T) {
 		"interval": "window", "period": "window",
 		"algorithm": "algo", "algp": "algo", "burts": "burst", "capacity": "burst",
 		"cots": "cost", "weight": "cost",
+		"mdoe": "mode", "modes": "mode", "dryrun": "mode", "DryRun": "mode", "shadow": "mode",
 	} {
 		got, ok := suggest(name)
 		assert.True(t, ok, name)
@@ -531,5 +532,37 @@ func TestWait(t *testing.T) {
 		d, errs := Line(text, token.Position{})
 		assert.NotEmpty(t, errs, text)
 		assert.Zero(t, d.Wait, text)
+	}
+}
+
+func TestMode(t *testing.T) {
+	for text, want := range map[string]runtime.Mode{
+		"//ratelimit:window=1s max=10":              runtime.ModeEnforce,
+		"//ratelimit:window=1s max=10 mode=enforce": runtime.ModeEnforce,
+		"//ratelimit:window=1s max=10 mode=shadow":  runtime.ModeShadow,
+		"//ratelimit:mode=shadow window=1s max=10":  runtime.ModeShadow,
+	} {
+		d, errs := Line(text, base)
+		require.Empty(t, errs, text)
+		assert.Equal(t, want, d.Mode, text)
+	}
+	for _, tt := range []struct{ text, at, msg string }{
+		{"//ratelimit:window=1s max=10 mode=off", "off", "mode=off cannot be written in a directive: a disabled limit belongs in a run-time override, not in source; remove the directive to drop the limit, or write mode=shadow to count calls without denying any"},
+		{"//ratelimit:window=1s max=10 mode=disabled", "disabled", "mode=disabled cannot be written in a directive: a disabled limit belongs in a run-time override, not in source; remove the directive to drop the limit, or write mode=shadow to count calls without denying any"},
+		{"//ratelimit:window=1s max=10 mode=Shadow", "Shadow", `unknown mode "Shadow"; did you mean mode=shadow? The modes are enforce (the default) and shadow`},
+		{"//ratelimit:window=1s max=10 mode=dry-run", "dry-run", `unknown mode "dry-run"; did you mean mode=shadow? The modes are enforce (the default) and shadow`},
+		{"//ratelimit:window=1s max=10 mode=enforcd", "enforcd", `unknown mode "enforcd"; did you mean mode=enforce? The modes are enforce (the default) and shadow`},
+		{`//ratelimit:window=1s max=10 mode="shadow"`, `"shadow"`, "write the mode without quotes: mode=shadow"},
+		{"//ratelimit:window=1s max=10 mode=strict", "strict", `unknown mode "strict"; write mode=enforce (the default) or mode=shadow`},
+		{"//ratelimit:window=1s max=10 mode=shadow mode=enforce", "mode=enforce", `duplicate option "mode"; it is already set at svc.go:12:31: remove one`},
+		{"//ratelimit:window=1s max=10 mode", "mode", `option "mode" has no value; write mode=shadow`},
+	} {
+		d, errs := Line(tt.text, base)
+		require.Len(t, errs, 1, tt.text)
+		assert.Equal(t, tt.msg, errs[0].Msg, tt.text)
+		assert.Equal(t, colOf(t, tt.text, tt.at, 0), errs[0].Pos.Column, tt.text)
+		if tt.at != "mode=enforce" {
+			assert.Equal(t, runtime.ModeEnforce, d.Mode, tt.text)
+		}
 	}
 }

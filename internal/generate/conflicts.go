@@ -36,8 +36,15 @@ func checkSharedNames(models []*pkgModel, ds *diagnostics) {
 // comparison and for messages.
 func limitRules(l *limit) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d %s, %s", l.max, windowWords(l.window), l.algorithm())
-	if l.burstApplies() {
+	max := strconv.Itoa(l.max)
+	if l.perCallMax() {
+		max = "max=" + l.maxText
+	}
+	fmt.Fprintf(&b, "%s %s, %s", max, windowWords(l.window), l.algorithm())
+	switch {
+	case l.burstApplies() && l.perCallMax() && l.burst == 0:
+		b.WriteString(" with a burst of max")
+	case l.burstApplies():
 		// burst= absent and burst= equal to max are the same bucket.
 		b.WriteString(" with a burst of " + strconv.Itoa(l.capacity()))
 	}

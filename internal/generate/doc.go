@@ -9,7 +9,7 @@
 //
 //   - scans every comment for directives (internal/parse) and for
 //     near-misses, which are warnings;
-//   - type-checks each key and cost expression in the scope of its
+//   - type-checks each key, cost and max expression in the scope of its
 //     method's parameters, nested in the scope of the file that declares
 //     it, and checks what the options decide together (a constant cost
 //     within the limit's capacity, distinct names for the limits of one

@@ -149,9 +149,12 @@ func (e *emitter) render(c constraint.Expr) ([]byte, error) {
 		} else {
 			e.comment("The limits of this package's rate-limited methods that are declared under this file's build constraint. Every wrapper of a method uses the method's limits, so they share its counts.")
 		}
-		defs := make([]jen.Code, len(e.declared))
-		for i, l := range e.declared {
-			defs[i] = jen.Id(e.limitVar(l)).Op("=").Add(e.limitValue(l))
+		var defs []jen.Code
+		for _, l := range e.declared {
+			if l.perCallMax() {
+				defs = append(defs, jen.Comment(fmt.Sprintf("%s's Max is set by each call, to %s.", e.limitVar(l), l.maxText)))
+			}
+			defs = append(defs, jen.Id(e.limitVar(l)).Op("=").Add(e.limitValue(l)))
 		}
 		e.f.Var().Defs(defs...)
 	}
@@ -309,13 +312,16 @@ func (e *emitter) limitVar(l *limit) string {
 	return e.limitVars[l]
 }
 
-// limitValue spells l as a runtime.Limit literal.
+// limitValue spells l as a runtime.Limit literal, without a Max when each
+// call sets it.
 func (e *emitter) limitValue(l *limit) *jen.Statement {
 	window := durationCode(l.window)
 	fields := []jen.Code{
 		jen.Id("Name").Op(":").Lit(l.name),
 		jen.Id("Window").Op(":").Add(window),
-		jen.Id("Max").Op(":").Lit(l.max),
+	}
+	if !l.perCallMax() {
+		fields = append(fields, jen.Id("Max").Op(":").Lit(l.max))
 	}
 	if a := l.algorithm(); a != defaultAlgorithm() {
 		fields = append(fields, jen.Id("Algorithm").Op(":").Qual(RuntimePath, runtimeConst(a)))
@@ -344,13 +350,24 @@ func durationCode(d time.Duration) *jen.Statement {
 // a method's first limit, followed for the others by their name= in
 // camel case (limitNotifierSendCodeDaily for Notifier.SendCode.daily).
 func limitVarBase(l *limit) string {
-	method, base := l.owner.Name(), "limit"+upperFirst(l.owner.Name())
+	base := "limit" + upperFirst(l.owner.Name())
 	if l.fn != nil {
-		method += "." + l.fn.Name()
 		base += upperFirst(l.fn.Name())
 	}
+	return base + limitVarSuffix(l)
+}
+
+// limitVarSuffix is what follows limitTypeMethod in the name of l's
+// variable: "" for a method's first limit, else its name= in camel case
+// without the method's name ("Daily" for Notifier.SendCode.daily), or its
+// rank from 1 when that has no letter or digit.
+func limitVarSuffix(l *limit) string {
 	if l.index == 0 {
-		return base
+		return ""
+	}
+	method := l.owner.Name()
+	if l.fn != nil {
+		method += "." + l.fn.Name()
 	}
 	name := strings.TrimPrefix(strings.TrimPrefix(l.name, method), ".")
 	if name == "" {
@@ -361,9 +378,9 @@ func limitVarBase(l *limit) string {
 		b.WriteString(upperFirst(word))
 	}
 	if b.Len() == 0 {
-		return base + strconv.Itoa(l.index+1)
+		return strconv.Itoa(l.index + 1)
 	}
-	return base + b.String()
+	return b.String()
 }
 
 func isASCIIAlnum(r rune) bool {

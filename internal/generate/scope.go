@@ -16,8 +16,8 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/internal/parse"
 )
 
-// checkedExpr is a type-checked expression of a directive (a key part or a
-// cost), ready to be spelt in the generated code.
+// checkedExpr is a type-checked expression of a directive (a key part, a
+// cost or a max), ready to be spelt in the generated code.
 type checkedExpr struct {
 	// text is the expression as written.
 	text string
@@ -133,17 +133,21 @@ func newExprScope(fset *token.FileSet, pkg *types.Package, fileScope *types.Scop
 	return es, nil
 }
 
-// exprRole says what an expression is for, in messages: "key part" or
-// "cost", and an example of a good one.
+// exprRole says what an expression is for, in messages: "key part",
+// "cost" or "max", and an example of a good one.
 type exprRole struct {
 	what    string
 	option  string
 	example string
+	// integer completes "cost x has type T, but ..." for a role whose
+	// expressions must be integers.
+	integer string
 }
 
 var (
 	keyRole  = exprRole{what: "key part", option: "key", example: "key=req.ID"}
-	costRole = exprRole{what: "cost", option: "cost", example: "cost=len(req.Items)"}
+	costRole = exprRole{what: "cost", option: "cost", example: "cost=len(req.Items)", integer: "a cost must be an integer: the number of units the call uses, e.g. cost=len(req.Items)"}
+	maxRole  = exprRole{what: "max", option: "max", example: "max=planLimit(ctx)", integer: "max must be an integer: the admissions allowed within a window, e.g. max=planLimit(ctx)"}
 )
 
 // check parses and type-checks one expression, which must be a single

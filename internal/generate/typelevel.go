@@ -80,7 +80,7 @@ func (tl *typeLimits) forMethod(pkg *packages.Package, fn *types.Func, exempt bo
 	var out []*limit
 	for _, c := range tl.limits {
 		l := *c
-		l.fn, l.canonical, l.key, l.cost = fn, c, nil, nil
+		l.fn, l.canonical, l.key, l.cost, l.maxExpr = fn, c, nil, nil, nil
 		// Problems are the method's: say which.
 		sub := &diagnostics{}
 		if !checkLimitExprs(pkg, tl.file, tl.a.directives[c.index], sig, tparams, imports, &l, sub) {

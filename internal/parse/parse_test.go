@@ -344,7 +344,6 @@ func TestLineErrors(t *testing.T) {
 		{"//ratelimit:window=1s max=0", []wantErr{{"0", 0, "max must be at least 1; got 0"}}},
 		{"//ratelimit:window=1s max=0_0", []wantErr{{"0_0", 0, "max must be at least 1; got 0_0"}}},
 		{"//ratelimit:window=1s max=-3", []wantErr{{"-3", 0, "max must be at least 1; got -3"}}},
-		{"//ratelimit:window=1s max=ten", []wantErr{{"ten", 0, `max "ten" is not a whole number; write e.g. max=10`}}},
 		{"//ratelimit:window=1s max=3.5", []wantErr{{"3.5", 0, `max "3.5" is not a whole number; write e.g. max=10`}}},
 		{"//ratelimit:window=1s max=+3", []wantErr{{"+3", 0, `max "+3" is not a whole number; write e.g. max=10`}}},
 		{"//ratelimit:window=1s max=0x10", []wantErr{{"0x10", 0, `max "0x10" is not a whole number; write e.g. max=10`}}},
@@ -452,7 +451,7 @@ func TestLineTooLong(t *testing.T) {
 // TestLineBestEffort checks that what is valid survives errors elsewhere,
 // for a caller that goes on checking the rest.
 func TestLineBestEffort(t *testing.T) {
-	d, errs := Line("//ratelimit:key=a, b +, c window=2s max=ten name=x", base)
+	d, errs := Line("//ratelimit:key=a, b +, c window=2s max=1.5 name=x", base)
 	require.Len(t, errs, 2)
 	assert.Equal(t, []Expr{
 		{Text: "a", Pos: token.Position{Filename: "svc.go", Offset: 316, Line: 12, Column: 18}},
@@ -564,5 +563,43 @@ func TestMode(t *testing.T) {
 		if tt.at != "mode=enforce" {
 			assert.Equal(t, runtime.ModeEnforce, d.Mode, tt.text)
 		}
+	}
+}
+
+func TestMaxExpr(t *testing.T) {
+	for _, tt := range []struct{ text, expr string }{
+		{"//ratelimit:window=1s max=planLimit(ctx)", "planLimit(ctx)"},
+		{"//ratelimit:max=req.Plan.Max window=1s", "req.Plan.Max"},
+		{`//ratelimit:max=limits[req.Plan + " x"] window=1s key=req.ID`, `limits[req.Plan + " x"]`},
+		{"//ratelimit:max=f(a, b) window=1s", "f(a, b)"},
+		{"//ratelimit:max=maxPerMinute window=1s", "maxPerMinute"},
+		{"//ratelimit:window=1s max=ten", "ten"}, // undefined, which the generator reports
+	} {
+		d, errs := Line(tt.text, base)
+		require.Empty(t, errs, tt.text)
+		require.NotNil(t, d.MaxExpr, tt.text)
+		assert.Equal(t, tt.expr, d.MaxExpr.Text, tt.text)
+		assert.Equal(t, colOf(t, tt.text, tt.expr, 0), d.MaxExpr.Pos.Column, tt.text)
+		assert.Zero(t, d.Max, tt.text)
+	}
+	// A literal stays a literal, checked as before.
+	d, errs := Line("//ratelimit:window=1s max=1_000", base)
+	require.Empty(t, errs)
+	assert.Equal(t, 1000, d.Max)
+	assert.Nil(t, d.MaxExpr)
+	for _, tt := range []struct{ text, at, msg string }{
+		{"//ratelimit:window=1s max=0", "0", "max must be at least 1; got 0"},
+		{"//ratelimit:window=1s max=-2", "-2", "max must be at least 1; got -2"},
+		{"//ratelimit:window=1s max=10.5", "10.5", `max "10.5" is not a whole number; write e.g. max=10`},
+		{"//ratelimit:window=1s max=f(a,b", "(", `"(" in max= is not closed; close it with ")"`},
+		{"//ratelimit:window=1s max=a,b", ",", `max= takes one integer expression, not a list; remove the "," (key= is the option whose parts are separated by commas)`},
+		{"//ratelimit:window=1s max=a+", "a+", `max "a+" is not a Go expression: expected operand, found 'EOF'`},
+		{"//ratelimit:window=1s max=plan(ctx) foo", "plan", `max "plan(ctx) foo" is not a Go expression: expected 'EOF', found foo`},
+	} {
+		d, errs := Line(tt.text, base)
+		require.Len(t, errs, 1, tt.text)
+		assert.Equal(t, tt.msg, errs[0].Msg, tt.text)
+		assert.Equal(t, colOf(t, tt.text, tt.at, 0), errs[0].Pos.Column, tt.text)
+		assert.Nil(t, d.MaxExpr, tt.text)
 	}
 }

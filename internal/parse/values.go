@@ -67,12 +67,21 @@ func isDecimal(s string) bool {
 // int, which has 32 bits on some platforms.
 const maxCount = math.MaxInt32
 
-// checkMax checks max=, a count (see parseCount).
+// checkMax checks max=: a count (see parseCount) when it starts with a
+// digit or a signed one, else one Go expression, such as
+// planLimit(ctx) or req.Plan.Max, whose type the generator checks and
+// whose value each call computes.
 func (p *parser) checkMax(v value) {
-	if n, ok := p.parseCount(v, "max", "max=10"); ok {
-		p.d.Max = n
+	if s := v.Value; isDigit(s[0]) || (s[0] == '-' || s[0] == '+') && len(s) > 1 && isDigit(s[1]) {
+		if n, ok := p.parseCount(v, "max", "max=10"); ok {
+			p.d.Max = n
+		}
+		return
 	}
+	p.d.MaxExpr = p.integerExpr(v, "max")
 }
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // parseCount parses the value of option name as a decimal integer from 1 to
 // maxCount, reporting why it is not one; example is a valid option shown in

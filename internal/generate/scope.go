@@ -189,6 +189,11 @@ func (es *exprScope) check(e parse.Expr, role exprRole, ds *diagnostics) (*check
 		return nil, nil
 	}
 
+	if id := es.staleName(info); id != nil {
+		ds.errorf(shift(e.Pos, offset(id.Pos())), "%s", es.explain("undefined: "+id.Name, e.Text, role))
+		return nil, nil
+	}
+
 	tv := info.Types[expr]
 	switch {
 	case tv.IsType():
@@ -208,6 +213,23 @@ func (es *exprScope) check(e parse.Expr, role exprRole, ds *diagnostics) (*check
 	ce := &checkedExpr{text: e.Text, typ: tv.Type, value: tv.Value, parens: !isPrimary(expr), plain: isPlain(expr, info)}
 	ce.refs, ce.idents, ce.unexported = es.refs(expr, info, offset)
 	return ce, expr
+}
+
+// staleName returns an identifier of a checked expression that denotes a
+// parameter of another method. go/types finds the scope of an expression
+// by position, so the scope of a type-level directive checked for a second
+// method nests in the one made for the first, which covers the same
+// comment and declares the first method's parameters: they must not be
+// visible here.
+func (es *exprScope) staleName(info *types.Info) *ast.Ident {
+	var first *ast.Ident
+	for id, obj := range info.Uses {
+		p := obj.Parent()
+		if p != nil && p != es.scope && p.Pos() == es.scope.Pos() && p.End() == es.scope.End() && (first == nil || id.Pos() < first.Pos()) {
+			first = id
+		}
+	}
+	return first
 }
 
 // importPackages declares in the directive's scope the packages that expr

@@ -85,7 +85,7 @@ func (tl *typeLimits) forMethod(pkg *packages.Package, fn *types.Func, exempt bo
 		sub := &diagnostics{}
 		if !checkLimitExprs(pkg, tl.file, tl.a.directives[c.index], sig, tparams, imports, &l, sub) {
 			for _, d := range sub.list {
-				ds.errorf(d.Pos, "for method %s.%s: %s (a type-level key must make sense in every method; opt a method out with //ratelimit:exempt)", owner, fn.Name(), d.Msg)
+				ds.errorf(d.Pos, "for method %s.%s: %s (a type-level key or max must make sense in every method; opt a method out with //ratelimit:exempt)", owner, fn.Name(), d.Msg)
 			}
 			return nil
 		}

@@ -2,7 +2,9 @@
 // directives on the methods of Go packages, checks them against the
 // methods' real types, and returns the source of the wrapper types that
 // enforce them. It returns bytes; writing them is the caller's business
-// (see Write and Stale).
+// (see Write and Stale). List runs the same checks and returns the limits
+// the directives declare as data, a Manifest, which renders itself as a
+// table or as JSON.
 //
 // A run loads the packages once, under the build tag ratelimitgen that
 // excludes earlier output, then for each package:

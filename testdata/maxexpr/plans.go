@@ -71,9 +71,9 @@ type Tenants interface {
 	//ratelimit:window=1s max=100 name=Tenants.Import.global
 	Import(ctx context.Context, req Request) error
 
-	// Default's max is a constant expression.
+	// Default's max is a constant expression; it waits for room.
 	//
-	//ratelimit:key=TenantOf(ctx) window=1m max=defaultMax mode=shadow
+	//ratelimit:key=TenantOf(ctx) window=1m max=defaultMax mode=shadow wait=2s
 	Default(ctx context.Context) error
 }
 

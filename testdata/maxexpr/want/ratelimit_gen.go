@@ -46,7 +46,10 @@ var (
 // call computes is copied and given that Max; a Max below 1 is an error from
 // the limiter, not a denial. A limit in shadow mode is decided and counted as
 // any other, but its denial is only reported: the call goes through unless an
-// enforced limit denies it.
+// enforced limit denies it. A method that waits for room sleeps as long as
+// each denial's RetryAfter says and asks again, for up to its wait in all and
+// never past the deadline of the call's context; it returns the context's
+// error if the context is done meanwhile.
 type RateLimitedTenants struct {
 	next    Tenants
 	limiter runtime.Limiter
@@ -74,11 +77,12 @@ func (r *RateLimitedTenants) Batch(ctx context.Context, req Request) error {
 }
 
 // Default forwards to the wrapped Tenants within limitTenantsDefault, keyed by
-// TenantOf(ctx), with its Max set to defaultMax, in shadow mode.
+// TenantOf(ctx), with its Max set to defaultMax, in shadow mode, waiting up to
+// 2s for room.
 func (r *RateLimitedTenants) Default(ctx context.Context) error {
 	limit := limitTenantsDefault
 	limit.Max = defaultMax
-	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limit, Key: TenantOf(ctx)}); err != nil {
+	if err := runtime.Wait(ctx, r.limiter, 2*time.Second, runtime.Request{Limit: limit, Key: TenantOf(ctx)}); err != nil {
 		return err
 	}
 	return r.next.Default(ctx)

@@ -220,10 +220,14 @@ func (es *exprScope) check(e parse.Expr, role exprRole, ds *diagnostics) (*check
 // by position, so the scope of a type-level directive checked for a second
 // method nests in the one made for the first, which covers the same
 // comment and declares the first method's parameters: they must not be
-// visible here.
+// visible here. (The packages declared there, see importPackages, are the
+// same for every method, and the type's parameters are declared again.)
 func (es *exprScope) staleName(info *types.Info) *ast.Ident {
 	var first *ast.Ident
 	for id, obj := range info.Uses {
+		if _, isVar := obj.(*types.Var); !isVar {
+			continue
+		}
 		p := obj.Parent()
 		if p != nil && p != es.scope && p.Pos() == es.scope.Pos() && p.End() == es.scope.End() && (first == nil || id.Pos() < first.Pos()) {
 			first = id

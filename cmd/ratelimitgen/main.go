@@ -33,8 +33,9 @@
 // expression each call computes), algorithm, burst, mode, key, cost, wait
 // and the directive's file:line, relative to the working directory. -json
 // prints a JSON array instead, whose objects have the fields name, window,
-// max or max_expr, algorithm, burst, mode, key (an array of the key's
-// parts), cost, wait, file and line; fields a limit does not set are
+// max (absent when each call computes it), max_expr (the max= expression,
+// absent for a literal), algorithm, burst, mode, key (an array of the
+// key's parts), cost, wait, file and line; fields a limit does not set are
 // absent.
 package main
 

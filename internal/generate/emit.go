@@ -320,7 +320,10 @@ func (e *emitter) limitValue(l *limit) *jen.Statement {
 		jen.Id("Name").Op(":").Lit(l.name),
 		jen.Id("Window").Op(":").Add(window),
 	}
-	if !l.perCallMax() {
+	switch {
+	case l.maxText != "" && !l.perCallMax():
+		fields = append(fields, jen.Id("Max").Op(":").Add(e.maxCode(l.maxExpr, nil)))
+	case !l.perCallMax():
 		fields = append(fields, jen.Id("Max").Op(":").Lit(l.max))
 	}
 	if a := l.algorithm(); a != defaultAlgorithm() {

@@ -21,8 +21,9 @@ type Entry struct {
 	// Name is the limit's name, its runtime.Limit's Name.
 	Name   string
 	Window time.Duration
-	// Max is the max= literal, or 0 when each call computes it from
-	// MaxExpr, the expression as written.
+	// Max is the limit's max, known at generate time from a literal or a
+	// constant expression, or 0 when each call computes it. MaxExpr is the
+	// max= expression as written, or "" for a literal.
 	Max     int
 	MaxExpr string
 	// Algorithm is the limit's algorithm, the runtime's default when the
@@ -118,8 +119,8 @@ type jsonEntry struct {
 //
 //	name       the limit's name (runtime.Limit.Name)
 //	window     a Go duration, as short as it reads: "1m", "1h30m", "500ms"
-//	max        the max= literal, absent when max_expr is set
-//	max_expr   the max= expression each call computes, absent for a literal
+//	max        the max, absent when each call computes it from max_expr
+//	max_expr   the max= expression as written, absent for a literal
 //	algorithm  sliding-log, sliding-window, fixed-window, token-bucket or gcra
 //	burst      the burst= value, absent without one
 //	mode       enforce or shadow
@@ -163,7 +164,13 @@ func (man *Manifest) Text(dir string) []byte {
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tWINDOW\tMAX\tALGORITHM\tBURST\tMODE\tKEY\tCOST\tWAIT\tDIRECTIVE")
 	for _, e := range man.Entries {
-		max := cmp.Or(e.MaxExpr, strconv.Itoa(e.Max))
+		max := strconv.Itoa(e.Max)
+		switch {
+		case e.MaxExpr != "" && e.Max > 0:
+			max = e.MaxExpr + " (" + max + ")"
+		case e.MaxExpr != "":
+			max = e.MaxExpr
+		}
 		burst, wait := "-", "-"
 		if e.Burst > 0 {
 			burst = strconv.Itoa(e.Burst)

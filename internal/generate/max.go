@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"go/types"
 	"math"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -13,13 +14,15 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/internal/parse"
 )
 
-// A max= that is not an integer literal is an expression evaluated on every
-// call, such as max=planLimit(ctx): the limit's variable is declared
-// without a Max, and each call copies it and sets Max. Checks that need the
-// max at generate time (a constant cost within the capacity, the window's
-// bound, the sliding log's memory) are left to the runtime, which
-// validates every call: an invalid Max is an error from the limiter, not a
-// panic.
+// A max= that is not an integer literal is an expression. A constant one
+// that uses no parameter, such as max=defaultMax, is the limit's Max as a
+// literal would be, checked the same way and spelt in the limit's variable.
+// Any other is evaluated on every call, such as max=planLimit(ctx): the
+// limit's variable is declared without a Max, and each call copies it and
+// sets Max. Checks that need the max at generate time (a constant cost
+// within the capacity, the window's bound, the sliding log's memory) are
+// then left to the runtime, which validates every call: an invalid Max is
+// an error from the limiter, not a panic.
 
 // maxExpr is a type-checked max= expression: an integer, converted to int
 // (Limit.Max's type) unless it is one already.
@@ -57,9 +60,28 @@ func (es *exprScope) checkMax(e parse.Expr, ds *diagnostics) *maxExpr {
 	return &maxExpr{checkedExpr: *ce, isInt: ok && (b.Kind() == types.Int || b.Info()&types.IsUntyped != 0)}
 }
 
+// static returns the value of a constant max expression that uses no
+// parameter, which is the same for every call.
+func (m *maxExpr) static() (int, bool) {
+	if m.value == nil || slices.ContainsFunc(m.refs, func(r exprRef) bool { return r.param >= 0 }) {
+		return 0, false
+	}
+	n, exact := constant.Int64Val(constant.ToInt(m.value))
+	return int(n), exact // checkMax bounds it
+}
+
 // perCallMax reports whether l's max is an expression computed by each
-// call rather than a literal.
-func (l *limit) perCallMax() bool { return l.maxText != "" }
+// call rather than a literal or a constant.
+func (l *limit) perCallMax() bool { return l.maxText != "" && l.max == 0 }
+
+// maxCode spells the max expression as an int.
+func (e *emitter) maxCode(m *maxExpr, params []string) *jen.Statement {
+	x := e.exprCode(&m.checkedExpr, params)
+	if !m.isInt {
+		x = jen.Int().Call(x)
+	}
+	return x
+}
 
 // limitLocalBase is the preferred name of the local copy of l that a call
 // sets the Max of: limit for a method's first limit, else its name= in
@@ -82,18 +104,14 @@ func (e *emitter) limitValues(mc methodCall, scope *names, idx []int, body *[]je
 	out := map[int]jen.Code{}
 	for _, i := range idx {
 		l := mc.wm.limits[i]
-		if l.maxExpr == nil {
+		if !l.perCallMax() {
 			out[i] = jen.Id(e.limitVar(l))
 			continue
-		}
-		x := e.exprCode(&l.maxExpr.checkedExpr, mc.params)
-		if !l.maxExpr.isInt {
-			x = jen.Int().Call(x)
 		}
 		name := scope.fresh(limitLocalBase(l))
 		*body = append(*body,
 			jen.Id(name).Op(":=").Id(e.limitVar(l)),
-			jen.Id(name).Dot("Max").Op("=").Add(x),
+			jen.Id(name).Dot("Max").Op("=").Add(e.maxCode(l.maxExpr, mc.params)),
 		)
 		out[i] = jen.Id(name)
 	}

@@ -34,9 +34,10 @@ type limit struct {
 	// name is the runtime.Limit's Name: name= or path/to/pkg.Type.Method.
 	name   string
 	window time.Duration
-	// max is the max= literal, or 0 when max= is an expression: maxText as
-	// written, maxExpr as checked in the method's scope (nil for the
-	// declared type-level limit, whose methods' copies have their own).
+	// max is the max= literal or constant, or 0 when each call computes
+	// it. A max= expression is maxText as written and maxExpr as checked
+	// in the method's scope (for the declared type-level limit, only when
+	// it is a constant; its methods' copies have their own).
 	max     int
 	maxText string
 	maxExpr *maxExpr
@@ -121,7 +122,7 @@ func buildModel(pkg *packages.Package, imports *importResolver, ds *diagnostics)
 	for _, file := range pkg.Syntax {
 		for _, a := range scanFile(pkg.Fset, pkg.TypesInfo, file, ds) {
 			if a.fn == nil {
-				if tl := buildTypeLimits(a, file, ds); tl != nil {
+				if tl := buildTypeLimits(pkg, a, file, imports, ds); tl != nil {
 					m.typeLevel[a.owner] = tl
 					m.limits = append(m.limits, tl.limits...)
 					if !hasOwner[a.owner] {
@@ -339,6 +340,8 @@ func checkLimitExprs(pkg *packages.Package, file *ast.File, d *directive, sig *t
 	if d.parsed.MaxExpr != nil {
 		if l.maxExpr = es.checkMax(*d.parsed.MaxExpr, ds); l.maxExpr == nil {
 			ok = false
+		} else if n, static := l.maxExpr.static(); static {
+			l.max = n
 		}
 	}
 	return ok

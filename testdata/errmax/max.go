@@ -48,4 +48,12 @@ type Bucket interface {
 
 	//ratelimit:window=1m max=q.Max cost=6
 	Pour(ctx context.Context, q Quota) error
+
+	// A constant max is checked as a literal is.
+	//
+	//ratelimit:window=1m max=small cost=6
+	Drip(ctx context.Context) error
 }
+
+// small is a constant max.
+const small = 5

@@ -93,3 +93,16 @@ type Queue[N ~int32 | ~uint16] interface {
 	//ratelimit:window=1s max=n
 	Push(ctx context.Context, n N) error
 }
+
+// units is a typed constant.
+const units uint16 = 40
+
+// Shared is limited by constants, which are known at generate time: its
+// type-level limit and Get's are declared with their Max.
+//
+//ratelimit:window=1s max=defaultMax*2 algo=sliding-window
+type Shared interface {
+	//ratelimit:key=id window=1m max=units
+	Get(ctx context.Context, id string) error
+	List(ctx context.Context) error
+}

@@ -27,12 +27,13 @@ var (
 	// limitTenantsImport's Max is set by each call, to req.Plan.Max.
 	limitTenantsImport       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/maxexpr.Tenants.Import", Window: time.Minute, Algorithm: runtime.GCRA, Burst: 100}
 	limitTenantsImportGlobal = runtime.Limit{Name: "Tenants.Import.global", Window: time.Second, Max: 100}
-	// limitTenantsDefault's Max is set by each call, to defaultMax.
-	limitTenantsDefault = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/maxexpr.Tenants.Default", Window: time.Minute, Mode: runtime.ModeShadow}
+	limitTenantsDefault      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/maxexpr.Tenants.Default", Window: time.Minute, Max: defaultMax, Mode: runtime.ModeShadow}
 	// limitStore's Max is set by each call, to quota(ctx).
 	limitStore = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/maxexpr.Store", Window: time.Second, Algorithm: runtime.GCRA}
 	// limitQueuePush's Max is set by each call, to n.
 	limitQueuePush = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/maxexpr.Queue.Push", Window: time.Second}
+	limitShared    = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/maxexpr.Shared", Window: time.Second, Max: defaultMax * 2, Algorithm: runtime.SlidingWindow}
+	limitSharedGet = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/maxexpr.Shared.Get", Window: time.Minute, Max: int(units)}
 )
 
 // RateLimitedTenants forwards each call to the Tenants it wraps once a
@@ -77,12 +78,9 @@ func (r *RateLimitedTenants) Batch(ctx context.Context, req Request) error {
 }
 
 // Default forwards to the wrapped Tenants within limitTenantsDefault, keyed by
-// TenantOf(ctx), with its Max set to defaultMax, in shadow mode, waiting up to
-// 2s for room.
+// TenantOf(ctx), in shadow mode, waiting up to 2s for room.
 func (r *RateLimitedTenants) Default(ctx context.Context) error {
-	limit := limitTenantsDefault
-	limit.Max = defaultMax
-	if err := runtime.Wait(ctx, r.limiter, 2*time.Second, runtime.Request{Limit: limit, Key: TenantOf(ctx)}); err != nil {
+	if err := runtime.Wait(ctx, r.limiter, 2*time.Second, runtime.Request{Limit: limitTenantsDefault, Key: TenantOf(ctx)}); err != nil {
 		return err
 	}
 	return r.next.Default(ctx)
@@ -213,4 +211,43 @@ func (r *RateLimitedQueue[N]) Push(ctx context.Context, n N) error {
 		return err
 	}
 	return r.next.Push(ctx, n)
+}
+
+// RateLimitedShared forwards each call to the Shared it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Shared. A method with several limits counts a call in all of
+// them or in none.
+type RateLimitedShared struct {
+	next    Shared
+	limiter runtime.Limiter
+}
+
+var _ Shared = (*RateLimitedShared)(nil)
+
+// NewRateLimitedShared returns a RateLimitedShared that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedShared(next Shared, limiter runtime.Limiter) *RateLimitedShared {
+	return &RateLimitedShared{next: next, limiter: limiter}
+}
+
+// Get forwards to the wrapped Shared within limitShared and limitSharedGet
+// (keyed by id).
+func (r *RateLimitedShared) Get(ctx context.Context, id string) error {
+	if err := runtime.Enforce(ctx, r.limiter,
+		runtime.Request{Limit: limitShared},
+		runtime.Request{Limit: limitSharedGet, Key: id},
+	); err != nil {
+		return err
+	}
+	return r.next.Get(ctx, id)
+}
+
+// List forwards to the wrapped Shared within limitShared.
+func (r *RateLimitedShared) List(ctx context.Context) error {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitShared}); err != nil {
+		return err
+	}
+	return r.next.List(ctx)
 }

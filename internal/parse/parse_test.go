@@ -574,6 +574,8 @@ func TestMaxExpr(t *testing.T) {
 		{"//ratelimit:max=f(a, b) window=1s", "f(a, b)"},
 		{"//ratelimit:max=maxPerMinute window=1s", "maxPerMinute"},
 		{"//ratelimit:window=1s max=ten", "ten"}, // undefined, which the generator reports
+		{"//ratelimit:window=1s max=2*defaultMax", "2*defaultMax"},
+		{"//ratelimit:window=1s max=-planLimit(ctx)", "-planLimit(ctx)"}, // negative at run time: the limiter's error
 	} {
 		d, errs := Line(tt.text, base)
 		require.Empty(t, errs, tt.text)
@@ -591,6 +593,9 @@ func TestMaxExpr(t *testing.T) {
 		{"//ratelimit:window=1s max=0", "0", "max must be at least 1; got 0"},
 		{"//ratelimit:window=1s max=-2", "-2", "max must be at least 1; got -2"},
 		{"//ratelimit:window=1s max=10.5", "10.5", `max "10.5" is not a whole number; write e.g. max=10`},
+		{"//ratelimit:window=1s max=0x10", "0x10", `max "0x10" is not a whole number; write e.g. max=10`},
+		{`//ratelimit:window=1s max="10"`, `"10"`, `max "\"10\"" is not a whole number; write e.g. max=10`},
+		{"//ratelimit:window=1s max=3 =4", "3 =4", `max "3 =4" is not a whole number; write e.g. max=10`},
 		{"//ratelimit:window=1s max=f(a,b", "(", `"(" in max= is not closed; close it with ")"`},
 		{"//ratelimit:window=1s max=a,b", ",", `max= takes one integer expression, not a list; remove the "," (key= is the option whose parts are separated by commas)`},
 		{"//ratelimit:window=1s max=a+", "a+", `max "a+" is not a Go expression: expected operand, found 'EOF'`},

@@ -19,7 +19,8 @@ import (
 // Entry is one limit that a directive declares, as the manifest lists it.
 type Entry struct {
 	// Name is the limit's name, its runtime.Limit's Name.
-	Name   string
+	Name string
+	// Window is the window= duration.
 	Window time.Duration
 	// Max is the limit's max, known at generate time from a literal or a
 	// constant expression, or 0 when each call computes it. MaxExpr is the
@@ -32,7 +33,8 @@ type Entry struct {
 	// Burst is the burst= value, or 0 when absent (max, for the
 	// algorithms that have a burst).
 	Burst int
-	Mode  runtime.Mode
+	// Mode is the mode= value, runtime.ModeEnforce when absent.
+	Mode runtime.Mode
 	// Key holds the key's parts as written; it is empty when every caller
 	// shares the limit.
 	Key []string

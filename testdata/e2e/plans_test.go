@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"errors"
+	"maps"
+	"sync"
 	"testing"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
@@ -62,9 +64,7 @@ func (l *recordingLimiter) Decide(ctx context.Context, reqs ...runtime.Request) 
 }
 
 // Each call's limit carries its own Max, converted from the int64; the
-// package's variable keeps no Max, and has the directive's mode. (How a
-// shadow limit reaches a Limiter is the runtime's business, so the mode is
-// read from the variable.)
+// package's variable keeps no Max, and has the directive's mode.
 func TestPlansLimitOfEachCall(t *testing.T) {
 	lim := &recordingLimiter{}
 	r := NewRateLimitedReports(&reportCalls{}, lim)
@@ -85,4 +85,42 @@ func TestPlansLimitOfEachCall(t *testing.T) {
 	if limitReportsExport.Max != 0 || limitReportsExport.Mode != runtime.ModeShadow {
 		t.Errorf("limitReportsExport = %#v; want no Max (a call must not change the package's limit) and runtime.ModeShadow", limitReportsExport)
 	}
+}
+
+// TestPlansShadowLimitNeverDenies: Export's limit is in shadow mode, so
+// calls beyond its Max go through, and an observer of the limiter sees
+// them as shadow-limited.
+func TestPlansShadowLimitNeverDenies(t *testing.T) {
+	obs := &resultCounter{}
+	lim := runtime.Operate(runtime.NewMemoryLimiter(), runtime.WithObserver(obs))
+	calls := &reportCalls{}
+	r := NewRateLimitedReports(calls, lim)
+	q := Quota{Tenant: "a", Max: 2}
+	for range 5 {
+		if err := r.Export(context.Background(), q); err != nil {
+			t.Fatalf("a shadow limit denied a call: %v", err)
+		}
+	}
+	if calls.export != 5 {
+		t.Errorf("%d calls reached Export; want 5", calls.export)
+	}
+	want := map[runtime.Result]int{runtime.ResultAllowed: 2, runtime.ResultShadowLimited: 3}
+	if !maps.Equal(obs.n, want) {
+		t.Errorf("observed %v; want %v", obs.n, want)
+	}
+}
+
+// resultCounter counts the results it observes.
+type resultCounter struct {
+	mu sync.Mutex
+	n  map[runtime.Result]int
+}
+
+func (c *resultCounter) Observe(_ context.Context, ev runtime.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[runtime.Result]int{}
+	}
+	c.n[ev.Result]++
 }

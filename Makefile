@@ -6,7 +6,7 @@
 
 # Modules of their own, tested with the root one: the example service and
 # the metrics adapters, whose dependencies the core must not carry.
-MODULES := examples
+MODULES := examples extra/ratelimitprom extra/ratelimitotel
 
 test: redis-server vet
 	go test -race ./...

@@ -40,4 +40,17 @@
 //		c.calls.Add(1)
 //		return c.Limiter.Decide(ctx, reqs...)
 //	}
+//
+// # Operating
+//
+// Operate wraps a Limiter with what operators change and watch at run time,
+// without a deploy: Overrides of a limit's Max, Window, Burst and Mode by
+// its Name, read from an atomic snapshot that a watched JSON file or code
+// replaces; and Observers, told of every decision (limit, result, source,
+// cost, remaining units, latency; never the key). A limit in ModeShadow is
+// decided and recorded but does not deny, so a new limit can be watched
+// before it bites. NewLogObserver logs decisions with log/slog; the
+// Prometheus and OpenTelemetry observers are the modules
+// extra/ratelimitprom and extra/ratelimitotel, so that this package keeps
+// depending on the standard library only.
 package runtime

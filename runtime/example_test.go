@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"time"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
@@ -84,4 +86,43 @@ func ExampleLimiter_Decide() {
 func ExampleKey() {
 	fmt.Println(runtime.Key("tenant-a", "user:42"))
 	// Output: 8:tenant-a7:user:42
+}
+
+// Operating a limit at run time: a new limit rolls out in shadow mode,
+// counted and reported but never denying, and an override raises another
+// limit's Max without a deploy. The log observer reports each decision;
+// the Prometheus and OpenTelemetry observers live in modules of their own.
+func ExampleOperate() {
+	var overrides runtime.Overrides
+	logs := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey || a.Key == "latency" {
+				return slog.Attr{} // vary from run to run
+			}
+			return a
+		},
+	}))
+	lim := runtime.Operate(runtime.NewMemoryLimiter(),
+		runtime.WithOverrides(&overrides),
+		runtime.WithObserver(runtime.NewLogObserver(logs)),
+	)
+	ctx := context.Background()
+	daily := runtime.Limit{Name: "Notifier.SendCodeDaily", Window: 24 * time.Hour, Max: 1, Mode: runtime.ModeShadow}
+	perMinute := runtime.Limit{Name: "Notifier.SendCode", Window: time.Minute, Max: 1}
+	call := func() {
+		err := runtime.Enforce(ctx, lim,
+			runtime.Request{Limit: perMinute, Key: "someone@example.com"},
+			runtime.Request{Limit: daily, Key: "someone@example.com"})
+		fmt.Println("error:", err)
+	}
+	call()
+	if err := overrides.Set(map[string]runtime.Override{"Notifier.SendCode": {Max: 2}}); err != nil {
+		fmt.Println(err)
+		return
+	}
+	call()
+	// Output:
+	// error: <nil>
+	// level=INFO msg="ratelimit decision" limit=Notifier.SendCodeDaily max=1 window=24h0m0s result=shadow-limited source=store remaining=0 cost=1
+	// error: <nil>
 }

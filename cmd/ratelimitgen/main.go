@@ -19,12 +19,24 @@
 //
 // Usage:
 //
-//	ratelimitgen [-output file.go] [-tags list] [-check] [-warn-near-misses] [-version] [packages]
+//	ratelimitgen [-output file.go] [-tags list] [-check] [-list [-json]] [-warn-near-misses] [-version] [packages]
 //
 // The packages default to ".". Every problem is reported as
 // file.go:line:col: message, all at once, and nothing is written. With
 // -check nothing is written either: the command exits with status 1 and
 // names the files that are out of date.
+//
+// With -list nothing is written: the command checks the directives as it
+// would to generate, then prints every limit they declare, one row per
+// limit in the order of the directives' files and lines: its name (as in
+// the generated runtime.Limit), window, max (the literal, or the
+// expression each call computes), algorithm, burst, mode, key, cost, wait
+// and the directive's file:line, relative to the working directory. -json
+// prints a JSON array instead, whose objects have the fields name, window,
+// max (absent when each call computes it), max_expr (the max= expression,
+// absent for a literal), algorithm, burst, mode, key (an array of the
+// key's parts), cost, wait, file and line; fields a limit does not set are
+// absent.
 package main
 
 import (
@@ -53,12 +65,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	check := flags.Bool("check", false, "write nothing; exit with status 1 naming the generated files that are out of date")
 	tags := flags.String("tags", "", "comma-separated build tags to load the packages with, as go build -tags (GOFLAGS's -tags are added)")
 	nearMissWarnings := flags.Bool("warn-near-misses", false, "report comments that look like misspelt directives (// ratelimit:, //rateLimit:, /* ratelimit: */) as warnings instead of errors")
+	list := flags.Bool("list", false, "write nothing; print every limit the directives declare, as an aligned table")
+	asJSON := flags.Bool("json", false, "with -list, print the limits as a JSON array")
 	showVersion := flags.Bool("version", false, "print the version of ratelimitgen (and so of the runtime it generates code for) and exit")
 	flags.Usage = func() {
-		fmt.Fprintf(stderr, "usage: ratelimitgen [-output file.go] [-tags list] [-check] [-warn-near-misses] [-version] [packages]\n\n")
+		fmt.Fprintf(stderr, "usage: ratelimitgen [-output file.go] [-tags list] [-check] [-list [-json]] [-warn-near-misses] [-version] [packages]\n\n")
 		flags.PrintDefaults()
 	}
 	if err := flags.Parse(args); err != nil {
+		return 2
+	}
+	switch {
+	case *asJSON && !*list:
+		fmt.Fprintln(stderr, "ratelimitgen: -json goes with -list")
+		return 2
+	case *list && *check:
+		fmt.Fprintln(stderr, "ratelimitgen: -list and -check do not go together: -list writes nothing already")
 		return 2
 	}
 	if *showVersion {
@@ -71,27 +93,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 
-	res, err := generate.Generate(ctx, generate.Config{Dir: wd, Output: *output, Tags: strings.Split(*tags, ","), NearMissWarnings: *nearMissWarnings}, flags.Args()...)
-	if res != nil {
-		for _, w := range res.Warnings {
-			fmt.Fprintln(stderr, w.Format(wd))
-		}
+	cfg := generate.Config{Dir: wd, Output: *output, Tags: strings.Split(*tags, ","), NearMissWarnings: *nearMissWarnings}
+	if *list {
+		return printManifest(ctx, cfg, flags.Args(), *asJSON, stdout, stderr)
 	}
-	var list generate.ErrorList
-	switch {
-	case errors.As(err, &list):
-		fmt.Fprintln(stderr, list.Format(wd))
-		return 1
-	case err != nil:
-		fmt.Fprintf(stderr, "ratelimitgen: %v\n", err)
-		return 1
+	res, err := generate.Generate(ctx, cfg, flags.Args()...)
+	if res != nil {
+		report(stderr, wd, res.Warnings)
+	}
+	if err != nil {
+		return failure(stderr, wd, err)
 	}
 
 	if *check {
 		stale, err := generate.Stale(res.Files)
 		if err != nil {
-			fmt.Fprintf(stderr, "ratelimitgen: %v\n", err)
-			return 1
+			return failure(stderr, wd, err)
 		}
 		for _, path := range stale {
 			fmt.Fprintf(stderr, "%s: out of date; run go generate (or ratelimitgen) to update it\n", generate.RelativePath(wd, path))
@@ -102,8 +119,48 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err := generate.Write(res.Files); err != nil {
-		fmt.Fprintf(stderr, "ratelimitgen: %v\n", err)
-		return 1
+		return failure(stderr, wd, err)
 	}
 	return 0
+}
+
+// printManifest prints the limits of the packages matching patterns to
+// stdout, as a table or as JSON, and returns the exit status.
+func printManifest(ctx context.Context, cfg generate.Config, patterns []string, asJSON bool, stdout, stderr io.Writer) int {
+	man, err := generate.List(ctx, cfg, patterns...)
+	if man != nil {
+		report(stderr, cfg.Dir, man.Warnings)
+	}
+	if err != nil {
+		return failure(stderr, cfg.Dir, err)
+	}
+	out := man.Text(cfg.Dir)
+	if asJSON {
+		if out, err = man.JSON(cfg.Dir); err != nil {
+			return failure(stderr, cfg.Dir, err)
+		}
+	}
+	if _, err := stdout.Write(out); err != nil {
+		return failure(stderr, cfg.Dir, err)
+	}
+	return 0
+}
+
+// report prints warnings, with file names relative to dir.
+func report(stderr io.Writer, dir string, warnings []generate.Diagnostic) {
+	for _, w := range warnings {
+		fmt.Fprintln(stderr, w.Format(dir))
+	}
+}
+
+// failure prints err, every problem of an ErrorList on a line of its own
+// with file names relative to dir, and returns the exit status 1.
+func failure(stderr io.Writer, dir string, err error) int {
+	var list generate.ErrorList
+	if errors.As(err, &list) {
+		fmt.Fprintln(stderr, list.Format(dir))
+	} else {
+		fmt.Fprintf(stderr, "ratelimitgen: %v\n", err)
+	}
+	return 1
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -371,5 +372,61 @@ type Relay struct {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "basic", "ratelimit_gen.go")); !os.IsNotExist(err) {
 		t.Errorf("basic, outside the run, was generated (%v)", err)
+	}
+}
+
+// -list prints the limits and writes nothing; -json prints them as JSON;
+// with errors it prints them as generating would.
+func TestList(t *testing.T) {
+	dir := newModule(t)
+	write(t, filepath.Join(dir, "basic", "plans.go"), `package basic
+
+import "context"
+
+func planLimit(ctx context.Context) int { return 10 }
+
+// Plans has a shadow limit with a max per call.
+type Plans interface {
+	//ratelimit:window=1h max=planLimit(ctx) mode=shadow algo=gcra burst=5 wait=1s
+	Get(ctx context.Context) error
+}
+`)
+	code, stdout, stderr := ratelimitgen(t, "-list", "./...")
+	if code != 0 || stderr != "" {
+		t.Fatalf("-list: status %d, stderr:\n%s", code, stderr)
+	}
+	want := "" +
+		"NAME                                         WINDOW  MAX             ALGORITHM    BURST  MODE     KEY        COST  WAIT  DIRECTIVE\n" +
+		"example.com/cmdtest/basic.Notifier.SendCode  1m      3               sliding-log  -      enforce  req.Email  -     -     " + filepath.Join("basic", "notifier.go") + ":20\n" +
+		"example.com/cmdtest/basic.Plans.Get          1h      planLimit(ctx)  gcra         5      shadow   -          -     1s    " + filepath.Join("basic", "plans.go") + ":9\n"
+	if stdout != want {
+		t.Errorf("-list printed:\n%s\nwant:\n%s", stdout, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "basic", "ratelimit_gen.go")); !os.IsNotExist(err) {
+		t.Fatal("-list wrote ratelimit_gen.go")
+	}
+
+	code, stdout, stderr = ratelimitgen(t, "-list", "-json", "./basic")
+	if code != 0 || stderr != "" {
+		t.Fatalf("-list -json: status %d, stderr:\n%s", code, stderr)
+	}
+	var got []map[string]any
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("-list -json printed %q: %v", stdout, err)
+	}
+	if len(got) != 2 || got[1]["max_expr"] != "planLimit(ctx)" || got[1]["mode"] != "shadow" || got[1]["wait"] != "1s" || got[0]["max"] != 3.0 || got[0]["line"] != 20.0 {
+		t.Errorf("-list -json printed:\n%s", stdout)
+	}
+
+	write(t, filepath.Join(dir, "basic", "bad.go"), "package basic\n\ntype Bad interface {\n\t//ratelimit:window=1m max=3 mode=off\n\tA() error\n}\n")
+	code, stdout, stderr = ratelimitgen(t, "-list", "./basic")
+	if code != 1 || stdout != "" || !strings.HasPrefix(stderr, filepath.Join("basic", "bad.go")+":4:35: mode=off cannot be written in a directive") {
+		t.Fatalf("-list with an error: status %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+	}
+
+	for _, args := range [][]string{{"-json", "./basic"}, {"-list", "-check", "./basic"}} {
+		if code, _, stderr := ratelimitgen(t, args...); code != 2 || stderr == "" {
+			t.Errorf("%v: status %d, stderr %q; want 2 and a message", args, code, stderr)
+		}
 	}
 }

@@ -8,9 +8,12 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimitgen/ratelimitgen/examples/verifycode/notify"
+	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitprom"
 	"github.com/ratelimitgen/ratelimitgen/ratelimithttp"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 	"github.com/ratelimitgen/ratelimitgen/runtime/redislimit"
@@ -27,6 +30,9 @@ type config struct {
 	keyPrefix string
 	// serve keeps serving instead of running the demo.
 	serve bool
+	// overridesFile, when set, is a JSON file of limit overrides that the
+	// program watches and applies while it runs.
+	overridesFile string
 	// mailLog receives the mails the outbox "sends"; nil discards them.
 	mailLog io.Writer
 	// errLog receives the server's error log.
@@ -39,15 +45,17 @@ type app struct {
 	outbox  *outbox
 }
 
-// newApp wires the program by calling one provider per component, in
+// initApp wires the program by calling one provider per component, in
 // dependency order, as a DI container would. Each provider takes its
 // dependencies as parameters and returns one component, so the same
 // functions plug into google/wire:
 //
 //	//go:build wireinject
 //
-//	func initApp(cfg config) (*app, func(), error) {
+//	func initApp(ctx context.Context, cfg config) (*app, func(), error) {
 //		wire.Build(
+//			newMetrics,
+//			newOverrides,
 //			newLimiter,
 //			newOutbox,
 //			wire.Bind(new(notify.Mailer), new(*outbox)),
@@ -55,7 +63,7 @@ type app struct {
 //			newCodeService,
 //			newLogger,
 //			newHandler,
-//			wire.Struct(new(app), "*"),
+//			newApp,
 //		)
 //		return nil, nil, nil
 //	}
@@ -66,31 +74,85 @@ type app struct {
 //
 // Whatever assembles the program, the rule is the same: the only provider
 // of notify.CodeService returns the rate-limited wrapper.
-func newApp(cfg config) (*app, func(), error) {
-	limiter, cleanup, err := newLimiter(cfg)
+func initApp(ctx context.Context, cfg config) (*app, func(), error) {
+	metrics := newMetrics()
+	overrides, err := newOverrides(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	limiter, cleanup, err := newLimiter(cfg, metrics, overrides)
 	if err != nil {
 		return nil, nil, err
 	}
 	box := newOutbox(cfg)
 	codes := newCodeService(notify.NewService(box), limiter)
-	return &app{handler: newHandler(codes, newLogger(cfg)), outbox: box}, cleanup, nil
+	return newApp(newHandler(codes, newLogger(cfg)), metrics, box), cleanup, nil
+}
+
+// newApp serves the API and, on GET /metrics, the limits' metrics.
+func newApp(api http.Handler, metrics *ratelimitprom.Observer, box *outbox) *app {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics)
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/", api)
+	return &app{handler: mux, outbox: box}
 }
 
 // newCodeService is the provider of notify.CodeService: the plain service
-// wrapped in its generated rate limits. The wrapper returns only an error,
-// so its limiter records each decision in the request's context, where
-// ratelimithttp.QuotaHeaders (see newHandler) finds it to put the RateLimit
-// fields on successful responses too.
+// wrapped in its generated rate limits.
 func newCodeService(svc *notify.Service, limiter runtime.Limiter) notify.CodeService {
-	return notify.NewRateLimitedCodeService(svc, ratelimithttp.RecordDecisions(limiter))
+	return notify.NewRateLimitedCodeService(svc, limiter)
 }
 
-// newLimiter returns the limiter that every rate-limited method shares: in
-// memory by default, which needs nothing installed and suits a single
-// instance, or Redis when cfg.redisURL is set, so that all instances of
-// the service share one count per address. The returned func closes what
-// the limiter holds open.
-func newLimiter(cfg config) (runtime.Limiter, func(), error) {
+// newMetrics returns the observer that counts decisions for Prometheus.
+func newMetrics() *ratelimitprom.Observer {
+	return ratelimitprom.NewObserver()
+}
+
+// newOverrides returns the overrides of limits in force: none, or those of
+// cfg.overridesFile, which is read again within a second of every change
+// until ctx ends. A file refused at start-up stops the program; one
+// refused later is logged, and the last good one stays in force.
+func newOverrides(ctx context.Context, cfg config) (*runtime.Overrides, error) {
+	o := new(runtime.Overrides)
+	if cfg.overridesFile == "" {
+		return o, nil
+	}
+	log := newLogger(cfg)
+	err := o.WatchFile(ctx, cfg.overridesFile, time.Second, func(err error) {
+		if err != nil {
+			log.Error("rate-limit overrides refused; the last good ones stay in force", "err", err)
+			return
+		}
+		log.Info("rate-limit overrides reloaded", "file", cfg.overridesFile)
+	})
+	return o, err
+}
+
+// newLimiter returns the limiter that every rate-limited method shares.
+// It decides in memory by default, which needs nothing installed and suits
+// a single instance, or in Redis when cfg.redisURL is set, so that all
+// instances of the service share one count per address. Around that
+// store, innermost first: ratelimithttp.RecordDecisions records each
+// decision in the request's context, where ratelimithttp.QuotaHeaders (see
+// newHandler) finds it to put the RateLimit fields on successful responses
+// too; runtime.Operate, outermost so that what is recorded and every error
+// name the limits in force, applies overrides and counts each decision in
+// metrics. The returned func closes what the limiter holds open.
+func newLimiter(cfg config, metrics *ratelimitprom.Observer, overrides *runtime.Overrides) (runtime.Limiter, func(), error) {
+	store, cleanup, err := newStore(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return runtime.Operate(ratelimithttp.RecordDecisions(store),
+		runtime.WithOverrides(overrides),
+		runtime.WithObserver(metrics),
+	), cleanup, nil
+}
+
+// newStore returns the limiter that keeps the counts.
+func newStore(cfg config) (runtime.Limiter, func(), error) {
 	if cfg.redisURL == "" {
 		return runtime.NewMemoryLimiter(), func() {}, nil
 	}

@@ -39,6 +39,9 @@ func demo(ctx context.Context, out io.Writer, base string, box *outbox) error {
 	c.post(ctx, "/codes/verify", notify.VerifyCodeRequest{Email: "alice@example.com", Code: alice}, "the right code", http.StatusTooManyRequests)
 	fmt.Fprintln(out, "\n# Bob is unaffected")
 	c.post(ctx, "/codes/verify", notify.VerifyCodeRequest{Email: "bob@example.com", Code: bob}, "the right code", http.StatusOK)
+
+	fmt.Fprintln(out, "\n# What an operator sees: each limit's decisions, by result and source (histograms left out)")
+	c.metrics(ctx, "ratelimit_decisions_total", "ratelimit_near_limit_total")
 	return c.err
 }
 
@@ -58,6 +61,41 @@ type client struct {
 	base string
 	out  io.Writer
 	err  error // the first failure; later calls are skipped
+}
+
+// metrics gets /metrics and prints its samples of the named metrics.
+func (c *client) metrics(ctx context.Context, names ...string) {
+	if c.err != nil {
+		return
+	}
+	fmt.Fprintln(c.out, "GET /metrics")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/metrics", nil)
+	if err != nil {
+		c.err = err
+		return
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		c.err = err
+		return
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.err = err
+		return
+	}
+	if resp.StatusCode != http.StatusOK {
+		c.err = fmt.Errorf("GET /metrics: %s", resp.Status)
+		return
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		for _, name := range names {
+			if strings.HasPrefix(line, name+"{") {
+				fmt.Fprintf(c.out, "  %s\n", line)
+			}
+		}
+	}
 }
 
 // post sends body to path and prints the request and the response's

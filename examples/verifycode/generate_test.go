@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -24,4 +25,17 @@ func TestGeneratedCodeIsUpToDate(t *testing.T) {
 	stale, err := generate.Stale(res.Files)
 	require.NoError(t, err)
 	assert.Empty(t, stale, "run: go generate ./... in examples/verifycode")
+}
+
+// TestReadmeManifest: the README's manifest of this example is what
+// `ratelimitgen -list ./...` prints in examples/.
+func TestReadmeManifest(t *testing.T) {
+	dir, err := filepath.Abs("..")
+	require.NoError(t, err)
+	man, err := generate.List(t.Context(), generate.Config{Dir: dir}, "./...")
+	require.NoError(t, err)
+	readme, err := os.ReadFile(filepath.Join(dir, "..", "README.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(readme), "```\n"+string(man.Text(dir))+"```\n",
+		"update the README's manifest with: cd examples && go tool ratelimitgen -list ./...")
 }

@@ -18,12 +18,14 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/examples/verifycode/notify"
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
+	"github.com/ratelimitgen/ratelimitgen/ratelimithttp"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 	"github.com/ratelimitgen/ratelimitgen/runtime/redislimit"
 )
 
-// testAPI is the handler wired as newApp wires it, around any limiter and
-// mailer, with its mails and error log captured.
+// testAPI is the handler wired as initApp wires it, around any limiter
+// (recording its decisions, as newLimiter does) and mailer, with its mails
+// and error log captured.
 type testAPI struct {
 	h     http.Handler
 	box   *outbox
@@ -39,7 +41,7 @@ func newTestAPI(t *testing.T, limiter runtime.Limiter, mailer notify.Mailer) *te
 		mailer = api.box
 	}
 	log := slog.New(slog.NewTextHandler(api.logs, nil))
-	api.h = newHandler(newCodeService(notify.NewService(mailer), limiter), log)
+	api.h = newHandler(newCodeService(notify.NewService(mailer), ratelimithttp.RecordDecisions(limiter)), log)
 	return api
 }
 

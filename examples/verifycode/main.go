@@ -7,6 +7,12 @@
 //	go -C examples run ./verifycode          # demo: serve, call itself, print, exit
 //	go -C examples run ./verifycode -serve   # keep serving for curl
 //
+// GET /metrics serves each limit's decisions in the Prometheus text format.
+// With -overrides file.json the limits follow that file, reread within a
+// second of each change (see runtime.Overrides.LoadFile for its format):
+//
+//	{"limits": {"CodeService.SendCode": {"max": 10}}}
+//
 // It uses an in-memory limiter unless REDIS_URL is set, for example
 // REDIS_URL=redis://127.0.0.1:6379/0.
 package main
@@ -29,16 +35,18 @@ import (
 func main() {
 	serve := flag.Bool("serve", false, "keep serving until interrupted instead of running the demo")
 	addr := flag.String("addr", "127.0.0.1:0", "listen address; port 0 picks a free port")
+	overrides := flag.String("overrides", "", "JSON file of limit overrides to apply and watch, such as {\"limits\": {\"CodeService.SendCode\": {\"max\": 10}}}")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := config{
-		addr:      *addr,
-		redisURL:  os.Getenv("REDIS_URL"),
-		keyPrefix: "verifycode:",
-		serve:     *serve,
-		errLog:    os.Stderr,
+		addr:          *addr,
+		redisURL:      os.Getenv("REDIS_URL"),
+		keyPrefix:     "verifycode:",
+		serve:         *serve,
+		overridesFile: *overrides,
+		errLog:        os.Stderr,
 	}
 	if err := run(ctx, os.Stdout, cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "verifycode:", err)
@@ -57,7 +65,7 @@ func run(ctx context.Context, out io.Writer, cfg config) error {
 		// keeps a second run within 10 minutes from starting at 429.
 		cfg.keyPrefix += "demo:" + rand.Text()[:8] + ":"
 	}
-	a, cleanup, err := newApp(cfg)
+	a, cleanup, err := initApp(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -89,6 +97,7 @@ func run(ctx context.Context, out io.Writer, cfg config) error {
 	fmt.Fprintf(out, "serving on %s; try:\n", base)
 	fmt.Fprintf(out, "  curl -i -X POST %s/codes -d '{\"email\":\"alice@example.com\"}'\n", base)
 	fmt.Fprintf(out, "  curl -i -X POST %s/codes/verify -d '{\"email\":\"alice@example.com\",\"code\":\"CODE\"}'\n", base)
+	fmt.Fprintf(out, "  curl -s %s/metrics | grep ^ratelimit_\n", base)
 	fmt.Fprintln(out, "codes are printed here instead of mailed; Ctrl-C stops")
 	select {
 	case <-ctx.Done():

@@ -5,10 +5,14 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -39,6 +43,13 @@ func TestDemoInMemory(t *testing.T) {
 	assert.Contains(t, out.String(), "limiter: in memory")
 	assert.Contains(t, out.String(), "     Retry-After: 60\n")
 	assert.Contains(t, out.String(), `     RateLimit-Policy: "CodeService.SendCode";q=3;w=60`+"\n")
+	// The scrape counts what the demo did: SendCode admitted 4 and denied
+	// 1; VerifyCode admitted 6 (five wrong codes, bob's) and denied 1.
+	assert.Contains(t, out.String(), "GET /metrics\n"+
+		`  ratelimit_decisions_total{limit="CodeService.SendCode",result="allowed",source="store"} 4`+"\n"+
+		`  ratelimit_decisions_total{limit="CodeService.SendCode",result="limited",source="store"} 1`+"\n"+
+		`  ratelimit_decisions_total{limit="CodeService.VerifyCode",result="allowed",source="store"} 6`+"\n"+
+		`  ratelimit_decisions_total{limit="CodeService.VerifyCode",result="limited",source="store"} 1`+"\n")
 }
 
 // The demo against a real Redis: the counts must live there, and a second
@@ -114,6 +125,100 @@ func TestServe(t *testing.T) {
 	code := nextLine("mail to alice@example.com: your verification code is ")
 	require.Equal(t, http.StatusOK, post("/codes/verify", `{"email":"alice@example.com","code":"`+code+`"}`))
 
+	resp, err := http.Get(base + "/metrics")
+	require.NoError(t, err)
+	metrics, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Contains(t, string(metrics), `ratelimit_decisions_total{limit="CodeService.VerifyCode",result="allowed",source="store"} 1`)
+	assert.Contains(t, string(metrics), `ratelimit_decision_duration_seconds_count{limit="CodeService.SendCode"} 1`)
+
 	cancel()
 	require.NoError(t, <-done)
+}
+
+// TestOverridesFile: the limits follow the -overrides file while the
+// program runs: a higher Max at start-up, then shadow mode after an edit,
+// and a malformed edit leaves the last good file in force.
+func TestOverridesFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "overrides.json")
+	write := func(contents string) {
+		tmp := path + ".tmp"
+		require.NoError(t, os.WriteFile(tmp, []byte(contents), 0o600))
+		require.NoError(t, os.Rename(tmp, path))
+	}
+	write(`{"limits": {"CodeService.SendCode": {"max": 4}}}`)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	pr, pw := io.Pipe()
+	errLog := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		err := run(ctx, pw, config{addr: "127.0.0.1:0", serve: true, overridesFile: path, errLog: errLog})
+		_ = pw.CloseWithError(io.EOF)
+		done <- err
+	}()
+	lines := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var base string
+	for line := range lines {
+		if rest, ok := strings.CutPrefix(line, "serving on "); ok {
+			base, _, _ = strings.Cut(rest, ";")
+			break
+		}
+	}
+	go func() {
+		for range lines { // the mails
+		}
+	}()
+	require.NotEmpty(t, base)
+	send := func() *http.Response {
+		resp, err := http.Post(base+"/codes", "application/json", strings.NewReader(`{"email":"alice@example.com"}`))
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp
+	}
+	for range 4 {
+		require.Equal(t, http.StatusOK, send().StatusCode)
+	}
+	denied := send()
+	require.Equal(t, http.StatusTooManyRequests, denied.StatusCode)
+	require.Equal(t, `"CodeService.SendCode";q=4;w=60`, denied.Header.Get("RateLimit-Policy"))
+
+	write(`{"limits": {"CodeService.SendCode": {"max": 4, "mode": "shadow"}}}`)
+	require.Eventually(t, func() bool { return strings.Contains(errLog.String(), "rate-limit overrides reloaded") },
+		30*time.Second, 10*time.Millisecond)
+	require.Equal(t, http.StatusOK, send().StatusCode, "in shadow mode the limit no longer denies")
+
+	write(`{"limits": {"CodeService.SendCode": {"max": 0}}}`)
+	require.Eventually(t, func() bool { return strings.Contains(errLog.String(), "max 0 must be at least 1") },
+		30*time.Second, 10*time.Millisecond)
+	require.Equal(t, http.StatusOK, send().StatusCode, "the last good file stays in force")
+
+	cancel()
+	require.NoError(t, <-done)
+}
+
+// lockedBuffer is an io.Writer that the server's log and the test share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -17,7 +17,7 @@ import (
 
 // runtimeLimit is l as the runtime sees it.
 func (l *limit) runtimeLimit() runtime.Limit {
-	return runtime.Limit{Name: l.name, Window: l.window, Max: l.max, Algorithm: l.algo, Burst: l.burst}
+	return runtime.Limit{Name: l.name, Window: l.window, Max: l.max, Algorithm: l.algo, Burst: l.burst, Mode: l.mode}
 }
 
 // algorithm returns l's algorithm, resolving the default.
@@ -35,10 +35,10 @@ func defaultAlgorithm() runtime.Algorithm { return runtime.Algorithms()[0] }
 // capacity is the largest cost one call of l can be admitted with.
 func (l *limit) capacity() int { return l.runtimeLimit().Capacity() }
 
-// algoConst returns the name of the runtime's constant for a, without its
-// package: "GCRA".
-func algoConst(a runtime.Algorithm) string {
-	s := a.GoString()
+// runtimeConst returns the name of the runtime's constant for v, an
+// Algorithm or a Mode, without its package: "GCRA", "ModeShadow".
+func runtimeConst(v fmt.GoStringer) string {
+	s := v.GoString()
 	return s[strings.LastIndexByte(s, '.')+1:]
 }
 

@@ -11,16 +11,21 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
-// TestAlgoConst checks the names the generated code spells the runtime's
-// algorithms with (the golden files compile them).
-func TestAlgoConst(t *testing.T) {
+// TestRuntimeConst checks the names the generated code spells the
+// runtime's algorithms and modes with (the golden files compile them).
+func TestRuntimeConst(t *testing.T) {
 	want := map[runtime.Algorithm]string{
 		runtime.SlidingLog: "SlidingLog", runtime.SlidingWindow: "SlidingWindow", runtime.FixedWindow: "FixedWindow",
 		runtime.TokenBucket: "TokenBucket", runtime.GCRA: "GCRA",
 	}
 	for _, a := range runtime.Algorithms() {
-		if got := algoConst(a); got != want[a] {
-			t.Errorf("algoConst(%q) = %q, want %q", a, got, want[a])
+		if got := runtimeConst(a); got != want[a] {
+			t.Errorf("runtimeConst(%q) = %q, want %q", a, got, want[a])
+		}
+	}
+	for m, want := range map[runtime.Mode]string{runtime.ModeEnforce: "ModeEnforce", runtime.ModeShadow: "ModeShadow", runtime.ModeOff: "ModeOff"} {
+		if got := runtimeConst(m); got != want {
+			t.Errorf("runtimeConst(%v) = %q, want %q", m, got, want)
 		}
 	}
 }

@@ -5,13 +5,15 @@ import (
 	"go/types"
 	"strconv"
 	"strings"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 // checkSharedNames reports limits of one run that share a name but not
 // their rules. The runtime counts a limit by its name and key, so two
 // directives with one name= share their counts: that is fine (and a way to
 // make methods draw on one quota) only when they agree on the window, max,
-// algorithm, capacity and the types of the key's parts. Otherwise one count
+// algorithm, capacity, mode and the types of the key's parts. Otherwise one count
 // would be read under two rules, and neither limit would mean what it
 // says.
 func checkSharedNames(models []*pkgModel, ds *diagnostics) {
@@ -34,10 +36,20 @@ func checkSharedNames(models []*pkgModel, ds *diagnostics) {
 // comparison and for messages.
 func limitRules(l *limit) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d %s, %s", l.max, windowWords(l.window), l.algorithm())
-	if l.burstApplies() {
+	max := strconv.Itoa(l.max)
+	if l.perCallMax() {
+		max = "max=" + l.maxText
+	}
+	fmt.Fprintf(&b, "%s %s, %s", max, windowWords(l.window), l.algorithm())
+	switch {
+	case l.burstApplies() && l.perCallMax() && l.burst == 0:
+		b.WriteString(" with a burst of max")
+	case l.burstApplies():
 		// burst= absent and burst= equal to max are the same bucket.
 		b.WriteString(" with a burst of " + strconv.Itoa(l.capacity()))
+	}
+	if l.mode != runtime.ModeEnforce {
+		b.WriteString(", in " + l.mode.String() + " mode")
 	}
 	if len(l.key) == 0 {
 		b.WriteString(", no key")

@@ -18,7 +18,7 @@ type costExpr struct {
 	isInt64 bool
 }
 
-// exprs returns l's key parts and cost.
+// exprs returns l's key parts, cost and max expression.
 func (l *limit) exprs() []*checkedExpr {
 	var out []*checkedExpr
 	for _, kp := range l.key {
@@ -27,26 +27,40 @@ func (l *limit) exprs() []*checkedExpr {
 	if l.cost != nil {
 		out = append(out, &l.cost.checkedExpr)
 	}
+	if l.maxExpr != nil {
+		out = append(out, &l.maxExpr.checkedExpr)
+	}
 	return out
 }
 
 // checkCost type-checks a cost= expression, which must be of an integer
 // type. It reports problems to ds and returns nil if there are any.
 func (es *exprScope) checkCost(e parse.Expr, ds *diagnostics) *costExpr {
-	ce, _ := es.check(e, costRole, ds)
+	ce := es.checkInteger(e, costRole, ds)
+	if ce == nil {
+		return nil
+	}
+	return &costExpr{checkedExpr: *ce, isInt64: isInt64(ce.typ)}
+}
+
+// checkInteger type-checks an expression that must be of an integer type
+// (a cost, a max). It reports problems to ds and returns nil if there are
+// any.
+func (es *exprScope) checkInteger(e parse.Expr, role exprRole, ds *diagnostics) *checkedExpr {
+	ce, _ := es.check(e, role, ds)
 	if ce == nil {
 		return nil
 	}
 	if !isInteger(ce.typ) {
 		ts := types.TypeString(ce.typ, types.RelativeTo(es.pkg))
-		msg := "cost " + e.Text + " has type " + ts + ", but a cost must be an integer: the number of units the call uses, e.g. cost=len(req.Items)"
+		msg := role.what + " " + e.Text + " has type " + ts + ", but " + role.integer
 		if _, ok := types.Unalias(ce.typ).(*types.TypeParam); ok {
 			msg += "; a type parameter's constraint must admit integer types only"
 		}
 		ds.errorf(e.Pos, "%s", msg)
 		return nil
 	}
-	return &costExpr{checkedExpr: *ce, isInt64: isInt64(ce.typ)}
+	return ce
 }
 
 // isInteger reports whether t is an integer type, or a type parameter all of

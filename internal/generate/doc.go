@@ -2,14 +2,16 @@
 // directives on the methods of Go packages, checks them against the
 // methods' real types, and returns the source of the wrapper types that
 // enforce them. It returns bytes; writing them is the caller's business
-// (see Write and Stale).
+// (see Write and Stale). List runs the same checks and returns the limits
+// the directives declare as data, a Manifest, which renders itself as a
+// table or as JSON.
 //
 // A run loads the packages once, under the build tag ratelimitgen that
 // excludes earlier output, then for each package:
 //
 //   - scans every comment for directives (internal/parse) and for
 //     near-misses, which are warnings;
-//   - type-checks each key and cost expression in the scope of its
+//   - type-checks each key, cost and max expression in the scope of its
 //     method's parameters, nested in the scope of the file that declares
 //     it, and checks what the options decide together (a constant cost
 //     within the limit's capacity, distinct names for the limits of one

@@ -14,6 +14,8 @@ import (
 
 	"github.com/dave/jennifer/jen"
 	"golang.org/x/tools/imports"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 // RuntimePath is the import path of the package generated code calls.
@@ -147,9 +149,12 @@ func (e *emitter) render(c constraint.Expr) ([]byte, error) {
 		} else {
 			e.comment("The limits of this package's rate-limited methods that are declared under this file's build constraint. Every wrapper of a method uses the method's limits, so they share its counts.")
 		}
-		defs := make([]jen.Code, len(e.declared))
-		for i, l := range e.declared {
-			defs[i] = jen.Id(e.limitVar(l)).Op("=").Add(e.limitValue(l))
+		var defs []jen.Code
+		for _, l := range e.declared {
+			if l.perCallMax() {
+				defs = append(defs, jen.Comment(fmt.Sprintf("%s's Max is set by each call, to %s.", e.limitVar(l), l.maxText)))
+			}
+			defs = append(defs, jen.Id(e.limitVar(l)).Op("=").Add(e.limitValue(l)))
 		}
 		e.f.Var().Defs(defs...)
 	}
@@ -307,19 +312,28 @@ func (e *emitter) limitVar(l *limit) string {
 	return e.limitVars[l]
 }
 
-// limitValue spells l as a runtime.Limit literal.
+// limitValue spells l as a runtime.Limit literal, without a Max when each
+// call sets it.
 func (e *emitter) limitValue(l *limit) *jen.Statement {
 	window := durationCode(l.window)
 	fields := []jen.Code{
 		jen.Id("Name").Op(":").Lit(l.name),
 		jen.Id("Window").Op(":").Add(window),
-		jen.Id("Max").Op(":").Lit(l.max),
+	}
+	switch {
+	case l.maxText != "" && !l.perCallMax():
+		fields = append(fields, jen.Id("Max").Op(":").Add(e.maxCode(l.maxExpr, nil)))
+	case !l.perCallMax():
+		fields = append(fields, jen.Id("Max").Op(":").Lit(l.max))
 	}
 	if a := l.algorithm(); a != defaultAlgorithm() {
-		fields = append(fields, jen.Id("Algorithm").Op(":").Qual(RuntimePath, algoConst(a)))
+		fields = append(fields, jen.Id("Algorithm").Op(":").Qual(RuntimePath, runtimeConst(a)))
 	}
 	if l.burst > 0 {
 		fields = append(fields, jen.Id("Burst").Op(":").Lit(l.burst))
+	}
+	if l.mode != runtime.ModeEnforce {
+		fields = append(fields, jen.Id("Mode").Op(":").Qual(RuntimePath, runtimeConst(l.mode)))
 	}
 	return jen.Qual(RuntimePath, "Limit").Values(fields...)
 }
@@ -339,13 +353,24 @@ func durationCode(d time.Duration) *jen.Statement {
 // a method's first limit, followed for the others by their name= in
 // camel case (limitNotifierSendCodeDaily for Notifier.SendCode.daily).
 func limitVarBase(l *limit) string {
-	method, base := l.owner.Name(), "limit"+upperFirst(l.owner.Name())
+	base := "limit" + upperFirst(l.owner.Name())
 	if l.fn != nil {
-		method += "." + l.fn.Name()
 		base += upperFirst(l.fn.Name())
 	}
+	return base + limitVarSuffix(l)
+}
+
+// limitVarSuffix is what follows limitTypeMethod in the name of l's
+// variable: "" for a method's first limit, else its name= in camel case
+// without the method's name ("Daily" for Notifier.SendCode.daily), or its
+// rank from 1 when that has no letter or digit.
+func limitVarSuffix(l *limit) string {
 	if l.index == 0 {
-		return base
+		return ""
+	}
+	method := l.owner.Name()
+	if l.fn != nil {
+		method += "." + l.fn.Name()
 	}
 	name := strings.TrimPrefix(strings.TrimPrefix(l.name, method), ".")
 	if name == "" {
@@ -356,9 +381,9 @@ func limitVarBase(l *limit) string {
 		b.WriteString(upperFirst(word))
 	}
 	if b.Len() == 0 {
-		return base + strconv.Itoa(l.index+1)
+		return strconv.Itoa(l.index + 1)
 	}
-	return base + b.String()
+	return b.String()
 }
 
 func isASCIIAlnum(r rune) bool {

@@ -4,15 +4,19 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 // wrapperDoc is the doc comment of w's type, which says once what its
 // methods do; each method's own says which limits it uses.
 func wrapperDoc(w *wrapper) string {
-	var multi, computed, wait, unlimited bool
+	var multi, computed, perCallMax, shadow, wait, unlimited bool
 	for _, wm := range w.methods {
 		multi = multi || len(wm.limits) > 1
 		computed = computed || slices.ContainsFunc(wm.limits, computedCost)
+		perCallMax = perCallMax || slices.ContainsFunc(wm.limits, (*limit).perCallMax)
+		shadow = shadow || slices.ContainsFunc(wm.limits, func(l *limit) bool { return l.mode == runtime.ModeShadow })
 		wait = wait || methodWait(wm) > 0
 		unlimited = unlimited || len(wm.limits) == 0
 	}
@@ -29,6 +33,12 @@ func wrapperDoc(w *wrapper) string {
 	}
 	if computed {
 		b.WriteString(" A limit whose computed cost is 0 is left out of the decision and counts nothing; a negative cost, or one above the limit's capacity, is an error wrapping runtime.ErrInvalidCost.")
+	}
+	if perCallMax {
+		b.WriteString(" A limit whose Max a call computes is copied and given that Max; a Max below 1 is an error from the limiter, not a denial.")
+	}
+	if shadow {
+		b.WriteString(" A limit in shadow mode is decided and counted as any other, but its denial is only reported: the call goes through unless an enforced limit denies it.")
 	}
 	if wait {
 		b.WriteString(" A method that waits for room sleeps as long as each denial's RetryAfter says and asks again, for up to its wait in all and never past the deadline of the call's context; it returns the context's error if the context is done meanwhile.")
@@ -62,6 +72,12 @@ func methodDoc(w *wrapper, wm *wrapperMethod, limitVar func(*limit) string) stri
 		}
 		if l.cost != nil {
 			words = append(words, "at a cost of "+l.cost.text)
+		}
+		if l.perCallMax() {
+			words = append(words, "with its Max set to "+l.maxText)
+		}
+		if l.mode == runtime.ModeShadow {
+			words = append(words, "in shadow mode")
 		}
 		descs[i] = strings.Join(words, ", ")
 	}

@@ -61,10 +61,11 @@ func (e *emitter) limitedBody(mc methodCall) []jen.Code {
 	var body []jen.Code
 	switch {
 	case len(groups) == 0:
+		lims := e.limitValues(mc, mc.scope, static, &body)
 		keys := e.keys(mc, mc.scope, static, &body)
 		reqs := make([]jen.Code, len(static))
 		for j, i := range static {
-			reqs[j] = e.request(ls[i], keys[i], e.constantCost(ls[i].cost, mc.params))
+			reqs[j] = e.request(lims[i], keys[i], e.constantCost(ls[i].cost, mc.params))
 		}
 		return append(body, e.enforce(mc, mc.scope, reqs...))
 
@@ -75,10 +76,11 @@ func (e *emitter) limitedBody(mc methodCall) []jen.Code {
 		scope := mc.scope.child()
 		test, cost := e.costTest(mc, g.cost, scope)
 		var inner []jen.Code
+		lims := e.limitValues(mc, scope, g.limits, &inner)
 		keys := e.keys(mc, scope, g.limits, &inner)
 		reqs := make([]jen.Code, len(g.limits))
 		for j, i := range g.limits {
-			reqs[j] = e.request(ls[i], keys[i], cost)
+			reqs[j] = e.request(lims[i], keys[i], cost)
 		}
 		inner = append(inner, e.enforce(mc, scope, reqs...))
 		return append(body, jen.If(test...).Block(inner...))
@@ -90,6 +92,7 @@ func (e *emitter) limitedBody(mc methodCall) []jen.Code {
 	for i := range all {
 		all[i] = i
 	}
+	lims := e.limitValues(mc, mc.scope, static, &body)
 	keys := e.keys(mc, mc.scope, all, &body)
 	reqs := mc.scope.fresh("reqs")
 	if len(static) == 0 {
@@ -97,7 +100,7 @@ func (e *emitter) limitedBody(mc methodCall) []jen.Code {
 	} else {
 		elems := make([]jen.Code, 0, len(static)+1)
 		for _, i := range static {
-			elems = append(elems, jen.Line().Values(e.requestFields(ls[i], keys[i], e.constantCost(ls[i].cost, mc.params))...))
+			elems = append(elems, jen.Line().Values(e.requestFields(lims[i], keys[i], e.constantCost(ls[i].cost, mc.params))...))
 		}
 		elems = append(elems, jen.Line())
 		body = append(body, jen.Id(reqs).Op(":=").Index().Qual(RuntimePath, "Request").Values(elems...))
@@ -105,11 +108,14 @@ func (e *emitter) limitedBody(mc methodCall) []jen.Code {
 	for _, g := range groups {
 		scope := mc.scope.child()
 		test, cost := e.costTest(mc, g.cost, scope)
+		var inner []jen.Code
+		glims := e.limitValues(mc, scope, g.limits, &inner)
 		args := []jen.Code{jen.Id(reqs)}
 		for _, i := range g.limits {
-			args = append(args, e.request(ls[i], keys[i], cost))
+			args = append(args, e.request(glims[i], keys[i], cost))
 		}
-		body = append(body, jen.If(test...).Block(jen.Id(reqs).Op("=").Append(args...)))
+		inner = append(inner, jen.Id(reqs).Op("=").Append(args...))
+		body = append(body, jen.If(test...).Block(inner...))
 	}
 	return append(body, e.enforce(mc, mc.scope, jen.Id(reqs).Op("...")))
 }
@@ -141,14 +147,15 @@ func (e *emitter) enforce(mc methodCall, scope *names, reqs ...jen.Code) jen.Cod
 }
 
 // request spells one runtime.Request.
-func (e *emitter) request(l *limit, key, cost jen.Code) jen.Code {
-	return jen.Qual(RuntimePath, "Request").Values(e.requestFields(l, key, cost)...)
+func (e *emitter) request(lim, key, cost jen.Code) jen.Code {
+	return jen.Qual(RuntimePath, "Request").Values(e.requestFields(lim, key, cost)...)
 }
 
-// requestFields spells the fields of a Request for l, leaving out a key
-// or cost that is nil (no key, or a cost of 1).
-func (e *emitter) requestFields(l *limit, key, cost jen.Code) []jen.Code {
-	fs := []jen.Code{jen.Id("Limit").Op(":").Id(e.limitVar(l))}
+// requestFields spells the fields of a Request for the limit lim (see
+// limitValues), leaving out a key or cost that is nil (no key, or a cost of
+// 1).
+func (e *emitter) requestFields(lim, key, cost jen.Code) []jen.Code {
+	fs := []jen.Code{jen.Id("Limit").Op(":").Add(lim)}
 	if key != nil {
 		fs = append(fs, jen.Id("Key").Op(":").Add(key))
 	}

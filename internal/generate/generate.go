@@ -68,14 +68,52 @@ func Generate(ctx context.Context, cfg Config, patterns ...string) (*Result, err
 	if err := checkOutputName(output); err != nil {
 		return nil, err
 	}
+	models, warnings, err := analyze(ctx, cfg, patterns)
+	res := &Result{Warnings: warnings}
+	if err != nil {
+		return res, err
+	}
+	var errs ErrorList
+	matcher := newFileMatcher(cfg)
+	for _, m := range models {
+		fs, err := outputFiles(m, output)
+		if err != nil {
+			if el, ok := err.(ErrorList); ok {
+				errs = append(errs, el...)
+				continue
+			}
+			return res, err
+		}
+		res.Files = append(res.Files, fs...)
+		// Output written earlier under another -output name, or for a
+		// constraint that no wrapper has any more, would redeclare
+		// wrappers.
+		earlier, err := earlierOutputs(m, fs, matcher)
+		if err != nil {
+			return res, err
+		}
+		res.Files = append(res.Files, earlier...)
+	}
+	if len(errs) > 0 {
+		return res, sortDiagnostics(errs)
+	}
+	slices.SortFunc(res.Files, func(a, b File) int { return cmp.Compare(a.Path, b.Path) })
+	return res, nil
+}
+
+// analyze loads the packages matching patterns ("." if none) and builds
+// their models: their limits, checked, and their wrappers. It returns the
+// warnings of the run, and an ErrorList with every problem of the source,
+// if there are any; other errors (the go command failing, say) as they
+// are.
+func analyze(ctx context.Context, cfg Config, patterns []string) ([]*pkgModel, []Diagnostic, error) {
 	pkgs, err := load(ctx, cfg, patterns)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	slices.SortFunc(pkgs, func(a, b *packages.Package) int { return cmp.Compare(a.PkgPath, b.PkgPath) })
 
 	ds := &diagnostics{nearMissWarnings: cfg.NearMissWarnings}
-	matcher := newFileMatcher(cfg)
 	imports := newImportResolver(ctx, cfg)
 	var models []*pkgModel
 	generated := map[string]bool{} // "Name" and "pkgname.Name" of every generated declaration
@@ -130,36 +168,11 @@ func Generate(ctx context.Context, cfg Config, patterns ...string) (*Result, err
 		}
 	}
 
-	res := &Result{}
 	errs, warnings := ds.split()
-	res.Warnings = warnings
 	if len(errs) > 0 {
-		return res, errs
+		return models, warnings, errs
 	}
-	for _, m := range models {
-		fs, err := outputFiles(m, output)
-		if err != nil {
-			if el, ok := err.(ErrorList); ok {
-				errs = append(errs, el...)
-				continue
-			}
-			return res, err
-		}
-		res.Files = append(res.Files, fs...)
-		// Output written earlier under another -output name, or for a
-		// constraint that no wrapper has any more, would redeclare
-		// wrappers.
-		earlier, err := earlierOutputs(m, fs, matcher)
-		if err != nil {
-			return res, err
-		}
-		res.Files = append(res.Files, earlier...)
-	}
-	if len(errs) > 0 {
-		return res, sortDiagnostics(errs)
-	}
-	slices.SortFunc(res.Files, func(a, b File) int { return cmp.Compare(a.Path, b.Path) })
-	return res, nil
+	return models, warnings, nil
 }
 
 // checkOutputName rejects output names that would not make a plain Go

@@ -34,13 +34,21 @@ type limit struct {
 	// name is the runtime.Limit's Name: name= or path/to/pkg.Type.Method.
 	name   string
 	window time.Duration
-	max    int
+	// max is the max= literal or constant, or 0 when each call computes
+	// it. A max= expression is maxText as written and maxExpr as checked
+	// in the method's scope (for the declared type-level limit, only when
+	// it is a constant; its methods' copies have their own).
+	max     int
+	maxText string
+	maxExpr *maxExpr
 	// algo is the algo= value, or "" for the runtime's default.
 	algo runtime.Algorithm
 	// burst is the burst= value, or 0 for the runtime's default (max).
 	burst int
 	// wait is the wait= value, or 0: how long a call may wait for room.
 	wait time.Duration
+	// mode is the mode= value: runtime.ModeEnforce or runtime.ModeShadow.
+	mode runtime.Mode
 	// key is empty when the directive has no key=.
 	key []*keyPart
 	// cost is nil when the directive has no cost= (one unit per call).
@@ -114,7 +122,7 @@ func buildModel(pkg *packages.Package, imports *importResolver, ds *diagnostics)
 	for _, file := range pkg.Syntax {
 		for _, a := range scanFile(pkg.Fset, pkg.TypesInfo, file, ds) {
 			if a.fn == nil {
-				if tl := buildTypeLimits(a, file, ds); tl != nil {
+				if tl := buildTypeLimits(pkg, a, file, imports, ds); tl != nil {
 					m.typeLevel[a.owner] = tl
 					m.limits = append(m.limits, tl.limits...)
 					if !hasOwner[a.owner] {
@@ -278,9 +286,9 @@ func buildLimits(pkg *packages.Package, file *ast.File, a *annotated, imports *i
 }
 
 // newLimit returns the limit of a's i-th directive d, which parsed,
-// without its key and cost.
+// without its key, cost and max expression.
 func newLimit(a *annotated, d *directive, i int) *limit {
-	return &limit{
+	l := &limit{
 		fn:     a.fn,
 		owner:  a.owner,
 		pos:    d.pos,
@@ -290,16 +298,21 @@ func newLimit(a *annotated, d *directive, i int) *limit {
 		algo:   d.parsed.Algorithm,
 		burst:  d.parsed.Burst,
 		wait:   d.parsed.Wait,
+		mode:   d.parsed.Mode,
 		index:  i,
 		multi:  len(a.directives) > 1,
 	}
+	if d.parsed.MaxExpr != nil {
+		l.maxText = d.parsed.MaxExpr.Text
+	}
+	return l
 }
 
-// checkLimitExprs type-checks the key and cost of directive d, on a
-// method with signature sig, and sets them on l. It reports problems to ds
-// and returns false if there are any.
+// checkLimitExprs type-checks the key, cost and max expression of
+// directive d, on a method with signature sig, and sets them on l. It
+// reports problems to ds and returns false if there are any.
 func checkLimitExprs(pkg *packages.Package, file *ast.File, d *directive, sig *types.Signature, tparams *types.TypeParamList, imports *importResolver, l *limit, ds *diagnostics) bool {
-	if len(d.parsed.Key) == 0 && d.parsed.Cost == nil {
+	if len(d.parsed.Key) == 0 && d.parsed.Cost == nil && d.parsed.MaxExpr == nil {
 		return true
 	}
 	es, err := newExprScope(pkg.Fset, pkg.Types, pkg.TypesInfo.Scopes[file], d.comment, sig, tparams, imports)
@@ -322,6 +335,13 @@ func checkLimitExprs(pkg *packages.Package, file *ast.File, d *directive, sig *t
 	if d.parsed.Cost != nil {
 		if l.cost = es.checkCost(*d.parsed.Cost, ds); l.cost == nil {
 			ok = false
+		}
+	}
+	if d.parsed.MaxExpr != nil {
+		if l.maxExpr = es.checkMax(*d.parsed.MaxExpr, ds); l.maxExpr == nil {
+			ok = false
+		} else if n, static := l.maxExpr.static(); static {
+			l.max = n
 		}
 	}
 	return ok
@@ -421,10 +441,12 @@ func windowNickname(w time.Duration) string {
 // checkLimitValues checks what only the options together decide: that a
 // constant cost can ever be admitted and that the runtime accepts the
 // limit. It also warns about a sliding log too large for Redis's compact
-// encoding. It returns false on errors.
+// encoding. What depends on a max computed per call is left to the
+// runtime, which validates each call. It returns false on errors.
 func checkLimitValues(l *limit, d *directive, ds *diagnostics) bool {
 	ok := true
 	capacity := l.capacity()
+	capacityKnown := !l.perCallMax() || l.burstApplies() && l.burst > 0
 	if l.cost != nil && l.cost.value != nil {
 		subject := "cost " + l.cost.text
 		if v := l.cost.value.ExactString(); v != l.cost.text {
@@ -438,18 +460,18 @@ func checkLimitValues(l *limit, d *directive, ds *diagnostics) bool {
 		case exact && c < 0 || l.cost.value.Kind() == constant.Int && constant.Sign(l.cost.value) < 0:
 			ds.errorf(pos, "%s is negative; a cost must be at least 1 (or, when computed, 0 for a call that is not counted)", subject)
 			ok = false
-		case !exact || c > int64(capacity):
+		case capacityKnown && (!exact || c > int64(capacity)):
 			ds.errorf(pos, "%s is more than the limit's capacity of %d (%s): such a call could never be admitted", subject, capacity, capacityWords(l))
 			ok = false
 		}
 	}
-	if ok {
+	if ok && !l.perCallMax() {
 		if pos, msg := invalidLimit(l, d); msg != "" {
 			ds.errorf(pos, "%s", msg)
 			ok = false
 		}
 	}
-	if ok && l.algorithm() == runtime.SlidingLog && l.max > slidingLogWarnAbove {
+	if ok && !l.perCallMax() && l.algorithm() == runtime.SlidingLog && l.max > slidingLogWarnAbove {
 		opt, _ := d.parsed.Lookup("max")
 		ds.warnf(opt.ValuePos, "sliding-log stores one entry per admission: at max=%d a key takes about %s in Redis; consider algo=sliding-window (constant memory, never over max)", l.max, slidingLogMemory(l.max))
 	}

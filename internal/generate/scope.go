@@ -16,8 +16,8 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/internal/parse"
 )
 
-// checkedExpr is a type-checked expression of a directive (a key part or a
-// cost), ready to be spelt in the generated code.
+// checkedExpr is a type-checked expression of a directive (a key part, a
+// cost or a max), ready to be spelt in the generated code.
 type checkedExpr struct {
 	// text is the expression as written.
 	text string
@@ -133,17 +133,21 @@ func newExprScope(fset *token.FileSet, pkg *types.Package, fileScope *types.Scop
 	return es, nil
 }
 
-// exprRole says what an expression is for, in messages: "key part" or
-// "cost", and an example of a good one.
+// exprRole says what an expression is for, in messages: "key part",
+// "cost" or "max", and an example of a good one.
 type exprRole struct {
 	what    string
 	option  string
 	example string
+	// integer completes "cost x has type T, but ..." for a role whose
+	// expressions must be integers.
+	integer string
 }
 
 var (
 	keyRole  = exprRole{what: "key part", option: "key", example: "key=req.ID"}
-	costRole = exprRole{what: "cost", option: "cost", example: "cost=len(req.Items)"}
+	costRole = exprRole{what: "cost", option: "cost", example: "cost=len(req.Items)", integer: "a cost must be an integer: the number of units the call uses, e.g. cost=len(req.Items)"}
+	maxRole  = exprRole{what: "max", option: "max", example: "max=planLimit(ctx)", integer: "max must be an integer: the admissions allowed within a window, e.g. max=planLimit(ctx)"}
 )
 
 // check parses and type-checks one expression, which must be a single
@@ -185,6 +189,11 @@ func (es *exprScope) check(e parse.Expr, role exprRole, ds *diagnostics) (*check
 		return nil, nil
 	}
 
+	if id := es.staleName(info); id != nil {
+		ds.errorf(shift(e.Pos, offset(id.Pos())), "%s", es.explain("undefined: "+id.Name, e.Text, role))
+		return nil, nil
+	}
+
 	tv := info.Types[expr]
 	switch {
 	case tv.IsType():
@@ -204,6 +213,27 @@ func (es *exprScope) check(e parse.Expr, role exprRole, ds *diagnostics) (*check
 	ce := &checkedExpr{text: e.Text, typ: tv.Type, value: tv.Value, parens: !isPrimary(expr), plain: isPlain(expr, info)}
 	ce.refs, ce.idents, ce.unexported = es.refs(expr, info, offset)
 	return ce, expr
+}
+
+// staleName returns an identifier of a checked expression that denotes a
+// parameter of another method. go/types finds the scope of an expression
+// by position, so the scope of a type-level directive checked for a second
+// method nests in the one made for the first, which covers the same
+// comment and declares the first method's parameters: they must not be
+// visible here. (The packages declared there, see importPackages, are the
+// same for every method, and the type's parameters are declared again.)
+func (es *exprScope) staleName(info *types.Info) *ast.Ident {
+	var first *ast.Ident
+	for id, obj := range info.Uses {
+		if _, isVar := obj.(*types.Var); !isVar {
+			continue
+		}
+		p := obj.Parent()
+		if p != nil && p != es.scope && p.Pos() == es.scope.Pos() && p.End() == es.scope.End() && (first == nil || id.Pos() < first.Pos()) {
+			first = id
+		}
+	}
+	return first
 }
 
 // importPackages declares in the directive's scope the packages that expr

@@ -28,7 +28,7 @@ type typeLimits struct {
 
 // buildTypeLimits checks the type-level directives of a.owner. It returns
 // nil if they have problems.
-func buildTypeLimits(a *annotated, file *ast.File, ds *diagnostics) *typeLimits {
+func buildTypeLimits(pkg *packages.Package, a *annotated, file *ast.File, imports *importResolver, ds *diagnostics) *typeLimits {
 	ok := checkLimitNames(a, ds)
 	tl := &typeLimits{a: a, file: file, perMethod: map[*types.Func][]*limit{}}
 	for i, d := range a.directives {
@@ -45,6 +45,9 @@ func buildTypeLimits(a *annotated, file *ast.File, ds *diagnostics) *typeLimits 
 			ok = false
 		}
 		l := newLimit(a, d, i)
+		if d.parsed.MaxExpr != nil {
+			l.maxExpr, l.max = staticTypeMax(pkg, file, a, d, imports)
+		}
 		if len(d.errs) == 0 && !checkLimitValues(l, d, ds) {
 			ok = false
 		}
@@ -54,6 +57,31 @@ func buildTypeLimits(a *annotated, file *ast.File, ds *diagnostics) *typeLimits 
 		return nil
 	}
 	return tl
+}
+
+// staticTypeMax returns the max= expression of the type-level directive d
+// of a and its value, if it is a constant that no method's parameters
+// change: one that checks in a scope without parameters. Otherwise each
+// method's copy computes it per call, and reports its problems.
+func staticTypeMax(pkg *packages.Package, file *ast.File, a *annotated, d *directive, imports *importResolver) (*maxExpr, int) {
+	var tparams *types.TypeParamList
+	if named, ok := a.owner.Type().(*types.Named); ok {
+		tparams = named.TypeParams()
+	}
+	noParams := types.NewSignatureType(nil, nil, nil, nil, nil, false)
+	es, err := newExprScope(pkg.Fset, pkg.Types, pkg.TypesInfo.Scopes[file], d.comment, noParams, tparams, imports)
+	if err != nil {
+		return nil, 0
+	}
+	m := es.checkMax(*d.parsed.MaxExpr, &diagnostics{})
+	if m == nil {
+		return nil, 0
+	}
+	n, ok := m.static()
+	if !ok {
+		return nil, 0
+	}
+	return m, n
 }
 
 // forMethod returns the copies of the type-level limits for method fn,
@@ -80,12 +108,12 @@ func (tl *typeLimits) forMethod(pkg *packages.Package, fn *types.Func, exempt bo
 	var out []*limit
 	for _, c := range tl.limits {
 		l := *c
-		l.fn, l.canonical, l.key, l.cost = fn, c, nil, nil
+		l.fn, l.canonical, l.key, l.cost, l.maxExpr = fn, c, nil, nil, nil
 		// Problems are the method's: say which.
 		sub := &diagnostics{}
 		if !checkLimitExprs(pkg, tl.file, tl.a.directives[c.index], sig, tparams, imports, &l, sub) {
 			for _, d := range sub.list {
-				ds.errorf(d.Pos, "for method %s.%s: %s (a type-level key must make sense in every method; opt a method out with //ratelimit:exempt)", owner, fn.Name(), d.Msg)
+				ds.errorf(d.Pos, "for method %s.%s: %s (a type-level key or max must make sense in every method; opt a method out with //ratelimit:exempt)", owner, fn.Name(), d.Msg)
 			}
 			return nil
 		}

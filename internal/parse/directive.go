@@ -1,7 +1,8 @@
 // Package parse turns the text of a //ratelimit: comment into a Directive.
 // It knows nothing of go/types: key and cost expressions are kept as text
 // with their positions, for the generator to type-check in the method's
-// scope. Every error carries the position of the offending byte.
+// scope, and so is max= when it is not an integer literal. Every error
+// carries the position of the offending byte.
 package parse
 
 import (
@@ -33,8 +34,12 @@ type Directive struct {
 	Key []Expr
 	// Window is the window= duration, > 0.
 	Window time.Duration
-	// Max is the max= count, >= 1.
+	// Max is the max= count, >= 1, when max= is an integer literal, or 0
+	// when it is an expression (MaxExpr).
 	Max int
+	// MaxExpr is the max= expression, evaluated on every call, or nil when
+	// max= is an integer literal (Max).
+	MaxExpr *Expr
 	// Algorithm is the algo= value, one of runtime.Algorithms(), or ""
 	// when absent (the runtime's default).
 	Algorithm runtime.Algorithm
@@ -49,6 +54,10 @@ type Directive struct {
 	// Wait is the wait= duration, > 0, or 0 when absent: how long a call
 	// may wait for room instead of being denied.
 	Wait time.Duration
+	// Mode is the mode= value: runtime.ModeEnforce (also when absent) or
+	// runtime.ModeShadow. runtime.ModeOff is refused: a disabled limit is
+	// a run-time override, not a directive.
+	Mode runtime.Mode
 
 	// Options holds every option as written, in source order, including the
 	// ones above; the generator uses their positions in its own errors.

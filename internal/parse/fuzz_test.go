@@ -62,6 +62,12 @@ var fuzzSeeds = []string{
 	"window=1s max=3 cost=len(a), 2",
 	"window=1s max=3 cost=len(a",
 	"cost window=1s max=3 algo",
+	"key=req.Tenant window=1m max=3 mode=shadow",
+	"window=1s max=3 mode=off",
+	"window=1s max=3 mode=\"shadow\"",
+	"key=req.Tenant window=1m max=planLimit(ctx, \"a b\")",
+	"window=1s max=req.Plan.Max*2 algo=gcra",
+	"window=1s max=a, b",
 }
 
 // fuzzBase is where fuzzed comments start.
@@ -115,13 +121,16 @@ func checkLine(t *testing.T, text string) {
 			t.Fatalf("Line(%q): key part %q is kept but does not parse: %v", text, k.Text, err)
 		}
 	}
-	if d.Cost != nil {
-		off := checkPos(t, text, d.Cost.Pos, "cost "+d.Cost.Text)
-		if !strings.HasPrefix(text[off:], d.Cost.Text) || d.Cost.Text == "" {
-			t.Fatalf("Line(%q): cost %q is not at its position", text, d.Cost.Text)
+	for what, e := range map[string]*Expr{"cost": d.Cost, "max": d.MaxExpr} {
+		if e == nil {
+			continue
 		}
-		if _, err := goparser.ParseExpr(d.Cost.Text); err != nil {
-			t.Fatalf("Line(%q): cost %q is kept but does not parse: %v", text, d.Cost.Text, err)
+		off := checkPos(t, text, e.Pos, what+" "+e.Text)
+		if !strings.HasPrefix(text[off:], e.Text) || e.Text == "" {
+			t.Fatalf("Line(%q): %s %q is not at its position", text, what, e.Text)
+		}
+		if _, err := goparser.ParseExpr(e.Text); err != nil {
+			t.Fatalf("Line(%q): %s %q is kept but does not parse: %v", text, what, e.Text, err)
 		}
 	}
 	for _, o := range d.Options {
@@ -137,8 +146,11 @@ func checkLine(t *testing.T, text string) {
 		if d.Window < time.Microsecond || d.Window%time.Microsecond != 0 {
 			t.Fatalf("Line(%q): no errors but window %v", text, d.Window)
 		}
-		if d.Max < 1 || d.Max > math.MaxInt32 {
-			t.Fatalf("Line(%q): no errors but max %d", text, d.Max)
+		if (d.MaxExpr == nil) == (d.Max < 1 || d.Max > math.MaxInt32) || d.MaxExpr != nil && d.Max != 0 {
+			t.Fatalf("Line(%q): no errors but max %d, max expression %v", text, d.Max, d.MaxExpr)
+		}
+		if _, ok := d.Lookup("mode"); d.Mode != runtime.ModeEnforce && (d.Mode != runtime.ModeShadow || !ok) {
+			t.Fatalf("Line(%q): no errors but mode %v", text, d.Mode)
 		}
 		if _, ok := d.Lookup("name"); ok && (d.Name == "" || strings.ContainsAny(d.Name, " \t\n")) {
 			t.Fatalf("Line(%q): no errors but name %q", text, d.Name)

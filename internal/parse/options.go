@@ -18,12 +18,13 @@ type optionSpec struct {
 var optionTable = []optionSpec{
 	{name: "key", mode: expr, example: "key=req.Email", check: (*parser).checkKey},
 	{name: "window", mode: flat, required: true, example: "window=60s", check: (*parser).checkWindow},
-	{name: "max", mode: flat, required: true, example: "max=10", check: (*parser).checkMax},
+	{name: "max", mode: expr, required: true, example: "max=10", check: (*parser).checkMax},
 	{name: "algo", mode: flat, example: "algo=token-bucket", check: (*parser).checkAlgo},
 	{name: "burst", mode: flat, example: "burst=20", check: (*parser).checkBurst},
 	{name: "cost", mode: expr, example: "cost=len(req.Items)", check: (*parser).checkCost},
 	{name: "name", mode: flat, example: "name=Notifier.SendCode", check: (*parser).checkName},
 	{name: "wait", mode: flat, example: "wait=2s", check: (*parser).checkWait},
+	{name: "mode", mode: flat, example: "mode=shadow", check: (*parser).checkMode},
 }
 
 // Options lists the names of the supported options, in documentation order.

@@ -88,7 +88,7 @@ func (p *parser) parse() {
 	if isSpace(s[i]) {
 		p.errorf(i-1, "remove the space after %q: in doc comments gofmt keeps a line as a directive only when a lower-case letter follows the colon, and rewrites the rest as prose", Prefix)
 	}
-	prevMode := flat
+	afterKey := false // the previous option was key=
 	for {
 		for i < len(s) && isSpace(s[i]) {
 			i++
@@ -106,24 +106,24 @@ func (p *parser) parse() {
 			continue
 		}
 		if nameEnd, eq, ok := optionName(s, i); ok {
-			i, prevMode = p.option(i, nameEnd, eq)
+			afterKey = s[i:nameEnd] == "key"
+			i = p.option(i, nameEnd, eq)
 			continue
 		}
-		i = p.stray(i, prevMode)
-		prevMode = flat
+		i = p.stray(i, afterKey)
+		afterKey = false
 	}
 	p.checkMissing()
 	p.checkBurstAlgo()
 }
 
 // option handles the name=value option whose name spans s[start:nameEnd]
-// and whose "=" is at eq. It returns where the next option may start and the
-// mode the value was scanned in.
-func (p *parser) option(start, nameEnd, eq int) (next int, mode scanMode) {
+// and whose "=" is at eq. It returns where the next option may start.
+func (p *parser) option(start, nameEnd, eq int) (next int) {
 	s := p.text
 	name := s[start:nameEnd]
 	spec, known := lookupOption(name)
-	mode = flat
+	mode := flat
 	if known {
 		mode = spec.mode
 	}
@@ -171,13 +171,13 @@ func (p *parser) option(start, nameEnd, eq int) (next int, mode scanMode) {
 	default:
 		p.unknown(start, name)
 	}
-	return sc.next, mode
+	return sc.next
 }
 
 // stray handles text at offset i that is not a name=value option, and
-// returns where the next option may start. prev is the mode of the value
-// before it: a bare word after a key expression may be a missing comma.
-func (p *parser) stray(i int, prev scanMode) int {
+// returns where the next option may start. afterKey says whether it follows
+// key=: a bare word there may be a missing comma.
+func (p *parser) stray(i int, afterKey bool) int {
 	s := p.text
 	sc := scanValue(s, i, flat)
 	word := s[i:sc.end]
@@ -187,7 +187,7 @@ func (p *parser) stray(i int, prev scanMode) int {
 	case nameEnd == sc.end && isOptionName(name):
 		p.markSeen(name)
 		hint := ""
-		if prev == expr {
+		if afterKey {
 			hint = "; if it is part of the key, separate key parts with commas"
 		}
 		p.errorf(i, "option %q has no value; write %s%s", name, example(name), hint)

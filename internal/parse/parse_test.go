@@ -282,7 +282,7 @@ func TestLineErrors(t *testing.T) {
 		{"//ratelimit:Key=a window=60s max=3", []wantErr{{"Key", 0, `unknown option "Key"; did you mean "key"?`}}},
 		{"//ratelimit:key=a window=60s limit=3", []wantErr{{"limit=", 0, `unknown option "limit"; did you mean "max"?`}}},
 		{"//ratelimit:key=a per=1s max=3", []wantErr{{"per", 0, `unknown option "per"; did you mean "window"?`}}},
-		{"//ratelimit:key=a window=1s max=3 foo=bar", []wantErr{{"foo", 0, `unknown option "foo"; the options are key, window, max, algo, burst, cost, name, wait`}}},
+		{"//ratelimit:key=a window=1s max=3 foo=bar", []wantErr{{"foo", 0, `unknown option "foo"; the options are key, window, max, algo, burst, cost, name, wait, mode`}}},
 		{"//ratelimit:key=a window=1s max=3 algorithm=gcra", []wantErr{{"algorithm", 0, `unknown option "algorithm"; did you mean "algo"?`}}},
 		{"//ratelimit:key=a window=1s max=3 weight=2", []wantErr{{"weight", 0, `unknown option "weight"; did you mean "cost"?`}}},
 		{"//ratelimit:key=a window=1s max=3 capacity=5 algo=gcra", []wantErr{{"capacity", 0, `unknown option "capacity"; did you mean "burst"?`}}},
@@ -344,7 +344,6 @@ func TestLineErrors(t *testing.T) {
 		{"//ratelimit:window=1s max=0", []wantErr{{"0", 0, "max must be at least 1; got 0"}}},
 		{"//ratelimit:window=1s max=0_0", []wantErr{{"0_0", 0, "max must be at least 1; got 0_0"}}},
 		{"//ratelimit:window=1s max=-3", []wantErr{{"-3", 0, "max must be at least 1; got -3"}}},
-		{"//ratelimit:window=1s max=ten", []wantErr{{"ten", 0, `max "ten" is not a whole number; write e.g. max=10`}}},
 		{"//ratelimit:window=1s max=3.5", []wantErr{{"3.5", 0, `max "3.5" is not a whole number; write e.g. max=10`}}},
 		{"//ratelimit:window=1s max=+3", []wantErr{{"+3", 0, `max "+3" is not a whole number; write e.g. max=10`}}},
 		{"//ratelimit:window=1s max=0x10", []wantErr{{"0x10", 0, `max "0x10" is not a whole number; write e.g. max=10`}}},
@@ -452,7 +451,7 @@ func TestLineTooLong(t *testing.T) {
 // TestLineBestEffort checks that what is valid survives errors elsewhere,
 // for a caller that goes on checking the rest.
 func TestLineBestEffort(t *testing.T) {
-	d, errs := Line("//ratelimit:key=a, b +, c window=2s max=ten name=x", base)
+	d, errs := Line("//ratelimit:key=a, b +, c window=2s max=1.5 name=x", base)
 	require.Len(t, errs, 2)
 	assert.Equal(t, []Expr{
 		{Text: "a", Pos: token.Position{Filename: "svc.go", Offset: 316, Line: 12, Column: 18}},
@@ -481,7 +480,7 @@ func TestLinePositionWithoutBase(t *testing.T) {
 }
 
 func TestOptions(t *testing.T) {
-	assert.Equal(t, []string{"key", "window", "max", "algo", "burst", "cost", "name", "wait"}, Options)
+	assert.Equal(t, []string{"key", "window", "max", "algo", "burst", "cost", "name", "wait", "mode"}, Options)
 	// The examples quoted in messages must themselves be valid.
 	var examples []string
 	for _, o := range optionTable {
@@ -500,6 +499,7 @@ func TestSuggest(t *testing.T) {
 		"interval": "window", "period": "window",
 		"algorithm": "algo", "algp": "algo", "burts": "burst", "capacity": "burst",
 		"cots": "cost", "weight": "cost",
+		"mdoe": "mode", "modes": "mode", "dryrun": "mode", "DryRun": "mode", "shadow": "mode",
 	} {
 		got, ok := suggest(name)
 		assert.True(t, ok, name)
@@ -531,5 +531,80 @@ func TestWait(t *testing.T) {
 		d, errs := Line(text, token.Position{})
 		assert.NotEmpty(t, errs, text)
 		assert.Zero(t, d.Wait, text)
+	}
+}
+
+func TestMode(t *testing.T) {
+	for text, want := range map[string]runtime.Mode{
+		"//ratelimit:window=1s max=10":              runtime.ModeEnforce,
+		"//ratelimit:window=1s max=10 mode=enforce": runtime.ModeEnforce,
+		"//ratelimit:window=1s max=10 mode=shadow":  runtime.ModeShadow,
+		"//ratelimit:mode=shadow window=1s max=10":  runtime.ModeShadow,
+	} {
+		d, errs := Line(text, base)
+		require.Empty(t, errs, text)
+		assert.Equal(t, want, d.Mode, text)
+	}
+	for _, tt := range []struct{ text, at, msg string }{
+		{"//ratelimit:window=1s max=10 mode=off", "off", "mode=off cannot be written in a directive: a disabled limit belongs in a run-time override, not in source; remove the directive to drop the limit, or write mode=shadow to count calls without denying any"},
+		{"//ratelimit:window=1s max=10 mode=disabled", "disabled", "mode=disabled cannot be written in a directive: a disabled limit belongs in a run-time override, not in source; remove the directive to drop the limit, or write mode=shadow to count calls without denying any"},
+		{"//ratelimit:window=1s max=10 mode=Shadow", "Shadow", `unknown mode "Shadow"; did you mean mode=shadow? The modes are enforce (the default) and shadow`},
+		{"//ratelimit:window=1s max=10 mode=dry-run", "dry-run", `unknown mode "dry-run"; did you mean mode=shadow? The modes are enforce (the default) and shadow`},
+		{"//ratelimit:window=1s max=10 mode=enforcd", "enforcd", `unknown mode "enforcd"; did you mean mode=enforce? The modes are enforce (the default) and shadow`},
+		{`//ratelimit:window=1s max=10 mode="shadow"`, `"shadow"`, "write the mode without quotes: mode=shadow"},
+		{"//ratelimit:window=1s max=10 mode=strict", "strict", `unknown mode "strict"; write mode=enforce (the default) or mode=shadow`},
+		{"//ratelimit:window=1s max=10 mode=shadow mode=enforce", "mode=enforce", `duplicate option "mode"; it is already set at svc.go:12:31: remove one`},
+		{"//ratelimit:window=1s max=10 mode", "mode", `option "mode" has no value; write mode=shadow`},
+	} {
+		d, errs := Line(tt.text, base)
+		require.Len(t, errs, 1, tt.text)
+		assert.Equal(t, tt.msg, errs[0].Msg, tt.text)
+		assert.Equal(t, colOf(t, tt.text, tt.at, 0), errs[0].Pos.Column, tt.text)
+		if tt.at != "mode=enforce" {
+			assert.Equal(t, runtime.ModeEnforce, d.Mode, tt.text)
+		}
+	}
+}
+
+func TestMaxExpr(t *testing.T) {
+	for _, tt := range []struct{ text, expr string }{
+		{"//ratelimit:window=1s max=planLimit(ctx)", "planLimit(ctx)"},
+		{"//ratelimit:max=req.Plan.Max window=1s", "req.Plan.Max"},
+		{`//ratelimit:max=limits[req.Plan + " x"] window=1s key=req.ID`, `limits[req.Plan + " x"]`},
+		{"//ratelimit:max=f(a, b) window=1s", "f(a, b)"},
+		{"//ratelimit:max=maxPerMinute window=1s", "maxPerMinute"},
+		{"//ratelimit:window=1s max=ten", "ten"}, // undefined, which the generator reports
+		{"//ratelimit:window=1s max=2*defaultMax", "2*defaultMax"},
+		{"//ratelimit:window=1s max=-planLimit(ctx)", "-planLimit(ctx)"}, // negative at run time: the limiter's error
+	} {
+		d, errs := Line(tt.text, base)
+		require.Empty(t, errs, tt.text)
+		require.NotNil(t, d.MaxExpr, tt.text)
+		assert.Equal(t, tt.expr, d.MaxExpr.Text, tt.text)
+		assert.Equal(t, colOf(t, tt.text, tt.expr, 0), d.MaxExpr.Pos.Column, tt.text)
+		assert.Zero(t, d.Max, tt.text)
+	}
+	// A literal stays a literal, checked as before.
+	d, errs := Line("//ratelimit:window=1s max=1_000", base)
+	require.Empty(t, errs)
+	assert.Equal(t, 1000, d.Max)
+	assert.Nil(t, d.MaxExpr)
+	for _, tt := range []struct{ text, at, msg string }{
+		{"//ratelimit:window=1s max=0", "0", "max must be at least 1; got 0"},
+		{"//ratelimit:window=1s max=-2", "-2", "max must be at least 1; got -2"},
+		{"//ratelimit:window=1s max=10.5", "10.5", `max "10.5" is not a whole number; write e.g. max=10`},
+		{"//ratelimit:window=1s max=0x10", "0x10", `max "0x10" is not a whole number; write e.g. max=10`},
+		{`//ratelimit:window=1s max="10"`, `"10"`, `max "\"10\"" is not a whole number; write e.g. max=10`},
+		{"//ratelimit:window=1s max=3 =4", "3 =4", `max "3 =4" is not a whole number; write e.g. max=10`},
+		{"//ratelimit:window=1s max=f(a,b", "(", `"(" in max= is not closed; close it with ")"`},
+		{"//ratelimit:window=1s max=a,b", ",", `max= takes one integer expression, not a list; remove the "," (key= is the option whose parts are separated by commas)`},
+		{"//ratelimit:window=1s max=a+", "a+", `max "a+" is not a Go expression: expected operand, found 'EOF'`},
+		{"//ratelimit:window=1s max=plan(ctx) foo", "plan", `max "plan(ctx) foo" is not a Go expression: expected 'EOF', found foo`},
+	} {
+		d, errs := Line(tt.text, base)
+		require.Len(t, errs, 1, tt.text)
+		assert.Equal(t, tt.msg, errs[0].Msg, tt.text)
+		assert.Equal(t, colOf(t, tt.text, tt.at, 0), errs[0].Pos.Column, tt.text)
+		assert.Nil(t, d.MaxExpr, tt.text)
 	}
 }

@@ -14,17 +14,18 @@ package parse
 //
 // "Top level" means outside (), [], {} and outside "...", `...` and '...'
 // literals; brackets and literals are only tracked in expression values
-// (key=), so that a stray quote in another value cannot swallow the rest.
+// (key=, cost=, max=), so that a stray quote in another value cannot swallow
+// the rest.
 
 // scanMode says how a value is scanned.
 type scanMode int
 
 const (
-	// flat values (window, max, name, unknown options) end at the next
-	// option boundary, brackets and quotes notwithstanding.
+	// flat values (window, name, unknown options) end at the next option
+	// boundary, brackets and quotes notwithstanding.
 	flat scanMode = iota
-	// expr values (key) are Go expressions: boundaries inside brackets and
-	// literals do not count.
+	// expr values (key, cost, max) are Go expressions: boundaries inside
+	// brackets and literals do not count.
 	expr
 )
 

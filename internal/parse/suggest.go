@@ -26,6 +26,10 @@ var synonyms = map[string]string{
 	"permits":   "cost",
 	"tokens":    "cost",
 	"n":         "cost",
+	"dryrun":    "mode",
+	"shadow":    "mode",
+	"enforce":   "mode",
+	"enforced":  "mode",
 }
 
 // suggest returns the supported option the unknown name most likely means:

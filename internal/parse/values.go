@@ -1,6 +1,9 @@
 package parse
 
 import (
+	"go/ast"
+	goparser "go/parser"
+	"go/token"
 	"math"
 	"strconv"
 	"strings"
@@ -67,11 +70,33 @@ func isDecimal(s string) bool {
 // int, which has 32 bits on some platforms.
 const maxCount = math.MaxInt32
 
-// checkMax checks max=, a count (see parseCount).
+// checkMax checks max=: a count (see parseCount) when it is written as a
+// literal, else one Go expression, such as planLimit(ctx), req.Plan.Max or
+// 2*defaultMax, whose type and value the generator checks.
 func (p *parser) checkMax(v value) {
-	if n, ok := p.parseCount(v, "max", "max=10"); ok {
-		p.d.Max = n
+	if isLiteral(v.Value) {
+		if n, ok := p.parseCount(v, "max", "max=10"); ok {
+			p.d.Max = n
+		}
+		return
 	}
+	p.d.MaxExpr = p.integerExpr(v, "max")
+}
+
+// isLiteral reports whether s is written as a literal, signed or not
+// (3, -2, 10.5, "10"), or fails to parse but starts like a number: the
+// count's own messages explain what is wrong with it.
+func isLiteral(s string) bool {
+	x, err := goparser.ParseExpr(s)
+	if err != nil {
+		s = strings.TrimLeft(s, "+-")
+		return s != "" && '0' <= s[0] && s[0] <= '9'
+	}
+	if u, ok := x.(*ast.UnaryExpr); ok && (u.Op == token.SUB || u.Op == token.ADD) {
+		x = u.X
+	}
+	_, lit := x.(*ast.BasicLit)
+	return lit
 }
 
 // parseCount parses the value of option name as a decimal integer from 1 to

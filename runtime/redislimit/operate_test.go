@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -164,4 +165,31 @@ func TestShadowAndOverridesOnRedis(t *testing.T) {
 	got := rec.take()
 	require.Equal(t, 1, got["sh.minute allowed store"])
 	require.Equal(t, 1, got["sh.minute limited store"])
+}
+
+// TestObserverNeverSeesTheKeyOnRedis: the events of decisions made by
+// Redis, by the deny cache and under a failure carry no trace of the key.
+func TestObserverNeverSeesTheKeyOnRedis(t *testing.T) {
+	srv := redistest.StartServer(t)
+	rec := &eventLog{}
+	const key = "carol@example.com"
+	lim := runtime.Operate(New(srv.Client(t), WithFailurePolicy(FailClosed), WithTimeout(2*time.Second)),
+		runtime.WithObserver(rec))
+	l := runtime.Limit{Name: "key.secret", Window: time.Minute, Max: 1}
+	require.NoError(t, runtime.Enforce(ctx, lim, runtime.Request{Limit: l, Key: key}))
+	require.ErrorIs(t, runtime.Enforce(ctx, lim, runtime.Request{Limit: l, Key: key}), runtime.ErrLimited)
+	require.ErrorIs(t, runtime.Enforce(ctx, lim, runtime.Request{Limit: l, Key: key}), runtime.ErrLimited)
+	srv.Stop(t)
+	other := runtime.Request{Limit: l, Key: key + ".other"}
+	require.ErrorIs(t, runtime.Enforce(ctx, lim, other), runtime.ErrUnavailable)
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.Equal(t, map[string]int{
+		"key.secret allowed store": 1, "key.secret limited store": 1, "key.secret limited deny-cache": 1,
+		"key.secret error store": 1,
+	}, rec.counts)
+	for _, ev := range rec.events {
+		require.NotContains(t, fmt.Sprintf("%+v %#v %v", ev, ev, ev.Err), "carol")
+	}
 }

@@ -31,4 +31,10 @@ type Bad interface {
 
 	//ratelimit:key=id window=1m max=3 cots=2
 	Misspelt(ctx context.Context, id string) error
+
+	//ratelimit:key=id window=1m max=3 mode=off
+	Disabled(ctx context.Context, id string) error
+
+	//ratelimit:key=id window=1m max=3 mode=dryrun
+	DryRun(ctx context.Context, id string) error
 }

@@ -27,3 +27,26 @@ type Plain struct{}
 //
 //ratelimit:exempt
 func (Plain) Do() error { return nil }
+
+// Request names a tenant.
+type Request struct {
+	Tenant string
+	Max    int
+}
+
+// Leaky's key uses a parameter that only its first method has: Remove,
+// checked after Add, must not see Add's req.
+//
+//ratelimit:key=req.Tenant window=1m max=10
+type Leaky interface {
+	Add(ctx context.Context, req Request) error
+	Remove(ctx context.Context, id string) error
+}
+
+// Planned's max does the same.
+//
+//ratelimit:window=1m max=req.Max
+type Planned interface {
+	Add(ctx context.Context, req Request) error
+	Remove(ctx context.Context, id string) error
+}

@@ -30,4 +30,15 @@ type Accounts interface {
 
 	//ratelimit:key=to cost=len(items) window=1m max=10
 	Copy(ctx context.Context, to string, items []string) error
+
+	// Quota has parameters named like the copies of limits whose max each
+	// call computes: Quota's copies are renamed, Plan's are not.
+	//
+	//ratelimit:key=tenant window=1m max=limit
+	//ratelimit:key=tenant window=1h max=dailyLimit name=Accounts.Quota.daily
+	Quota(ctx context.Context, tenant string, limit, dailyLimit int) error
+
+	//ratelimit:key=tenant window=1m max=n
+	//ratelimit:key=tenant window=1h max=n*10 name=Accounts.Plan.daily
+	Plan(ctx context.Context, tenant string, n int) error
 }

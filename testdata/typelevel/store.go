@@ -40,3 +40,12 @@ func (c *Client) Call(ctx context.Context, op string) error { return nil }
 //
 //ratelimit:exempt
 func (c *Client) Name() string { return "client" }
+
+// Folded keys every method on a package the file does not import, which
+// each method's check finds again.
+//
+//ratelimit:key=strings.ToLower(Tenant(ctx)) window=1m max=10
+type Folded interface {
+	A(ctx context.Context) error
+	B(ctx context.Context) error
+}

@@ -34,8 +34,12 @@ var (
 	limitOutboundMulti      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Multi", Window: 50 * time.Millisecond, Max: 1}
 	limitOutboundMultiTotal = runtime.Limit{Name: "Outbound.Multi.total", Window: time.Hour, Max: 100}
 	limitCacheGet           = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Cache.Get", Window: time.Minute, Max: 2}
-	limitServiceGet         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/orders.Service.Get", Window: time.Minute, Max: 2}
-	limitServiceGet1        = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices.Service.Get", Window: time.Minute, Max: 2}
+	// limitReportsRun's Max is set by each call, to PlanLimit(ctx).
+	limitReportsRun = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Reports.Run", Window: time.Minute}
+	// limitReportsExport's Max is set by each call, to q.Max.
+	limitReportsExport = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Reports.Export", Window: time.Minute, Mode: runtime.ModeShadow}
+	limitServiceGet    = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/orders.Service.Get", Window: time.Minute, Max: 2}
+	limitServiceGet1   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices.Service.Get", Window: time.Minute, Max: 2}
 )
 
 // RateLimitedNotifier forwards each call to the Notifier it wraps once a
@@ -333,6 +337,49 @@ func (r *RateLimitedCache[V]) Get(ctx context.Context, key string) (V, error) {
 		return zero, err
 	}
 	return r.next.Get(ctx, key)
+}
+
+// RateLimitedReports forwards each call to the Reports it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Reports. A limit whose Max a call computes is copied and given
+// that Max; a Max below 1 is an error from the limiter, not a denial. A limit
+// in shadow mode is decided and counted as any other, but its denial is only
+// reported: the call goes through unless an enforced limit denies it.
+type RateLimitedReports struct {
+	next    Reports
+	limiter runtime.Limiter
+}
+
+var _ Reports = (*RateLimitedReports)(nil)
+
+// NewRateLimitedReports returns a RateLimitedReports that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedReports(next Reports, limiter runtime.Limiter) *RateLimitedReports {
+	return &RateLimitedReports{next: next, limiter: limiter}
+}
+
+// Export forwards to the wrapped Reports within limitReportsExport, keyed by
+// q.Tenant, with its Max set to q.Max, in shadow mode.
+func (r *RateLimitedReports) Export(ctx context.Context, q Quota) error {
+	limit := limitReportsExport
+	limit.Max = int(q.Max)
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limit, Key: q.Tenant}); err != nil {
+		return err
+	}
+	return r.next.Export(ctx, q)
+}
+
+// Run forwards to the wrapped Reports within limitReportsRun, keyed by
+// TenantOf(ctx), with its Max set to PlanLimit(ctx).
+func (r *RateLimitedReports) Run(ctx context.Context, name string) error {
+	limit := limitReportsRun
+	limit.Max = PlanLimit(ctx)
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limit, Key: TenantOf(ctx)}); err != nil {
+		return err
+	}
+	return r.next.Run(ctx, name)
 }
 
 // RateLimitedGateway embeds the Gateway it wraps and overrides its

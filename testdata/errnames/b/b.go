@@ -1,5 +1,5 @@
-// Package b reuses the names of package a: "shared" with another window
-// and key type (an error), "agreeing" with the same rules (one quota).
+// Package b reuses the names of package a: "shared" with another window,
+// key type or mode (an error), "agreeing" with the same rules (one quota).
 package b
 
 import "context"
@@ -17,4 +17,7 @@ type Service interface {
 
 	//ratelimit:key=id name=typed window=1m max=2
 	Typed(ctx context.Context, id int) error
+
+	//ratelimit:key=id name=shared window=1m max=2 mode=shadow
+	Shadow(ctx context.Context, id string) error
 }

@@ -18,15 +18,26 @@ var (
 	limitAccountsRename = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/scoping.Accounts.Rename", Window: time.Minute, Max: 3}
 	limitAccountsMove   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/scoping.Accounts.Move", Window: time.Minute, Max: 10}
 	limitAccountsCopy   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/scoping.Accounts.Copy", Window: time.Minute, Max: 10}
+	// limitAccountsQuota's Max is set by each call, to limit.
+	limitAccountsQuota = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/scoping.Accounts.Quota", Window: time.Minute}
+	// limitAccountsQuotaDaily's Max is set by each call, to dailyLimit.
+	limitAccountsQuotaDaily = runtime.Limit{Name: "Accounts.Quota.daily", Window: time.Hour}
+	// limitAccountsPlan's Max is set by each call, to n.
+	limitAccountsPlan = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/scoping.Accounts.Plan", Window: time.Minute}
+	// limitAccountsPlanDaily's Max is set by each call, to n*10.
+	limitAccountsPlanDaily = runtime.Limit{Name: "Accounts.Plan.daily", Window: time.Hour}
 )
 
 // RateLimitedAccounts forwards each call to the Accounts it wraps once a
 // runtime.Limiter admits it under the method's limits. A denied call returns a
 // *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
 // limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Accounts. A limit whose computed cost is 0 is left out of the
+// the wrapped Accounts. A method with several limits counts a call in all of
+// them or in none. A limit whose computed cost is 0 is left out of the
 // decision and counts nothing; a negative cost, or one above the limit's
-// capacity, is an error wrapping runtime.ErrInvalidCost.
+// capacity, is an error wrapping runtime.ErrInvalidCost. A limit whose Max a
+// call computes is copied and given that Max; a Max below 1 is an error from
+// the limiter, not a denial.
 type RateLimitedAccounts struct {
 	next    Accounts
 	limiter runtime.Limiter
@@ -84,6 +95,40 @@ func (r *RateLimitedAccounts) Move(ctx context.Context, to string, err []string)
 		}
 	}
 	return r.next.Move(ctx, to, err)
+}
+
+// Plan forwards to the wrapped Accounts within limitAccountsPlan (keyed by
+// tenant, with its Max set to n) and limitAccountsPlanDaily (keyed by tenant,
+// with its Max set to n*10).
+func (r *RateLimitedAccounts) Plan(ctx context.Context, tenant string, n int) error {
+	limit := limitAccountsPlan
+	limit.Max = n
+	dailyLimit := limitAccountsPlanDaily
+	dailyLimit.Max = n * 10
+	if err := runtime.Enforce(ctx, r.limiter,
+		runtime.Request{Limit: limit, Key: tenant},
+		runtime.Request{Limit: dailyLimit, Key: tenant},
+	); err != nil {
+		return err
+	}
+	return r.next.Plan(ctx, tenant, n)
+}
+
+// Quota forwards to the wrapped Accounts within limitAccountsQuota (keyed by
+// tenant, with its Max set to limit) and limitAccountsQuotaDaily (keyed by
+// tenant, with its Max set to dailyLimit).
+func (r *RateLimitedAccounts) Quota(ctx context.Context, tenant string, limit int, dailyLimit int) error {
+	limit1 := limitAccountsQuota
+	limit1.Max = limit
+	dailyLimit1 := limitAccountsQuotaDaily
+	dailyLimit1.Max = dailyLimit
+	if err := runtime.Enforce(ctx, r.limiter,
+		runtime.Request{Limit: limit1, Key: tenant},
+		runtime.Request{Limit: dailyLimit1, Key: tenant},
+	); err != nil {
+		return err
+	}
+	return r.next.Quota(ctx, tenant, limit, dailyLimit)
 }
 
 // Rename forwards to the wrapped Accounts within limitAccountsRename, keyed by

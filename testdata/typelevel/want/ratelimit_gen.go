@@ -5,6 +5,7 @@ package typelevel
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
@@ -17,6 +18,7 @@ var (
 	limitStoreGet        = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/typelevel.Store.Get", Window: time.Minute, Max: 5}
 	limitClient          = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/typelevel.Client", Window: time.Second, Max: 10}
 	limitClientPerTenant = runtime.Limit{Name: "Client.perTenant", Window: time.Minute, Max: 50, Algorithm: runtime.GCRA}
+	limitFolded          = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/typelevel.Folded", Window: time.Minute, Max: 10}
 )
 
 // RateLimitedStore forwards each call to the Store it wraps once a
@@ -91,4 +93,40 @@ func (r *RateLimitedClient) Call(ctx context.Context, op string) error {
 		return err
 	}
 	return r.Client.Call(ctx, op)
+}
+
+// RateLimitedFolded forwards each call to the Folded it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Folded.
+type RateLimitedFolded struct {
+	next    Folded
+	limiter runtime.Limiter
+}
+
+var _ Folded = (*RateLimitedFolded)(nil)
+
+// NewRateLimitedFolded returns a RateLimitedFolded that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedFolded(next Folded, limiter runtime.Limiter) *RateLimitedFolded {
+	return &RateLimitedFolded{next: next, limiter: limiter}
+}
+
+// A forwards to the wrapped Folded within limitFolded, keyed by
+// strings.ToLower(Tenant(ctx)).
+func (r *RateLimitedFolded) A(ctx context.Context) error {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitFolded, Key: strings.ToLower(Tenant(ctx))}); err != nil {
+		return err
+	}
+	return r.next.A(ctx)
+}
+
+// B forwards to the wrapped Folded within limitFolded, keyed by
+// strings.ToLower(Tenant(ctx)).
+func (r *RateLimitedFolded) B(ctx context.Context) error {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitFolded, Key: strings.ToLower(Tenant(ctx))}); err != nil {
+		return err
+	}
+	return r.next.B(ctx)
 }

@@ -1,0 +1,202 @@
+package generate
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"go/token"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
+)
+
+// Entry is one limit that a directive declares, as the manifest lists it.
+type Entry struct {
+	// Name is the limit's name, its runtime.Limit's Name.
+	Name string
+	// Window is the window= duration.
+	Window time.Duration
+	// Max is the limit's max, known at generate time from a literal or a
+	// constant expression, or 0 when each call computes it. MaxExpr is the
+	// max= expression as written, or "" for a literal.
+	Max     int
+	MaxExpr string
+	// Algorithm is the limit's algorithm, the runtime's default when the
+	// directive has no algo=.
+	Algorithm runtime.Algorithm
+	// Burst is the burst= value, or 0 when absent (max, for the
+	// algorithms that have a burst).
+	Burst int
+	// Mode is the mode= value, runtime.ModeEnforce when absent.
+	Mode runtime.Mode
+	// Key holds the key's parts as written; it is empty when every caller
+	// shares the limit.
+	Key []string
+	// Cost is the cost= expression as written, or "" for one unit a call.
+	Cost string
+	// Wait is the wait= duration, or 0.
+	Wait time.Duration
+	// Pos is the position of the directive.
+	Pos token.Position
+}
+
+// Manifest is what List returns.
+type Manifest struct {
+	// Entries holds every limit of the run's directives, type-level ones
+	// included, sorted by the directive's file and line.
+	Entries []Entry
+	// Warnings are as Result's.
+	Warnings []Diagnostic
+}
+
+// List loads the packages matching patterns ("." if none), checks their
+// directives exactly as Generate does, and returns the limits they
+// declare, generating nothing. Errors are Generate's: an ErrorList with
+// every problem of the source, or another error as it is; the Manifest
+// still carries the warnings.
+func List(ctx context.Context, cfg Config, patterns ...string) (*Manifest, error) {
+	models, warnings, err := analyze(ctx, cfg, patterns)
+	man := &Manifest{Warnings: warnings}
+	if err != nil {
+		return man, err
+	}
+	for _, m := range models {
+		for _, l := range m.limits {
+			man.Entries = append(man.Entries, l.entry())
+		}
+	}
+	slices.SortFunc(man.Entries, func(a, b Entry) int {
+		return cmp.Or(cmp.Compare(a.Pos.Filename, b.Pos.Filename), cmp.Compare(a.Pos.Line, b.Pos.Line), cmp.Compare(a.Name, b.Name))
+	})
+	return man, nil
+}
+
+// entry is l as the manifest lists it.
+func (l *limit) entry() Entry {
+	e := Entry{
+		Name:      l.name,
+		Window:    l.window,
+		Max:       l.max,
+		MaxExpr:   l.maxText,
+		Algorithm: l.algorithm(),
+		Burst:     l.burst,
+		Mode:      l.mode,
+		Wait:      l.wait,
+		Pos:       l.pos,
+	}
+	for _, kp := range l.key {
+		e.Key = append(e.Key, kp.text)
+	}
+	if l.cost != nil {
+		e.Cost = l.cost.text
+	}
+	return e
+}
+
+// jsonEntry is the JSON form of an Entry: the fields of -list -json.
+type jsonEntry struct {
+	Name      string            `json:"name"`
+	Window    string            `json:"window"`
+	Max       int               `json:"max,omitempty"`
+	MaxExpr   string            `json:"max_expr,omitempty"`
+	Algorithm runtime.Algorithm `json:"algorithm"`
+	Burst     int               `json:"burst,omitempty"`
+	Mode      runtime.Mode      `json:"mode"`
+	Key       []string          `json:"key,omitempty"`
+	Cost      string            `json:"cost,omitempty"`
+	Wait      string            `json:"wait,omitempty"`
+	File      string            `json:"file"`
+	Line      int               `json:"line"`
+}
+
+// JSON renders the manifest as a JSON array with one object per limit,
+// indented, with file names relative to dir where they lie below it. The
+// fields are:
+//
+//	name       the limit's name (runtime.Limit.Name)
+//	window     a Go duration, as short as it reads: "1m", "1h30m", "500ms"
+//	max        the max, absent when each call computes it from max_expr
+//	max_expr   the max= expression as written, absent for a literal
+//	algorithm  sliding-log, sliding-window, fixed-window, token-bucket or gcra
+//	burst      the burst= value, absent without one
+//	mode       enforce or shadow
+//	key        the key's parts as written, absent without key=
+//	cost       the cost= expression, absent without one
+//	wait       the wait= duration, absent without one
+//	file       the directive's file
+//	line       the directive's line
+func (man *Manifest) JSON(dir string) ([]byte, error) {
+	out := make([]jsonEntry, len(man.Entries))
+	for i, e := range man.Entries {
+		out[i] = jsonEntry{
+			Name:      e.Name,
+			Window:    shortDuration(e.Window),
+			Max:       e.Max,
+			MaxExpr:   e.MaxExpr,
+			Algorithm: e.Algorithm,
+			Burst:     e.Burst,
+			Mode:      e.Mode,
+			Key:       e.Key,
+			Cost:      e.Cost,
+			File:      RelativePath(dir, e.Pos.Filename),
+			Line:      e.Pos.Line,
+		}
+		if e.Wait > 0 {
+			out[i].Wait = shortDuration(e.Wait)
+		}
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("rendering the manifest (a bug in ratelimitgen): %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// Text renders the manifest as a table aligned with spaces, one row per
+// limit under a header, with "-" for what a limit does not set and file
+// names relative to dir where they lie below it.
+func (man *Manifest) Text(dir string) []byte {
+	var buf bytes.Buffer
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tWINDOW\tMAX\tALGORITHM\tBURST\tMODE\tKEY\tCOST\tWAIT\tDIRECTIVE")
+	for _, e := range man.Entries {
+		max := strconv.Itoa(e.Max)
+		switch {
+		case e.MaxExpr != "" && e.Max > 0:
+			max = e.MaxExpr + " (" + max + ")"
+		case e.MaxExpr != "":
+			max = e.MaxExpr
+		}
+		burst, wait := "-", "-"
+		if e.Burst > 0 {
+			burst = strconv.Itoa(e.Burst)
+		}
+		if e.Wait > 0 {
+			wait = shortDuration(e.Wait)
+		}
+		pos := RelativePath(dir, e.Pos.Filename) + ":" + strconv.Itoa(e.Pos.Line)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Name, shortDuration(e.Window), max, e.Algorithm, burst, e.Mode,
+			cmp.Or(strings.Join(e.Key, ","), "-"), cmp.Or(e.Cost, "-"), wait, pos)
+	}
+	tw.Flush()
+	return buf.Bytes()
+}
+
+// shortDuration spells d as time.Duration.String does, without its zero
+// minutes and seconds: "1m", "24h", "1h30m", "90s", "500ms".
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

@@ -128,7 +128,9 @@ func (t *memTable) find(h uint64, k *memKey) *memEntry {
 		if e == nil {
 			return nil
 		}
-		if sl.h.Load() == h && e.matches(k) {
+		// A deleted slot keeps its entry's hash; memDeleted, with no
+		// name, would match no key anyway.
+		if e != memDeleted && sl.h.Load() == h && e.matches(k) {
 			return e
 		}
 	}

@@ -559,16 +559,23 @@ func (m *MemoryLimiter) decideHeld(e *memEntry, p params) (v verdict, now int64,
 // decideLocked is decide under the shard's lock, adding the key if needed.
 func (m *MemoryLimiter) decideLocked(s *memShard, h uint64, k *memKey, name string, p params) verdict {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.tidy(m.now())
-	e := s.entry(h, k, name)
-	e.acquire()
 	now := m.now()
+	s.tidy(now)
+	e := s.tab.Load().find(h, k)
+	if e == nil {
+		// A new entry is held before it goes in the table: no other call
+		// has decided on it, so the time read above serves.
+		e = s.add(h, k, name, true)
+	} else {
+		e.acquire()
+		now = m.now()
+	}
 	v := e.check(now, p)
 	if v.ok {
 		e.commit(now, p, &v)
 	}
 	e.release()
+	s.mu.Unlock()
 	return v
 }
 
@@ -718,12 +725,13 @@ func (s *memShard) entry(h uint64, k *memKey, name string) *memEntry {
 	if e := s.tab.Load().find(h, k); e != nil {
 		return e
 	}
-	return s.add(h, k, name)
+	return s.add(h, k, name, false)
 }
 
 // add creates k's entry; k has none. It is kept out of entry so that the
-// lookup stays small.
-func (s *memShard) add(h uint64, k *memKey, name string) *memEntry {
+// lookup stays small. With held, the entry is acquired before it goes in
+// the table.
+func (s *memShard) add(h uint64, k *memKey, name string, held bool) *memEntry {
 	e := newEntry(k.algo)
 	e.algo, e.nameHashed, e.keyHashed = k.algo, k.nameHashed, k.keyHashed
 	// A short name is held as the caller's string, as a limit's name is
@@ -741,6 +749,9 @@ func (s *memShard) add(h uint64, k *memKey, name string) *memEntry {
 		// At most 3/4 of the slots in use keeps probes short; the new
 		// table is at most half full.
 		s.resize(2 * (s.n + 1))
+	}
+	if held {
+		e.acquire()
 	}
 	if s.tab.Load().place(h, e) {
 		s.used++

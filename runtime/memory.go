@@ -30,9 +30,9 @@ import (
 // once, that hash picks one of 64 shards and finds the key's entry in the
 // shard's table without a lock, and the entry holds the algorithm's state in
 // the same allocation. Calls on one key are serialised by the key's entry
-// alone (GCRA's by a compare-and-swap of its one number), so calls on
-// different keys never wait for each other; a shard's lock is taken only to
-// add or evict keys. An idle key costs one entry (48 bytes, plus its
+// alone (GCRA's by a compare-and-swap of its one number), so a call on a
+// held key never waits for calls on other keys; a shard's lock is taken
+// only to add keys and to evict expired ones. An idle key costs one entry (48 bytes, plus its
 // algorithm's state: 16 to 48 bytes), a copy of the key's bytes, and 16 bytes
 // of table at a load between 3/8 and 3/4; a sliding log adds 8 bytes per
 // admission still in its window.

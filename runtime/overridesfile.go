@@ -57,47 +57,46 @@ func (o *Overrides) WatchFile(ctx context.Context, path string, interval time.Du
 	if err := o.loadBytes(path, last); err != nil {
 		return err
 	}
-	go func() {
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		var lastErr error
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				err = fmt.Errorf("ratelimit: reading overrides: %w", err)
-				// A missing file is reported once, not at every tick.
-				if lastErr == nil || lastErr.Error() != err.Error() {
-					lastErr = err
-					if report != nil {
-						report(err)
-					}
-				}
-				continue
-			}
-			if bytes.Equal(b, last) && lastErr == nil {
-				continue
-			}
-			if bytes.Equal(b, last) {
-				// The contents in force came back after a read error.
-				lastErr = nil
-				if report != nil {
-					report(nil)
-				}
-				continue
-			}
-			last = b
-			lastErr = o.loadBytes(path, b)
-			if report != nil {
-				report(lastErr)
-			}
-		}
-	}()
+	go o.watch(ctx, path, interval, last, report)
 	return nil
+}
+
+// watch rereads path every interval until ctx is done. seen is the last
+// contents read, and seenErr the outcome of loading them; a read error is
+// reported once, and when the file can be read again its contents are
+// loaded, or their earlier outcome reported again if they did not change.
+func (o *Overrides) watch(ctx context.Context, path string, interval time.Duration, seen []byte, report func(error)) {
+	if report == nil {
+		report = func(error) {}
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var seenErr, readErr error
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		b, err := os.ReadFile(path)
+		switch {
+		case err != nil:
+			err = fmt.Errorf("ratelimit: reading overrides: %w", err)
+			if readErr == nil || readErr.Error() != err.Error() {
+				report(err)
+			}
+			readErr = err
+		case bytes.Equal(b, seen):
+			if readErr != nil {
+				readErr = nil
+				report(seenErr)
+			}
+		default:
+			seen, readErr = b, nil
+			seenErr = o.loadBytes(path, b)
+			report(seenErr)
+		}
+	}
 }
 
 func (o *Overrides) loadBytes(path string, b []byte) error {

@@ -84,12 +84,45 @@ func TestBadRedisURL(t *testing.T) {
 // With -serve the program prints its address and the mailed codes, serves
 // until its context ends, and then returns nil.
 func TestServe(t *testing.T) {
+	srv := startServing(t, config{addr: "127.0.0.1:0", serve: true})
+	post := func(path, body string) int {
+		resp, err := http.Post(srv.base+path, "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	require.Equal(t, http.StatusOK, post("/codes", `{"email":"alice@example.com"}`))
+	code := srv.nextLine("mail to alice@example.com: your verification code is ")
+	require.Equal(t, http.StatusOK, post("/codes/verify", `{"email":"alice@example.com","code":"`+code+`"}`))
+
+	resp, err := http.Get(srv.base + "/metrics")
+	require.NoError(t, err)
+	metrics, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Contains(t, string(metrics), `ratelimit_decisions_total{limit="CodeService.VerifyCode",result="allowed",source="store"} 1`)
+	assert.Contains(t, string(metrics), `ratelimit_decision_duration_seconds_count{limit="CodeService.SendCode"} 1`)
+
+	require.NoError(t, srv.stop())
+}
+
+// serving is the program run with -serve by startServing.
+type serving struct {
+	base     string                     // the URL it serves on
+	nextLine func(prefix string) string // the rest of its next output line starting with prefix
+	stop     func() error               // ends it and returns run's error
+}
+
+// startServing runs the program with cfg, which must have serve set, and
+// returns once it serves.
+func startServing(t *testing.T, cfg config) *serving {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
+	t.Cleanup(cancel)
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		err := run(ctx, pw, config{addr: "127.0.0.1:0", serve: true})
+		err := run(ctx, pw, cfg)
 		_ = pw.CloseWithError(io.EOF)
 		done <- err
 	}()
@@ -103,38 +136,24 @@ func TestServe(t *testing.T) {
 		}
 		close(lines)
 	}()
-	nextLine := func(prefix string) string {
-		t.Helper()
-		for line := range lines {
-			if rest, ok := strings.CutPrefix(line, prefix); ok {
-				return rest
+	srv := &serving{
+		nextLine: func(prefix string) string {
+			t.Helper()
+			for line := range lines {
+				if rest, ok := strings.CutPrefix(line, prefix); ok {
+					return rest
+				}
 			}
-		}
-		t.Fatalf("run printed no line starting with %q", prefix)
-		return ""
+			t.Fatalf("run printed no line starting with %q", prefix)
+			return ""
+		},
+		stop: func() error {
+			cancel()
+			return <-done
+		},
 	}
-
-	base, _, _ := strings.Cut(nextLine("serving on "), ";")
-	post := func(path, body string) int {
-		resp, err := http.Post(base+path, "application/json", strings.NewReader(body))
-		require.NoError(t, err)
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	require.Equal(t, http.StatusOK, post("/codes", `{"email":"alice@example.com"}`))
-	code := nextLine("mail to alice@example.com: your verification code is ")
-	require.Equal(t, http.StatusOK, post("/codes/verify", `{"email":"alice@example.com","code":"`+code+`"}`))
-
-	resp, err := http.Get(base + "/metrics")
-	require.NoError(t, err)
-	metrics, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.NoError(t, err)
-	assert.Contains(t, string(metrics), `ratelimit_decisions_total{limit="CodeService.VerifyCode",result="allowed",source="store"} 1`)
-	assert.Contains(t, string(metrics), `ratelimit_decision_duration_seconds_count{limit="CodeService.SendCode"} 1`)
-
-	cancel()
-	require.NoError(t, <-done)
+	srv.base, _, _ = strings.Cut(srv.nextLine("serving on "), ";")
+	return srv
 }
 
 // TestOverridesFile: the limits follow the -overrides file while the
@@ -148,38 +167,10 @@ func TestOverridesFile(t *testing.T) {
 		require.NoError(t, os.Rename(tmp, path))
 	}
 	write(`{"limits": {"CodeService.SendCode": {"max": 4}}}`)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	pr, pw := io.Pipe()
 	errLog := &lockedBuffer{}
-	done := make(chan error, 1)
-	go func() {
-		err := run(ctx, pw, config{addr: "127.0.0.1:0", serve: true, overridesFile: path, errLog: errLog})
-		_ = pw.CloseWithError(io.EOF)
-		done <- err
-	}()
-	lines := make(chan string, 100)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	var base string
-	for line := range lines {
-		if rest, ok := strings.CutPrefix(line, "serving on "); ok {
-			base, _, _ = strings.Cut(rest, ";")
-			break
-		}
-	}
-	go func() {
-		for range lines { // the mails
-		}
-	}()
-	require.NotEmpty(t, base)
+	srv := startServing(t, config{addr: "127.0.0.1:0", serve: true, overridesFile: path, errLog: errLog})
 	send := func() *http.Response {
-		resp, err := http.Post(base+"/codes", "application/json", strings.NewReader(`{"email":"alice@example.com"}`))
+		resp, err := http.Post(srv.base+"/codes", "application/json", strings.NewReader(`{"email":"alice@example.com"}`))
 		require.NoError(t, err)
 		resp.Body.Close()
 		return resp
@@ -201,8 +192,7 @@ func TestOverridesFile(t *testing.T) {
 		30*time.Second, 10*time.Millisecond)
 	require.Equal(t, http.StatusOK, send().StatusCode, "the last good file stays in force")
 
-	cancel()
-	require.NoError(t, <-done)
+	require.NoError(t, srv.stop())
 }
 
 // lockedBuffer is an io.Writer that the server's log and the test share.

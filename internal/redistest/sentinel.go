@@ -30,8 +30,14 @@ const (
 
 	// sentinelDownAfter is how long the master may not answer before a
 	// sentinel flags it as down. Small, so tests that stop the master see the
-	// automatic failover within seconds; still far above a scheduling hiccup.
-	sentinelDownAfter = 1000 * time.Millisecond
+	// automatic failover within seconds, but well above the stalls a loaded
+	// 2-core machine gives a healthy server or a sentinel (one writing its
+	// configuration file, say): a failover of a healthy master, once an old
+	// master has restarted empty, can promote the empty one and wipe the
+	// data. It is also above the sentinels' 2 s TILT trigger, so a sentinel
+	// that was itself starved for longer stops acting rather than trusting
+	// its stale view.
+	sentinelDownAfter = 3000 * time.Millisecond
 
 	// sentinelFailoverTimeout bounds one failover attempt in the sentinels;
 	// an attempt that has not promoted the replica by then is abandoned.
@@ -74,7 +80,7 @@ type Sentinel struct {
 // reports that master, knows the replica as healthy, and knows the two other
 // sentinels. opts apply to both redis-servers, not to the sentinels.
 //
-// The sentinels consider the master down after 1 s without an answer and
+// The sentinels consider the master down after 3 s without an answer and
 // abandon a failover attempt after 5 s.
 func StartSentinel(t testing.TB, opts ...ServerOption) *Sentinel {
 	t.Helper()

@@ -141,7 +141,7 @@ func testSentinelCrashedMaster(t *testing.T) {
 	// admissions, so that what survives the crash is certain.
 	require.Equal(t, replica, s.Replica(t))
 	master.Stop(t)
-	// The sentinels need at least down-after-milliseconds (1 s) to call the
+	// The sentinels need at least down-after-milliseconds (3 s) to call the
 	// master down, so the sentinels still name the dead master and this
 	// decision cannot reach Redis: the local fallback makes it. Its
 	// window for the key is empty, so it admits.

@@ -73,7 +73,10 @@ func decideShadowOff(ctx context.Context, lim Limiter, reqs []Request) (Decision
 		asked = append(asked, i)
 	}
 	ask := make([]Request, 0, len(asked))
-	src := SourceStore
+	var (
+		src   = SourceStore
+		cause error
+	)
 	for len(asked) > 0 {
 		ask = ask[:0]
 		for _, i := range asked {
@@ -86,12 +89,12 @@ func decideShadowOff(ctx context.Context, lim Limiter, reqs []Request) (Decision
 		if len(ds.Each) != len(ask) {
 			return Decisions{}, errInconsistent
 		}
-		src = ds.Source
+		src, cause = ds.Source, ds.Cause
 		for j, i := range asked {
 			each[i] = ds.Each[j]
 		}
 		if ds.Allowed || applied.Load() {
-			return Decisions{Allowed: ds.Allowed, Each: each, Source: src}, nil
+			return Decisions{Allowed: ds.Allowed, Each: each, Source: src, Cause: cause}, nil
 		}
 		// Denied: by an enforced limit, the call is denied; by shadow
 		// limits only, it is asked again without them.
@@ -106,11 +109,11 @@ func decideShadowOff(ctx context.Context, lim Limiter, reqs []Request) (Decision
 			}
 		}
 		if denied || len(kept) == len(ask) {
-			return Decisions{Allowed: false, Each: each, Source: src}, nil
+			return Decisions{Allowed: false, Each: each, Source: src, Cause: cause}, nil
 		}
 		asked = kept
 	}
-	return Decisions{Allowed: true, Each: each, Source: src}, nil
+	return Decisions{Allowed: true, Each: each, Source: src, Cause: cause}, nil
 }
 
 // hasModes reports whether a request's limit is not in ModeEnforce.

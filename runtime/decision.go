@@ -34,6 +34,11 @@ type Decisions struct {
 	// Source says where the decision was made; the zero value is
 	// SourceStore.
 	Source Source
+	// Cause is why the store did not decide when Source is SourceFallback
+	// or SourceFailOpen: its error, a timeout, or the recent failures for
+	// which it was not asked. It is nil when the store or its deny cache
+	// decided.
+	Cause error
 }
 
 // Decision returns the call's decision as one: Allowed as ds.Allowed,

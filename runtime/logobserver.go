@@ -6,10 +6,11 @@ import (
 )
 
 // NewLogObserver returns an Observer that logs each event to l, or to
-// slog.Default() when l is nil: errors at level Warn, denials and shadow
-// denials at Info, admissions at Debug. A record holds the limit's name,
-// max and window, the result, source, cost, remaining units, latency, the
-// label when there is one, and the error; never the key.
+// slog.Default() when l is nil: errors, and decisions the store did not
+// make (Event.Err set), at level Warn; other denials and shadow denials at
+// Info; other admissions at Debug. A record holds the limit's name, max
+// and window, the result, source, cost, remaining units, latency, the label
+// when there is one, and the error; never the key.
 func NewLogObserver(l *slog.Logger) Observer {
 	return logObserver{l: l}
 }
@@ -22,10 +23,10 @@ func (o logObserver) Observe(ctx context.Context, ev Event) {
 		l = slog.Default()
 	}
 	level := slog.LevelDebug
-	switch ev.Result {
-	case ResultError:
+	switch {
+	case ev.Err != nil:
 		level = slog.LevelWarn
-	case ResultLimited, ResultShadowLimited:
+	case ev.Result == ResultLimited, ev.Result == ResultShadowLimited:
 		level = slog.LevelInfo
 	}
 	if !l.Enabled(ctx, level) {
@@ -38,10 +39,11 @@ func (o logObserver) Observe(ctx context.Context, ev Event) {
 		slog.Duration("window", ev.Limit.Window),
 		slog.String("result", ev.Result.String()),
 	)
-	if ev.Result == ResultError {
-		attrs = append(attrs, slog.Any("err", ev.Err))
-	} else {
+	if ev.Result != ResultError {
 		attrs = append(attrs, slog.String("source", ev.Source.String()), slog.Int("remaining", ev.Remaining))
+	}
+	if ev.Err != nil {
+		attrs = append(attrs, slog.Any("err", ev.Err))
 	}
 	attrs = append(attrs, slog.Int64("cost", ev.Cost), slog.Duration("latency", ev.Latency))
 	if ev.Label != "" {

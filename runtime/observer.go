@@ -40,7 +40,9 @@ type Event struct {
 	// Latency is how long the whole call took to decide, all limits
 	// together.
 	Latency time.Duration
-	// Err is why no decision was made, with ResultError; nil otherwise.
+	// Err is why no decision was made, with ResultError. With
+	// SourceFallback or SourceFailOpen it is why the store did not decide,
+	// though the call was decided (Decisions.Cause); nil otherwise.
 	Err error
 }
 

@@ -103,7 +103,7 @@ func (op *operated) observe(ctx context.Context, reqs []Request, ds Decisions, e
 			ev.Result = ResultError
 		} else {
 			d := ds.Each[i]
-			ev.Source, ev.Remaining = ds.Source, d.Remaining
+			ev.Source, ev.Remaining, ev.Err = ds.Source, d.Remaining, ds.Cause
 			switch {
 			case d.Allowed:
 				ev.Result = ResultAllowed

@@ -1,10 +1,14 @@
 package redislimit
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -191,5 +195,62 @@ func TestObserverNeverSeesTheKeyOnRedis(t *testing.T) {
 	}, rec.counts)
 	for _, ev := range rec.events {
 		require.NotContains(t, fmt.Sprintf("%+v %#v %v", ev, ev, ev.Err), "carol")
+	}
+}
+
+// TestObserverSeesWhyRedisDidNotDecide: a decision the failure policy made
+// instead of Redis reaches the observers with its source and the cause,
+// first Redis's own error and then the open circuit, and the log observer
+// warns of it, without the key.
+func TestObserverSeesWhyRedisDidNotDecide(t *testing.T) {
+	for _, tc := range []struct {
+		policy FailurePolicy
+		source runtime.Source
+	}{
+		{FailLocal, runtime.SourceFallback},
+		{FailOpen, runtime.SourceFailOpen},
+	} {
+		t.Run(tc.policy.String(), func(t *testing.T) {
+			srv := redistest.StartServer(t)
+			rec := &eventLog{}
+			var logs bytes.Buffer
+			log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			lim := runtime.Operate(New(srv.Client(t), WithFailurePolicy(tc.policy),
+				WithTimeout(2*time.Second), WithRetryInterval(time.Hour)),
+				runtime.WithObserver(rec), runtime.WithObserver(runtime.NewLogObserver(log)))
+			l := runtime.Limit{Name: "degraded.cause", Window: time.Minute, Max: 5}
+			req := runtime.Request{Limit: l, Key: "carol@example.com"}
+
+			require.NoError(t, runtime.Enforce(ctx, lim, req))
+			srv.Stop(t)
+			require.NoError(t, runtime.Enforce(ctx, lim, req), "the policy admits while Redis is down")
+			require.NoError(t, runtime.Enforce(ctx, lim, req))
+
+			rec.mu.Lock()
+			evs := rec.events
+			rec.mu.Unlock()
+			require.Len(t, evs, 3)
+			require.Equal(t, runtime.SourceStore, evs[0].Source)
+			require.NoError(t, evs[0].Err, "Redis decided")
+			for _, ev := range evs[1:] {
+				require.Equal(t, runtime.ResultAllowed, ev.Result)
+				require.Equal(t, tc.source, ev.Source)
+				require.Error(t, ev.Err, "a degraded decision carries why Redis did not make it")
+			}
+			require.NotErrorIs(t, evs[1].Err, ErrCircuitOpen, "the first failure is Redis's own error: %v", evs[1].Err)
+			require.ErrorIs(t, evs[2].Err, ErrCircuitOpen, "Redis is not asked again before the retry interval")
+
+			lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+			require.Len(t, lines, 2, "both degraded decisions are logged at Warn, the healthy one is not: %s", logs.String())
+			for _, line := range lines {
+				var r map[string]any
+				require.NoError(t, json.Unmarshal([]byte(line), &r))
+				require.Equal(t, "WARN", r["level"])
+				require.Equal(t, "allowed", r["result"])
+				require.Equal(t, tc.source.String(), r["source"])
+				require.NotEmpty(t, r["err"])
+			}
+			require.NotContains(t, logs.String(), "carol")
+		})
 	}
 }

@@ -209,7 +209,7 @@ func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, cause err
 	)
 	switch r.cfg.policy {
 	case FailOpen:
-		ds = runtime.Decisions{Allowed: true, Each: make([]runtime.Decision, len(reqs)), Source: runtime.SourceFailOpen}
+		ds = runtime.Decisions{Allowed: true, Each: make([]runtime.Decision, len(reqs)), Source: runtime.SourceFailOpen, Cause: cause}
 		for i, q := range reqs {
 			ds.Each[i] = runtime.Decision{Allowed: true, Remaining: int(int64(q.Limit.Capacity()) - costOf(q))}
 		}
@@ -220,7 +220,7 @@ func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, cause err
 		// A copy, so that reqs, which the fallback could keep, stays on
 		// the caller's stack on the path that Redis decides.
 		ds, err = r.fallback.Decide(ctx, slices.Clone(reqs)...)
-		ds.Source = runtime.SourceFallback
+		ds.Source, ds.Cause = runtime.SourceFallback, cause
 		if err != nil {
 			err = &unavailableError{limit: reqs[0].Limit, err: fmt.Errorf("%v; the local fallback failed too: %w", cause, err)}
 		}

@@ -430,3 +430,64 @@ type Plans interface {
 		}
 	}
 }
+
+// A pattern naming a directory in a module nested below the working
+// directory's (a repository's examples/, say) reaches it, which the go
+// command alone refuses; ./... stays in the working directory's module,
+// as it does for the go command.
+func TestPatternInANestedModule(t *testing.T) {
+	dir := newModule(t)
+	nested := filepath.Join(dir, "svc")
+	if err := os.MkdirAll(filepath.Join(nested, "notify"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mod := strings.Replace(read(t, filepath.Join(dir, "go.mod")), "module example.com/cmdtest", "module example.com/svc", 1)
+	write(t, filepath.Join(nested, "go.mod"), mod)
+	write(t, filepath.Join(nested, "go.sum"), read(t, filepath.Join(dir, "go.sum")))
+	write(t, filepath.Join(nested, "notify", "notifier.go"), read(t, filepath.Join(dir, "basic", "notifier.go")))
+	out := filepath.Join(nested, "notify", "ratelimit_gen.go")
+
+	if code, _, stderr := ratelimitgen(t, "./..."); code != 0 {
+		t.Fatalf("./...: status %d, stderr:\n%s", code, stderr)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("./... reached the nested module (%v)", err)
+	}
+
+	if code, _, stderr := ratelimitgen(t, "./svc/..."); code != 0 {
+		t.Fatalf("./svc/...: status %d, stderr:\n%s", code, stderr)
+	}
+	if got := read(t, out); !strings.Contains(got, `Name: "example.com/svc/notify.Notifier.SendCode"`) {
+		t.Fatalf("the nested module's package was generated as:\n%s", got)
+	}
+
+	write(t, out, read(t, out)+"\n// edited\n")
+	code, _, stderr := ratelimitgen(t, "-check", "./basic", "./svc/notify")
+	if code != 1 || stderr != filepath.Join("svc", "notify", "ratelimit_gen.go")+": out of date; run go generate (or ratelimitgen) to update it\n" {
+		t.Fatalf("-check across both modules: status %d, stderr:\n%s", code, stderr)
+	}
+
+	code, stdout, stderr := ratelimitgen(t, "-list", "./svc/...", "./basic")
+	if code != 0 || stderr != "" {
+		t.Fatalf("-list across both modules: status %d, stderr:\n%s", code, stderr)
+	}
+	for _, want := range []string{
+		"example.com/cmdtest/basic.Notifier.SendCode", filepath.Join("basic", "notifier.go") + ":20",
+		"example.com/svc/notify.Notifier.SendCode", filepath.Join("svc", "notify", "notifier.go") + ":20",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("-list lacks %q:\n%s", want, stdout)
+		}
+	}
+
+	write(t, filepath.Join(nested, "notify", "broken.go"), "package basic\n\nfunc (\n")
+	code, _, stderr = ratelimitgen(t, "./svc/...")
+	if code != 1 || !strings.Contains(stderr, filepath.Join("svc", "notify", "broken.go")+":3:6: method has no receiver") {
+		t.Fatalf("a syntax error in the nested module: status %d, stderr:\n%s", code, stderr)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(stderr), "\n") {
+		if !strings.HasPrefix(line, filepath.Join("svc", "notify", "broken.go")+":") {
+			t.Errorf("an error is not placed in svc/notify/broken.go, relative to the working directory: %s", line)
+		}
+	}
+}

@@ -105,8 +105,38 @@ func Generate(ctx context.Context, cfg Config, patterns ...string) (*Result, err
 // their models: their limits, checked, and their wrappers. It returns the
 // warnings of the run, and an ErrorList with every problem of the source,
 // if there are any; other errors (the go command failing, say) as they
-// are.
+// are. Patterns in modules nested below cfg.Dir's are analyzed in runs of
+// their own (see byModule).
 func analyze(ctx context.Context, cfg Config, patterns []string) ([]*pkgModel, []Diagnostic, error) {
+	runs := byModule(cfg.Dir, patterns)
+	if len(runs) == 1 && runs[0].dir == cfg.Dir {
+		return analyzeModule(ctx, cfg, patterns)
+	}
+	var (
+		models   []*pkgModel
+		warnings []Diagnostic
+		errs     ErrorList
+	)
+	for _, r := range runs {
+		rcfg := cfg
+		rcfg.Dir = r.dir
+		ms, ws, err := analyzeModule(ctx, rcfg, r.patterns)
+		warnings = append(warnings, ws...)
+		if el, ok := err.(ErrorList); ok {
+			errs = append(errs, el...)
+		} else if err != nil {
+			return nil, sortDiagnostics(warnings), err
+		}
+		models = append(models, ms...)
+	}
+	if len(errs) > 0 {
+		return models, sortDiagnostics(warnings), sortDiagnostics(errs)
+	}
+	return models, sortDiagnostics(warnings), nil
+}
+
+// analyzeModule is analyze for patterns of cfg.Dir's module.
+func analyzeModule(ctx context.Context, cfg Config, patterns []string) ([]*pkgModel, []Diagnostic, error) {
 	pkgs, err := load(ctx, cfg, patterns)
 	if err != nil {
 		return nil, nil, err
@@ -123,7 +153,12 @@ func analyze(ctx context.Context, cfg Config, patterns []string) ([]*pkgModel, [
 			// data; the type checker reports the same problems with
 			// positions, below, where they matter.
 			if e.Kind != packages.TypeError && !strings.HasPrefix(e.Msg, "# ") {
-				ds.errorf(parsePosition(e.Pos), "%s", e.Msg)
+				pos := parsePosition(e.Pos)
+				if pos.Filename != "" && !filepath.IsAbs(pos.Filename) {
+					// The go command names files relative to where it ran.
+					pos.Filename = filepath.Join(cfg.Dir, pos.Filename)
+				}
+				ds.errorf(pos, "%s", e.Msg)
 			}
 		}
 		if pkg.Types == nil || pkg.TypesInfo == nil {

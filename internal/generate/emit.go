@@ -434,12 +434,17 @@ func (e *emitter) wrapper(w *wrapper) {
 	structFields = append(structFields, jen.Id(id.limiter).Qual(RuntimePath, "Limiter"))
 	e.f.Type().Id(w.name).Add(e.typeParamsList(tps)).Struct(structFields...)
 
-	// The compiler checks that the wrapper implements the interface. A
-	// generic one would need type arguments: its constructor's callers
-	// check it for theirs.
-	if w.iface && tps.Len() == 0 {
+	// The compiler checks that the wrapper implements the interface; a
+	// generic one, for every type argument, in a function of its own
+	// type parameters.
+	if w.iface {
 		e.f.Line()
-		e.f.Var().Id("_").Id(w.owner.Name()).Op("=").Parens(jen.Op("*").Id(w.name)).Call(jen.Nil())
+		assertion := jen.Var().Id("_").Add(wrapped()).Op("=").Parens(jen.Op("*").Add(self())).Call(jen.Nil())
+		if tps.Len() == 0 {
+			e.f.Add(assertion)
+		} else {
+			e.f.Func().Id("_").Add(e.typeParamsList(tps)).Params().Block(assertion)
+		}
 	}
 
 	// The constructor.

@@ -146,6 +146,10 @@ type RateLimitedBox[runtime any] struct {
 	limiter runtime1.Limiter
 }
 
+func _[runtime any]() {
+	var _ Box[runtime] = (*RateLimitedBox[runtime])(nil)
+}
+
 // NewRateLimitedBox returns a RateLimitedBox that forwards to next the calls
 // that limiter admits.
 func NewRateLimitedBox[runtime any](next Box[runtime], limiter runtime1.Limiter) *RateLimitedBox[runtime] {

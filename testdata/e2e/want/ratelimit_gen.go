@@ -324,6 +324,10 @@ type RateLimitedCache[V any] struct {
 	limiter runtime.Limiter
 }
 
+func _[V any]() {
+	var _ Cache[V] = (*RateLimitedCache[V])(nil)
+}
+
 // NewRateLimitedCache returns a RateLimitedCache that forwards to next the
 // calls that limiter admits.
 func NewRateLimitedCache[V any](next Cache[V], limiter runtime.Limiter) *RateLimitedCache[V] {

@@ -34,6 +34,10 @@ type RateLimitedStore[K comparable, V fmt.Stringer] struct {
 	limiter runtime.Limiter
 }
 
+func _[K comparable, V fmt.Stringer]() {
+	var _ Store[K, V] = (*RateLimitedStore[K, V])(nil)
+}
+
 // NewRateLimitedStore returns a RateLimitedStore that forwards to next the
 // calls that limiter admits.
 func NewRateLimitedStore[K comparable, V fmt.Stringer](next Store[K, V], limiter runtime.Limiter) *RateLimitedStore[K, V] {

@@ -196,6 +196,10 @@ type RateLimitedQueue[N ~int32 | ~uint16] struct {
 	limiter runtime.Limiter
 }
 
+func _[N ~int32 | ~uint16]() {
+	var _ Queue[N] = (*RateLimitedQueue[N])(nil)
+}
+
 // NewRateLimitedQueue returns a RateLimitedQueue that forwards to next the
 // calls that limiter admits.
 func NewRateLimitedQueue[N ~int32 | ~uint16](next Queue[N], limiter runtime.Limiter) *RateLimitedQueue[N] {

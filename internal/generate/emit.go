@@ -279,7 +279,7 @@ func (e *emitter) allocateImports() {
 		}
 		for _, wm := range w.methods {
 			visitPackages(wm.sig, visit)
-			if len(wm.limits) > 0 && !hasContextParam(wm.sig) {
+			if len(wm.limits) > 0 && !hasContextParam(wm.sig) && contextMethodParam(wm.sig) < 0 {
 				usesContext = true
 			}
 		}
@@ -515,10 +515,20 @@ func (e *emitter) methodScope(w *wrapper, wm *wrapperMethod) *names {
 	if wm.sig.RecvTypeParams().Len() == 0 {
 		reserveTypeParams(scope, w.named.TypeParams())
 	}
+	// A directive names an unnamed parameter as the wrapper does (see
+	// unnamedParamName), so that name is the parameter's, not a clash.
+	unnamed := map[string]bool{}
+	for i := 0; i < wm.sig.Params().Len(); i++ {
+		if wm.sig.Params().At(i).Name() == "" {
+			unnamed[unnamedParamName(wm.sig, i)] = true
+		}
+	}
 	for _, l := range wm.limits {
 		for _, ce := range l.exprs() {
 			for _, id := range ce.idents {
-				scope.reserve(id)
+				if !unnamed[id] {
+					scope.reserve(id)
+				}
 			}
 		}
 	}
@@ -538,11 +548,7 @@ func (e *emitter) method(w *wrapper, wm *wrapperMethod, id wrapperIdents) {
 		p := sig.Params().At(i)
 		switch name := p.Name(); {
 		case name == "" || name == "_":
-			if i == 0 && isContext(p.Type()) {
-				params[i] = scope.fresh("ctx")
-			} else {
-				params[i] = scope.fresh("in" + strconv.Itoa(i+1))
-			}
+			params[i] = scope.fresh(unnamedParamName(sig, i))
 		case types.Universe.Lookup(name) != nil:
 			params[i] = scope.fresh(name)
 		default:
@@ -581,6 +587,8 @@ func (e *emitter) method(w *wrapper, wm *wrapperMethod, id wrapperIdents) {
 	var ctx jen.Code = jen.Qual("context", "Background").Call()
 	if hasContextParam(sig) {
 		ctx = jen.Id(params[0])
+	} else if i := contextMethodParam(sig); i >= 0 {
+		ctx = jen.Id(params[i]).Dot("Context").Call()
 	}
 	mc := methodCall{wm: wm, recv: recv, id: id, scope: scope, params: params, ctx: ctx}
 	body := append(e.limitedBody(mc), forward)
@@ -653,15 +661,4 @@ func (e *emitter) comment(text string) {
 	if line != "" {
 		e.f.Comment(line)
 	}
-}
-
-// hasContextParam reports whether sig's first parameter is a
-// context.Context, which the wrapper passes to the limiter.
-func hasContextParam(sig *types.Signature) bool {
-	return sig.Params().Len() > 0 && isContext(sig.Params().At(0).Type())
-}
-
-func isContext(t types.Type) bool {
-	n, ok := types.Unalias(t).(*types.Named)
-	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "context" && n.Obj().Name() == "Context"
 }

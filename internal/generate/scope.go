@@ -76,9 +76,10 @@ type exprScope struct {
 	// paramNames and recvName are for messages.
 	paramNames []string
 	recvName   string
-	// unnamedParams is set when a parameter of the method has no name
-	// (or is _), as in generated gRPC interfaces.
-	unnamedParams bool
+	// unnamedParams is set when the method's parameters have no names,
+	// as in generated gRPC server interfaces, and blankParams when one is
+	// _, which no directive can name.
+	unnamedParams, blankParams bool
 	// imports finds the packages the file does not import.
 	imports *importResolver
 }
@@ -118,14 +119,20 @@ func newExprScope(fset *token.FileSet, pkg *types.Package, fileScope *types.Scop
 	}
 	for i := 0; i < sig.Params().Len(); i++ {
 		p := sig.Params().At(i)
-		if p.Name() == "" || p.Name() == "_" {
-			es.unnamedParams = true
+		name := p.Name()
+		switch name {
+		case "_":
+			es.blankParams = true
 			continue
+		case "":
+			// As in the generated gRPC interfaces; see unnamedParamName.
+			name = unnamedParamName(sig, i)
+			es.unnamedParams = true
 		}
-		v := types.NewParam(token.NoPos, pkg, p.Name(), p.Type())
+		v := types.NewParam(token.NoPos, pkg, name, p.Type())
 		es.scope.Insert(v)
 		es.params[v] = i
-		es.paramNames = append(es.paramNames, p.Name())
+		es.paramNames = append(es.paramNames, name)
 	}
 	if r := sig.Recv(); r != nil && r.Name() != "" && r.Name() != "_" {
 		es.recvName = r.Name()
@@ -273,7 +280,10 @@ func (es *exprScope) explain(msg, text string, role exprRole) string {
 		return fmt.Sprintf("%s %s: undefined: %s: the receiver is not available in a directive; use the method's parameters (%s)", role.what, text, name, strings.Join(es.paramNames, ", "))
 	}
 	if es.unnamedParams {
-		return fmt.Sprintf("%s %s: undefined: %s: the method's parameters are unnamed; name them to use them in %s=, e.g. (ctx context.Context, req *Request)", role.what, text, name, role.option)
+		return fmt.Sprintf("%s %s: undefined: %s: the method's parameters are unnamed, so a directive names them %s (a first context.Context is ctx, the others in, in2, in3, ...); use those names, or name the parameters", role.what, text, name, strings.Join(es.paramNames, ", "))
+	}
+	if es.blankParams && len(es.paramNames) == 0 {
+		return fmt.Sprintf("%s %s: undefined: %s: the method's parameters are all _; name them to use them in %s=, e.g. (ctx context.Context, req *Request)", role.what, text, name, role.option)
 	}
 	suggestion := ""
 	if s, ok := closestParam(name, es.paramNames); ok {

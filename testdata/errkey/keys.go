@@ -68,6 +68,9 @@ type Keys interface {
 
 	//ratelimit:key=Prefix,req.ID window=1m max=3
 	ConstantPart(ctx context.Context, req Order) error
+
+	//ratelimit:key=in.ID window=1m max=3
+	Blank(_ context.Context, _ Order) error
 }
 
 // Svc is a concrete type.

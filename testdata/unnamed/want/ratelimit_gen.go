@@ -13,15 +13,19 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitCacheGet = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/unnamed.Cache.Get", Window: time.Second, Max: 1000}
-	limitCacheSet = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/unnamed.Cache.Set", Window: time.Second, Max: 10}
+	limitCacheGet   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/unnamed.Cache.Get", Window: time.Second, Max: 1000}
+	limitCacheSet   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/unnamed.Cache.Set", Window: time.Second, Max: 10}
+	limitCacheWatch = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/unnamed.Cache.Watch", Window: time.Second, Max: 5}
 )
 
 // RateLimitedCache forwards each call to the Cache it wraps once a
 // runtime.Limiter admits it under the method's limits. A denied call returns a
 // *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
 // limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Cache. Its methods without limits forward every call unchanged.
+// the wrapped Cache. A limit whose computed cost is 0 is left out of the
+// decision and counts nothing; a negative cost, or one above the limit's
+// capacity, is an error wrapping runtime.ErrInvalidCost. Its methods without
+// limits forward every call unchanged.
 type RateLimitedCache struct {
 	next    Cache
 	limiter runtime.Limiter
@@ -36,22 +40,33 @@ func NewRateLimitedCache(next Cache, limiter runtime.Limiter) *RateLimitedCache 
 }
 
 // Delete forwards to the wrapped Cache; it has no limit.
-func (r *RateLimitedCache) Delete(ctx context.Context, in2 ...string) error {
-	return r.next.Delete(ctx, in2...)
+func (r *RateLimitedCache) Delete(ctx context.Context, in ...string) error {
+	return r.next.Delete(ctx, in...)
 }
 
-// Get forwards to the wrapped Cache within limitCacheGet.
-func (r *RateLimitedCache) Get(ctx context.Context, in2 string) ([]byte, error) {
-	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCacheGet}); err != nil {
+// Get forwards to the wrapped Cache within limitCacheGet, keyed by in.
+func (r *RateLimitedCache) Get(ctx context.Context, in string) ([]byte, error) {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCacheGet, Key: in}); err != nil {
 		return nil, err
 	}
-	return r.next.Get(ctx, in2)
+	return r.next.Get(ctx, in)
 }
 
 // Set forwards to the wrapped Cache within limitCacheSet, keyed by key.
-func (r *RateLimitedCache) Set(ctx context.Context, key string, in3 []byte, in4 ...int) error {
+func (r *RateLimitedCache) Set(ctx context.Context, key string, in2 []byte, in3 ...int) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCacheSet, Key: key}); err != nil {
 		return err
 	}
-	return r.next.Set(ctx, key, in3, in4...)
+	return r.next.Set(ctx, key, in2, in3...)
+}
+
+// Watch forwards to the wrapped Cache within limitCacheWatch, keyed by
+// in+":"+in2.Topic(), at a cost of in3.
+func (r *RateLimitedCache) Watch(in string, in2 Stream, in3 int) error {
+	if cost := int64(in3); cost != 0 {
+		if err := runtime.Enforce(in2.Context(), r.limiter, runtime.Request{Limit: limitCacheWatch, Key: in + ":" + in2.Topic(), Cost: cost}); err != nil {
+			return err
+		}
+	}
+	return r.next.Watch(in, in2, in3)
 }

@@ -2,8 +2,6 @@ module github.com/ratelimitgen/ratelimitgen/extra/ratelimitgrpc
 
 go 1.25.0
 
-replace github.com/ratelimitgen/ratelimitgen => ../..
-
 require (
 	github.com/ratelimitgen/ratelimitgen v0.0.0
 	github.com/stretchr/testify v1.12.1
@@ -13,8 +11,17 @@ require (
 )
 
 require (
+	github.com/dave/jennifer v1.7.1 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/net v0.57.0 // indirect
+	golang.org/x/mod v0.40.0 // indirect
+	golang.org/x/net v0.58.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
-	golang.org/x/text v0.40.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+	golang.org/x/tools v0.49.0 // indirect
 )
+
+tool github.com/ratelimitgen/ratelimitgen/cmd/ratelimitgen
+
+// The adapter builds against this checkout of the repository.
+replace github.com/ratelimitgen/ratelimitgen => ../..

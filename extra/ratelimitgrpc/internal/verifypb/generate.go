@@ -17,4 +17,4 @@
 //	go generate ./...
 package verifypb
 
-//go:generate go run github.com/ratelimitgen/ratelimitgen/cmd/ratelimitgen
+//go:generate go tool ratelimitgen

@@ -80,8 +80,9 @@ func (r *rawErrors) stream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerIn
 
 // startServer serves codeServer on a loopback port, wrapped by the
 // generated wrappers of both its interfaces over lim, with the
-// interceptors under test outermost, and returns a client of it.
-func startServer(t *testing.T, lim runtime.Limiter) (verifypb.VerifierClient, *rawErrors) {
+// interceptors under test outermost, and returns a client of it, dialled
+// with opts.
+func startServer(t *testing.T, lim runtime.Limiter, opts ...grpc.DialOption) (verifypb.VerifierClient, *rawErrors) {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -98,7 +99,8 @@ func startServer(t *testing.T, lim runtime.Limiter) (verifypb.VerifierClient, *r
 		srv.Stop()
 		require.NoError(t, <-served)
 	})
-	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	opts = append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)
+	cc, err := grpc.NewClient(lis.Addr().String(), opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, cc.Close()) })
 	return verifypb.NewVerifierClient(cc), raw

@@ -13,6 +13,9 @@
 //     interceptor of your own.
 //   - RetryDelay, in a client, to read how long the server asked it to
 //     wait.
+//   - NewMethodLimiter, to limit whole methods without code generation,
+//     one runtime.Limit per full method name, per client address (ByPeer),
+//     per metadata entry (ByMetadata) or per any KeyFunc.
 //
 // # Statuses
 //

@@ -5,8 +5,8 @@
 .PHONY: test vet redis-server demo
 
 # Modules of their own, tested with the root one: the example service and
-# the metrics adapters, whose dependencies the core must not carry.
-MODULES := examples extra/ratelimitprom extra/ratelimitotel
+# the metrics and gRPC adapters, whose dependencies the core must not carry.
+MODULES := examples extra/ratelimitprom extra/ratelimitotel extra/ratelimitgrpc
 
 test: redis-server vet
 	go test -race ./...

@@ -1,0 +1,168 @@
+package ratelimitgrpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
+)
+
+// KeyFunc returns the rate-limit key of an incoming call from its context,
+// which holds its peer (google.golang.org/grpc/peer) and metadata. Its
+// error is sent to the client as the message of an INVALID_ARGUMENT
+// status, so it must not contain the key or anything else private.
+type KeyFunc func(ctx context.Context) (string, error)
+
+// ByPeer keys calls by the IP address of the client's connection, without
+// the port; a peer that is not an IP connection (a Unix socket, an
+// in-memory listener) is keyed by its address's string. Behind a proxy
+// every call has the proxy's address: key by a metadata entry the proxy
+// sets instead (ByMetadata), from proxies you trust only.
+func ByPeer() KeyFunc {
+	return func(ctx context.Context) (string, error) {
+		p, ok := peer.FromContext(ctx)
+		if !ok || p.Addr == nil {
+			return "", errors.New("the rate limit is per client address, and this call has none")
+		}
+		if a, ok := p.Addr.(*net.TCPAddr); ok {
+			return a.IP.String(), nil
+		}
+		return p.Addr.String(), nil
+	}
+}
+
+// ByMetadata keys calls by the first value of the incoming metadata entry
+// name (case-insensitive, as all gRPC metadata keys), such as an API key
+// or a tenant id. A call without it, or with an empty first value, is a
+// key error.
+func ByMetadata(name string) KeyFunc {
+	name = strings.ToLower(name)
+	return func(ctx context.Context) (string, error) {
+		vs := metadata.ValueFromIncomingContext(ctx, name)
+		if len(vs) == 0 || vs[0] == "" {
+			return "", fmt.Errorf("metadata %q is required: this method's rate limit is per %s", name, name)
+		}
+		return vs[0], nil
+	}
+}
+
+// MethodLimiter limits whole gRPC methods without generated code, one
+// runtime.Limit per full method name, keyed by a KeyFunc; its Unary and
+// Stream methods return the interceptors. Each call of a limited method is
+// keyed and decided with cost 1 by runtime.Enforce, which applies the
+// limit's Mode (a limit in ModeShadow never denies, ModeOff is not asked),
+// then:
+//
+//   - admitted: the handler is called, and every admitted call counts,
+//     whatever the handler answers;
+//   - denied: the status Status gives the *runtime.LimitError, with the
+//     PushbackTrailer trailer, and the handler is not called;
+//   - limiter error: UNAVAILABLE, whatever the error (no decision was made);
+//   - key error: INVALID_ARGUMENT with the KeyFunc's error as its message,
+//     and the call is neither counted nor served.
+//
+// Calls of other methods go to the handler untouched. A streaming call is
+// decided once, when it starts. Errors the handler returns are left as
+// they are: chain UnaryServerInterceptor too for generated wrappers.
+type MethodLimiter struct {
+	lim    runtime.Limiter
+	limits map[string]runtime.Limit
+	key    KeyFunc
+}
+
+// NewMethodLimiter returns a MethodLimiter that decides through lim the
+// calls of the methods in limits, keyed by key:
+//
+//	ml, err := ratelimitgrpc.NewMethodLimiter(limiter, map[string]runtime.Limit{
+//		verifypb.Verifier_SendCode_FullMethodName: {Name: "Verifier.SendCode", Window: time.Minute, Max: 20},
+//	}, ratelimitgrpc.ByPeer())
+//	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(ml.Unary()), grpc.ChainStreamInterceptor(ml.Stream()))
+//
+// A key of limits is a full method name, "/package.Service/Method", as the
+// generated *_FullMethodName constants spell it. It returns an error, and
+// no MethodLimiter, when lim or key is nil, a method name is malformed or
+// a limit is invalid (runtime.Limit.Validate). limits is copied.
+func NewMethodLimiter(lim runtime.Limiter, limits map[string]runtime.Limit, key KeyFunc) (*MethodLimiter, error) {
+	switch {
+	case lim == nil:
+		return nil, errors.New("ratelimitgrpc: NewMethodLimiter: nil Limiter; pass e.g. runtime.NewMemoryLimiter()")
+	case key == nil:
+		return nil, errors.New("ratelimitgrpc: NewMethodLimiter: nil KeyFunc; pass e.g. ratelimitgrpc.ByPeer()")
+	}
+	m := &MethodLimiter{lim: lim, limits: make(map[string]runtime.Limit, len(limits)), key: key}
+	for method, l := range limits {
+		if svc, name, ok := strings.Cut(strings.TrimPrefix(method, "/"), "/"); !strings.HasPrefix(method, "/") || !ok || svc == "" || name == "" || strings.Contains(name, "/") {
+			return nil, fmt.Errorf("ratelimitgrpc: NewMethodLimiter: method %q is not a full method name such as \"/package.Service/Method\"", method)
+		}
+		if err := l.Validate(); err != nil {
+			return nil, fmt.Errorf("ratelimitgrpc: NewMethodLimiter: limit of %s: %w", method, err)
+		}
+		m.limits[method] = l
+	}
+	return m, nil
+}
+
+// Unary returns the interceptor that limits unary methods; see
+// MethodLimiter.
+func (m *MethodLimiter) Unary() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if trailer, err := m.admit(ctx, info.FullMethod); err != nil {
+			if trailer != nil {
+				// SetTrailer fails only outside a server call; the status
+				// answers the call without it.
+				_ = grpc.SetTrailer(ctx, trailer)
+			}
+			return nil, err
+		}
+		return handler(ctx, req)
+	}
+}
+
+// Stream returns the interceptor that limits streaming methods, each call
+// once, when it starts; see MethodLimiter.
+func (m *MethodLimiter) Stream() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if trailer, err := m.admit(ss.Context(), info.FullMethod); err != nil {
+			if trailer != nil {
+				ss.SetTrailer(trailer)
+			}
+			return err
+		}
+		return handler(srv, ss)
+	}
+}
+
+// admit decides a call of method and returns nil to serve it, or the
+// status error that answers it with, for a denial, the pushback trailer.
+func (m *MethodLimiter) admit(ctx context.Context, method string) (metadata.MD, error) {
+	l, ok := m.limits[method]
+	if !ok {
+		return nil, nil
+	}
+	k, err := m.key(ctx)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	err = runtime.Enforce(ctx, m.lim, runtime.Request{Limit: l, Key: k})
+	if err == nil {
+		return nil, nil
+	}
+	var le *runtime.LimitError
+	if !errors.As(err, &le) {
+		// Whatever the limiter's error, it made no decision; its text
+		// describes the server's infrastructure, not the call.
+		err = fmt.Errorf("%w: %w", runtime.ErrUnavailable, err)
+	}
+	st, _ := Status(err)
+	md, _ := pushback(err)
+	return md, st.Err()
+}

@@ -54,12 +54,12 @@
 // protoc-gen-go-grpc copies an rpc's leading comment into the generated
 // XxxServer and XxxClient interfaces, so a //ratelimit: line above an rpc
 // reaches *_grpc.pb.go, and ratelimitgen wraps both interfaces (it forwards
-// XxxServer's unexported mustEmbedUnimplementedXxxServer method). The
-// server interface's parameters are unnamed, though, so such a directive
-// cannot have a key=: it limits every caller of the method together. A
-// limit per caller or per request field goes on an interface of your own,
-// in a hand-written file of the generated package, that repeats XxxServer's
-// methods with named parameters; internal/verifypb shows both.
+// XxxServer's unexported mustEmbedUnimplementedXxxServer method). A
+// directive names the request in, as the client interface does; the server
+// interface's parameters have no names, and ratelimitgen names them the
+// same way (ctx, in, in2, ...), so key=in.GetEmail() means one thing in
+// both. A streaming method, which has no context parameter, is decided
+// with its stream's context. internal/verifypb is the example.
 //
 // This package is a module of its own, so that the ratelimitgen core does
 // not depend on gRPC.

@@ -29,7 +29,7 @@ func Example() {
 		grpc.ChainUnaryInterceptor(ratelimitgrpc.UnaryServerInterceptor()),
 		grpc.ChainStreamInterceptor(ratelimitgrpc.StreamServerInterceptor()),
 	)
-	verifypb.RegisterVerifierServer(srv, verifypb.NewRateLimitedKeyedVerifierServer(codeServer{}, limiter))
+	verifypb.RegisterVerifierServer(srv, verifypb.NewRateLimitedVerifierServer(codeServer{}, limiter))
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		log.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -213,4 +214,41 @@ func assertNoKey(t *testing.T, st *status.Status, trailer metadata.MD) {
 			assert.NotContains(t, k+": "+v, key)
 		}
 	}
+}
+
+// contextRecorder remembers the gRPC method and the incoming "tenant"
+// metadata of the contexts it decides with.
+type contextRecorder struct {
+	runtime.Limiter
+	mu      sync.Mutex
+	methods []string
+	tenants []string
+}
+
+func (c *contextRecorder) Decide(ctx context.Context, reqs ...runtime.Request) (runtime.Decisions, error) {
+	method, _ := grpc.Method(ctx)
+	c.mu.Lock()
+	c.methods = append(c.methods, method)
+	c.tenants = append(c.tenants, metadata.ValueFromIncomingContext(ctx, "tenant")...)
+	c.mu.Unlock()
+	return c.Limiter.Decide(ctx, reqs...)
+}
+
+// TestStreamIsDecidedWithItsContext: the server interface gives a
+// streaming method no context parameter; the generated wrapper decides
+// with the stream's, so the call's method and metadata reach the limiter
+// (and with them Operate's labels and the call's deadline).
+func TestStreamIsDecidedWithItsContext(t *testing.T) {
+	rec := &contextRecorder{Limiter: runtime.NewMemoryLimiter(runtime.WithClock(testclock.New().Now))}
+	client, _ := startServer(t, rec)
+	ctx := metadata.AppendToOutgoingContext(t.Context(), "tenant", "acme")
+	stream, err := client.WatchCodes(ctx, &verifypb.WatchCodesRequest{Email: key})
+	require.NoError(t, err)
+	_, err = stream.Recv()
+	require.NoError(t, err)
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	assert.Equal(t, []string{verifypb.Verifier_WatchCodes_FullMethodName}, rec.methods)
+	assert.Equal(t, []string{"acme"}, rec.tenants)
 }

@@ -79,7 +79,7 @@ func (r *rawErrors) stream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerIn
 }
 
 // startServer serves codeServer on a loopback port, wrapped by the
-// generated wrappers of both its interfaces over lim, with the
+// generated wrapper of its server interface over lim, with the
 // interceptors under test outermost, and returns a client of it, dialled
 // with opts.
 func startServer(t *testing.T, lim runtime.Limiter, opts ...grpc.DialOption) (verifypb.VerifierClient, *rawErrors) {
@@ -91,8 +91,7 @@ func startServer(t *testing.T, lim runtime.Limiter, opts ...grpc.DialOption) (ve
 		grpc.ChainUnaryInterceptor(ratelimitgrpc.UnaryServerInterceptor(), raw.unary),
 		grpc.ChainStreamInterceptor(ratelimitgrpc.StreamServerInterceptor(), raw.stream),
 	)
-	verifypb.RegisterVerifierServer(srv, verifypb.NewRateLimitedKeyedVerifierServer(
-		verifypb.NewRateLimitedVerifierServer(codeServer{}, lim), lim))
+	verifypb.RegisterVerifierServer(srv, verifypb.NewRateLimitedVerifierServer(codeServer{}, lim))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	t.Cleanup(func() {

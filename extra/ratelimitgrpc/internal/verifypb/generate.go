@@ -12,7 +12,7 @@
 //		--go-grpc_out=. --go-grpc_opt=paths=source_relative verify.proto
 //
 // then the rate-limited wrappers, whose directives are in verify.proto
-// and limits.go (a test fails while ratelimit_gen.go is stale):
+// (a test fails while ratelimit_gen.go is stale):
 //
 //	go generate ./...
 package verifypb

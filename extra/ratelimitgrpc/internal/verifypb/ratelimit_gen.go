@@ -14,61 +14,20 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
-	limitKeyedVerifierServerSendCode   = runtime.Limit{Name: "Verifier.SendCode", Window: time.Minute, Max: 3}
-	limitKeyedVerifierServerWatchCodes = runtime.Limit{Name: "Verifier.WatchCodes", Window: time.Minute, Max: 2}
-	limitVerifierClientSendCode        = runtime.Limit{Name: "Verifier.SendCode.all", Window: time.Second, Max: 100}
-	limitVerifierServerSendCode        = runtime.Limit{Name: "Verifier.SendCode.all", Window: time.Second, Max: 100}
+	limitVerifierClientSendCode                    = runtime.Limit{Name: "Verifier.SendCode", Window: time.Minute, Max: 3}
+	limitVerifierClientSendCodeVerifierSendCodeAll = runtime.Limit{Name: "Verifier.SendCode.all", Window: time.Second, Max: 100}
+	limitVerifierClientWatchCodes                  = runtime.Limit{Name: "Verifier.WatchCodes", Window: time.Minute, Max: 2}
+	limitVerifierServerSendCode                    = runtime.Limit{Name: "Verifier.SendCode", Window: time.Minute, Max: 3}
+	limitVerifierServerSendCodeVerifierSendCodeAll = runtime.Limit{Name: "Verifier.SendCode.all", Window: time.Second, Max: 100}
+	limitVerifierServerWatchCodes                  = runtime.Limit{Name: "Verifier.WatchCodes", Window: time.Minute, Max: 2}
 )
-
-// RateLimitedKeyedVerifierServer forwards each call to the KeyedVerifierServer
-// it wraps once a runtime.Limiter admits it under the method's limits. A
-// denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped KeyedVerifierServer.
-// Its methods without limits forward every call unchanged.
-type RateLimitedKeyedVerifierServer struct {
-	next    KeyedVerifierServer
-	limiter runtime.Limiter
-}
-
-var _ KeyedVerifierServer = (*RateLimitedKeyedVerifierServer)(nil)
-
-// NewRateLimitedKeyedVerifierServer returns a RateLimitedKeyedVerifierServer
-// that forwards to next the calls that limiter admits.
-func NewRateLimitedKeyedVerifierServer(next KeyedVerifierServer, limiter runtime.Limiter) *RateLimitedKeyedVerifierServer {
-	return &RateLimitedKeyedVerifierServer{next: next, limiter: limiter}
-}
-
-// SendCode forwards to the wrapped KeyedVerifierServer within
-// limitKeyedVerifierServerSendCode, keyed by req.GetEmail().
-func (r *RateLimitedKeyedVerifierServer) SendCode(ctx context.Context, req *SendCodeRequest) (*SendCodeResponse, error) {
-	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitKeyedVerifierServerSendCode, Key: req.GetEmail()}); err != nil {
-		return nil, err
-	}
-	return r.next.SendCode(ctx, req)
-}
-
-// WatchCodes forwards to the wrapped KeyedVerifierServer within
-// limitKeyedVerifierServerWatchCodes, keyed by req.GetEmail().
-func (r *RateLimitedKeyedVerifierServer) WatchCodes(req *WatchCodesRequest, stream grpc.ServerStreamingServer[CodeEvent]) error {
-	if err := runtime.Enforce(context.Background(), r.limiter, runtime.Request{Limit: limitKeyedVerifierServerWatchCodes, Key: req.GetEmail()}); err != nil {
-		return err
-	}
-	return r.next.WatchCodes(req, stream)
-}
-
-// mustEmbedUnimplementedVerifierServer forwards to the wrapped
-// KeyedVerifierServer; it has no limit.
-func (r *RateLimitedKeyedVerifierServer) mustEmbedUnimplementedVerifierServer() {
-	r.next.mustEmbedUnimplementedVerifierServer()
-}
 
 // RateLimitedVerifierClient forwards each call to the VerifierClient it wraps
 // once a runtime.Limiter admits it under the method's limits. A denied call
 // returns a *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a
 // call the limiter cannot decide returns the limiter's error as it is; neither
-// reaches the wrapped VerifierClient. Its methods without limits forward every
-// call unchanged.
+// reaches the wrapped VerifierClient. A method with several limits counts a
+// call in all of them or in none.
 type RateLimitedVerifierClient struct {
 	next    VerifierClient
 	limiter runtime.Limiter
@@ -83,16 +42,24 @@ func NewRateLimitedVerifierClient(next VerifierClient, limiter runtime.Limiter) 
 }
 
 // SendCode forwards to the wrapped VerifierClient within
-// limitVerifierClientSendCode.
+// limitVerifierClientSendCode (keyed by in.GetEmail()) and
+// limitVerifierClientSendCodeVerifierSendCodeAll.
 func (r *RateLimitedVerifierClient) SendCode(ctx context.Context, in *SendCodeRequest, opts ...grpc.CallOption) (*SendCodeResponse, error) {
-	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitVerifierClientSendCode}); err != nil {
+	if err := runtime.Enforce(ctx, r.limiter,
+		runtime.Request{Limit: limitVerifierClientSendCode, Key: in.GetEmail()},
+		runtime.Request{Limit: limitVerifierClientSendCodeVerifierSendCodeAll},
+	); err != nil {
 		return nil, err
 	}
 	return r.next.SendCode(ctx, in, opts...)
 }
 
-// WatchCodes forwards to the wrapped VerifierClient; it has no limit.
+// WatchCodes forwards to the wrapped VerifierClient within
+// limitVerifierClientWatchCodes, keyed by in.GetEmail().
 func (r *RateLimitedVerifierClient) WatchCodes(ctx context.Context, in *WatchCodesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CodeEvent], error) {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitVerifierClientWatchCodes, Key: in.GetEmail()}); err != nil {
+		return nil, err
+	}
 	return r.next.WatchCodes(ctx, in, opts...)
 }
 
@@ -100,7 +67,8 @@ func (r *RateLimitedVerifierClient) WatchCodes(ctx context.Context, in *WatchCod
 // once a runtime.Limiter admits it under the method's limits. A denied call
 // returns a *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a
 // call the limiter cannot decide returns the limiter's error as it is; neither
-// reaches the wrapped VerifierServer. Its methods without limits forward every
+// reaches the wrapped VerifierServer. A method with several limits counts a
+// call in all of them or in none. Its methods without limits forward every
 // call unchanged.
 type RateLimitedVerifierServer struct {
 	next    VerifierServer
@@ -116,17 +84,25 @@ func NewRateLimitedVerifierServer(next VerifierServer, limiter runtime.Limiter) 
 }
 
 // SendCode forwards to the wrapped VerifierServer within
-// limitVerifierServerSendCode.
-func (r *RateLimitedVerifierServer) SendCode(ctx context.Context, in2 *SendCodeRequest) (*SendCodeResponse, error) {
-	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitVerifierServerSendCode}); err != nil {
+// limitVerifierServerSendCode (keyed by in.GetEmail()) and
+// limitVerifierServerSendCodeVerifierSendCodeAll.
+func (r *RateLimitedVerifierServer) SendCode(ctx context.Context, in *SendCodeRequest) (*SendCodeResponse, error) {
+	if err := runtime.Enforce(ctx, r.limiter,
+		runtime.Request{Limit: limitVerifierServerSendCode, Key: in.GetEmail()},
+		runtime.Request{Limit: limitVerifierServerSendCodeVerifierSendCodeAll},
+	); err != nil {
 		return nil, err
 	}
-	return r.next.SendCode(ctx, in2)
+	return r.next.SendCode(ctx, in)
 }
 
-// WatchCodes forwards to the wrapped VerifierServer; it has no limit.
-func (r *RateLimitedVerifierServer) WatchCodes(in1 *WatchCodesRequest, in2 grpc.ServerStreamingServer[CodeEvent]) error {
-	return r.next.WatchCodes(in1, in2)
+// WatchCodes forwards to the wrapped VerifierServer within
+// limitVerifierServerWatchCodes, keyed by in.GetEmail().
+func (r *RateLimitedVerifierServer) WatchCodes(in *WatchCodesRequest, in2 grpc.ServerStreamingServer[CodeEvent]) error {
+	if err := runtime.Enforce(in2.Context(), r.limiter, runtime.Request{Limit: limitVerifierServerWatchCodes, Key: in.GetEmail()}); err != nil {
+		return err
+	}
+	return r.next.WatchCodes(in, in2)
 }
 
 // mustEmbedUnimplementedVerifierServer forwards to the wrapped VerifierServer;

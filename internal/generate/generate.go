@@ -105,8 +105,8 @@ func Generate(ctx context.Context, cfg Config, patterns ...string) (*Result, err
 // their models: their limits, checked, and their wrappers. It returns the
 // warnings of the run, and an ErrorList with every problem of the source,
 // if there are any; other errors (the go command failing, say) as they
-// are. Patterns in modules nested below cfg.Dir's are analyzed in runs of
-// their own (see byModule).
+// are. Patterns naming directories of another module than cfg.Dir's (one
+// nested in it, say) are analyzed in runs of their own (see byModule).
 func analyze(ctx context.Context, cfg Config, patterns []string) ([]*pkgModel, []Diagnostic, error) {
 	runs := byModule(cfg.Dir, patterns)
 	if len(runs) == 1 && runs[0].dir == cfg.Dir {

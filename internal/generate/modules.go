@@ -19,8 +19,9 @@ type moduleRun struct {
 // it (ratelimitgen -check ./examples/...), or any other module a directory
 // pattern names, which the go command, confined to the current module,
 // refuses. Import paths, and directories of dir's own module, stay in
-// dir's run; the others are rewritten relative to their module's root. Runs keep the order in which their patterns first appear,
-// dir's own first; with no patterns, dir's run loads ".".
+// dir's run; the others are rewritten relative to their module's root.
+// Runs keep the order in which their patterns first appear, dir's own
+// first; with no patterns, dir's run loads ".".
 func byModule(dir string, patterns []string) []moduleRun {
 	home := moduleRoot(dir)
 	runs := []moduleRun{{dir: dir}}

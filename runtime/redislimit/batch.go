@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -19,6 +18,11 @@ import (
 // end takes the whole queue (up to maxBatch limits) in one go. No timer
 // holds a decision back, so a lone caller's latency is what it was, and the
 // busier the limiter, the larger the batches.
+//
+// Round trips run on goroutines of their own, bounded only by the client's
+// timeouts, and each caller waits for its decision as its wait allows: a
+// caller that gives up never takes a reply from the others, and a reply
+// that arrives while the process is paused still decides.
 //
 // On a single server or a Sentinel-managed one, a batch is one script call
 // that decides its calls one after another, each atomically. On a Redis
@@ -46,17 +50,43 @@ const (
 
 // pending is one decision waiting for a batch.
 type pending struct {
-	now      int64
-	deadline time.Time
-	reqs     []runtime.Request
-	idx      []int
-	vs       []verdict
-	// abandoned is set when the caller stopped waiting before the batch
-	// took the decision, which then is not sent.
-	abandoned atomic.Bool
+	now  int64
+	reqs []runtime.Request
+	idx  []int
+	vs   []verdict
+	// abandoned (guarded by the batcher's mu) is set when the caller
+	// stopped waiting before a batch took the decision, which then is not
+	// sent; flight is the round trip that took it.
+	abandoned bool
+	flight    *flight
 	committed bool
 	err       error
 	done      chan struct{}
+}
+
+// A flight is one round trip's context, cancelled once every caller it
+// carries has stopped waiting: a decision nobody waits for is not worth a
+// retry or a reconnection, and one sent after its caller was answered by
+// the policy would count twice.
+type flight struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	waiting atomic.Int32
+}
+
+// newFlight returns a flight for waiting callers, with parent's values.
+func newFlight(parent context.Context, waiting int) *flight {
+	f := &flight{}
+	f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(parent))
+	f.waiting.Store(int32(waiting))
+	return f
+}
+
+// leave ends one caller's wait for f.
+func (f *flight) leave() {
+	if f.waiting.Add(-1) == 0 {
+		f.cancel()
+	}
 }
 
 func newBatcher(lim *Limiter) *batcher {
@@ -69,45 +99,36 @@ func newBatcher(lim *Limiter) *batcher {
 }
 
 // decide decides one call whose requests (at idx) share a slot: alone and
-// at once when a round trip is free, otherwise in the next batch, by
-// deadline (the limiter's timeout) or ctx's own, whichever comes first.
-func (b *batcher) decide(ctx context.Context, deadline time.Time, callerFirst bool, now int64, reqs []runtime.Request, idx []int, vs []verdict) (bool, error) {
+// at once when a round trip is free, otherwise in the next batch, waiting
+// as long as w allows.
+func (b *batcher) decide(ctx context.Context, w *wait, now int64, reqs []runtime.Request, idx []int, vs []verdict) (bool, error) {
+	// The pending call gets copies: the round trip may outlive a caller
+	// that stopped waiting.
+	p := &pending{now: now, reqs: slices.Clone(reqs), idx: idx, vs: make([]verdict, len(vs)), done: make(chan struct{})}
 	b.mu.Lock()
 	if b.inFlight < maxInFlight {
 		b.inFlight++
+		p.flight = newFlight(ctx, 1)
 		b.mu.Unlock()
-		ctx, cancel := context.WithDeadline(ctx, deadline)
-		committed, err := b.lim.evalGroup(ctx, callerFirst, modeDecide, now, reqs, idx, vs, nil)
-		cancel()
-		b.release()
-		return committed, err
+		go b.run([]*pending{p})
+	} else {
+		b.queue = append(b.queue, p)
+		b.limits += len(idx)
+		b.mu.Unlock()
 	}
-	// The pending call gets copies: the caller's requests and verdicts
-	// then stay on its stack when it goes alone. Its batch gives up by the
-	// earliest deadline of its calls, so that no caller waits past its
-	// own: the round trips ahead of it end by theirs, which are earlier.
-	p := &pending{now: now, deadline: deadline, reqs: slices.Clone(reqs), idx: idx, vs: make([]verdict, len(vs)), done: make(chan struct{})}
-	b.queue = append(b.queue, p)
-	b.limits += len(idx)
-	b.mu.Unlock()
-	select {
-	case <-p.done:
-		copy(vs, p.vs)
-		return p.committed, p.err
-	case <-ctx.Done():
-		p.abandoned.Store(true)
-		return false, ctx.Err()
+	if err := w.until(ctx, p.done); err != nil {
+		b.mu.Lock()
+		p.abandoned = true
+		f := p.flight
+		b.mu.Unlock()
+		if f != nil {
+			f.leave()
+		}
+		return false, err
 	}
-}
-
-// release ends a round trip: it hands the queue to a new batch on its own
-// goroutine, keeping the round trip's place, or frees the place.
-func (b *batcher) release() {
-	batch := b.take()
-	if batch == nil {
-		return
-	}
-	go b.run(batch)
+	p.flight.leave()
+	copy(vs, p.vs)
+	return p.committed, p.err
 }
 
 // take returns the next batch, or nil after freeing the round trip's place
@@ -123,7 +144,7 @@ func (b *batcher) take() []*pending {
 		}
 		batch := make([]*pending, 0, n)
 		for _, p := range b.queue[:n] {
-			if !p.abandoned.Load() {
+			if !p.abandoned {
 				batch = append(batch, p)
 			}
 		}
@@ -134,6 +155,10 @@ func (b *batcher) take() []*pending {
 			b.queue = nil
 		}
 		if len(batch) > 0 {
+			f := newFlight(context.Background(), len(batch))
+			for _, p := range batch {
+				p.flight = f
+			}
 			return batch
 		}
 	}
@@ -141,22 +166,16 @@ func (b *batcher) take() []*pending {
 	return nil
 }
 
-// run sends batches until the queue is empty.
+// run sends batches, starting with batch, until the queue is empty; then
+// it frees its round trip's place.
 func (b *batcher) run(batch []*pending) {
 	for batch != nil {
-		deadline := batch[0].deadline
-		for _, p := range batch[1:] {
-			if p.deadline.Before(deadline) {
-				deadline = p.deadline
-			}
-		}
-		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		ctx := batch[0].flight.ctx
 		if b.pipelined {
 			b.lim.evalPipelined(ctx, batch)
 		} else {
 			b.lim.evalBatch(ctx, batch)
 		}
-		cancel()
 		for _, p := range batch {
 			close(p.done)
 		}
@@ -175,7 +194,7 @@ func (r *Limiter) evalBatch(ctx context.Context, batch []*pending) {
 	for _, p := range batch {
 		args, nums = appendCall(args, nums, r, p.now, p.reqs, p.idx, nil)
 	}
-	res, err := r.eval(ctx, false, s, finishArgs(args, modeDecide, nums))
+	res, err := s.run(ctx, r.client, finishArgs(args, modeDecide, nums))
 	for _, p := range batch {
 		if err != nil {
 			p.err = err
@@ -203,8 +222,9 @@ func (r *Limiter) evalPipelined(ctx context.Context, batch []*pending) {
 	for i, p := range batch {
 		res, err := cmds[i].Int64Slice()
 		if err != nil && isNoScript(err) {
-			p.committed, p.err = r.evalGroup(ctx, false, modeDecide, p.now, p.reqs, p.idx, p.vs, nil)
-			continue
+			s := scriptFor(p.reqs, p.idx)
+			args, nums := appendCall(s.scriptArgs(len(p.idx)), nil, r, p.now, p.reqs, p.idx, nil)
+			res, err = s.run(ctx, r.client, finishArgs(args, modeDecide, nums))
 		}
 		if err != nil {
 			p.err = err

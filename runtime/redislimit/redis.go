@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,17 +41,6 @@ type Limiter struct {
 	cfg      config
 	fallback runtime.Limiter
 	breaker  breaker
-	// scripter runs the scripts: the client itself, or a copy of it whose
-	// read and write timeouts are the limiter's timeout.
-	scripter doer
-	// boundedByClient is true when scripter itself gives up by the
-	// decision's deadline; otherwise eval waits on a goroutine so that the
-	// timeout holds whatever the client's read timeout is.
-	boundedByClient bool
-	// boundedByTimeout is true when scripter gives up by the limiter's
-	// timeout rather than by the context's deadline, so that an earlier
-	// caller deadline needs eval's goroutine.
-	boundedByTimeout bool
 	// batch lets concurrent decisions share round trips; nil without
 	// batching.
 	batch *batcher
@@ -85,22 +73,6 @@ func New(c redis.UniversalClient, opts ...Option) *Limiter {
 	r.breaker.interval = cfg.retryInterval
 	if cfg.batching {
 		r.batch = newBatcher(r)
-	}
-	r.scripter = c
-	switch c := c.(type) {
-	case *redis.Client:
-		// A copy sharing c's connections, with the limiter's timeout as
-		// its read and write timeouts: a hung server is abandoned on time
-		// without a goroutine per decision, and c's own settings stay as
-		// the caller made them. The pool wait and dialing follow the
-		// decision's context either way.
-		r.boundedByClient = true
-		if !c.Options().ContextTimeoutEnabled {
-			r.scripter = c.WithTimeout(cfg.timeout)
-			r.boundedByTimeout = true
-		}
-	case *redis.ClusterClient:
-		r.boundedByClient = c.Options().ContextTimeoutEnabled
 	}
 	return r
 }
@@ -191,7 +163,14 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	}
 	// Anything else, the caller's deadline passing included, is Redis not
 	// deciding in time: the policy answers, so that a caller with a short
-	// deadline is protected by the breaker like any other.
+	// deadline is protected like any other. The breaker opens only on
+	// evidence about Redis, which a wait that this process's own pause
+	// cut short is not.
+	var silent *errSilent
+	if errors.As(err, &silent) && silent.paused {
+		r.breaker.release(probe)
+		return r.degrade(context.WithoutCancel(ctx), reqs, err)
+	}
 	trip := tripsBreaker(err)
 	r.breaker.record(time.Now(), trip, probe)
 	if trip {
@@ -269,40 +248,26 @@ func (r *Limiter) reloadTopology() {
 	}
 }
 
-// run asks Redis for the decision, within the limiter's timeout or the
-// caller's deadline, whichever comes first.
+// run asks Redis for the decision, waiting as long as w allows.
 func (r *Limiter) run(ctx context.Context, reqs []runtime.Request, vs []verdict) (committed bool, err error) {
-	budget := r.cfg.timeout
-	callerFirst := false
-	if dl, ok := ctx.Deadline(); ok {
-		if left := time.Until(dl); left < budget {
-			budget, callerFirst = left, true
-		}
-	}
-	deadline := time.Now().Add(r.cfg.timeout)
+	w := newWait(ctx, r.cfg.timeout)
 	now := int64(-1)
 	if r.cfg.clock != nil {
 		now = r.cfg.clock().UnixMicro()
 	}
 	groups := r.groups(reqs)
 	if len(groups) == 1 && r.batch != nil {
-		// The batcher bounds the wait by deadline itself: a decision
-		// that waits for a batch needs no timer of its own.
-		committed, err = r.batch.decide(ctx, deadline, callerFirst, now, reqs, groups[0], vs)
-		return committed, timeoutError(err, budget, callerFirst)
+		return r.batch.decide(ctx, w, now, reqs, groups[0], vs)
 	}
-	ctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
 	if len(groups) == 1 {
-		committed, err = r.evalGroup(ctx, callerFirst, modeDecide, now, reqs, groups[0], vs, nil)
-		return committed, timeoutError(err, budget, callerFirst)
+		return r.evalGroup(ctx, w, modeDecide, now, reqs, groups[0], vs, nil)
 	}
 	receipts := make([]int64, len(reqs))
 	for gi, g := range groups {
-		committed, err := r.evalGroup(ctx, callerFirst, modeDecide, now, reqs, g, vs, receipts)
+		committed, err := r.evalGroup(ctx, w, modeDecide, now, reqs, g, vs, receipts)
 		if err != nil {
 			r.refund(ctx, reqs, groups[:gi], receipts)
-			return false, timeoutError(err, budget, callerFirst)
+			return false, err
 		}
 		if !committed {
 			r.refund(ctx, reqs, groups[:gi], receipts)
@@ -311,25 +276,13 @@ func (r *Limiter) run(ctx context.Context, reqs []runtime.Request, vs []verdict)
 			// undone commit, and the later slots were never asked.
 			for j, other := range groups {
 				if j != gi {
-					_, _ = r.evalGroup(ctx, callerFirst, modeCheck, now, reqs, other, vs, receipts)
+					_, _ = r.evalGroup(ctx, w, modeCheck, now, reqs, other, vs, receipts)
 				}
 			}
 			return false, nil
 		}
 	}
 	return true, nil
-}
-
-// timeoutError says whose deadline passed when err is a timeout.
-func timeoutError(err error, budget time.Duration, callerFirst bool) error {
-	if err == nil || !isTimeout(err) {
-		return err
-	}
-	whose := "the limiter's timeout"
-	if callerFirst {
-		whose = "the caller's deadline"
-	}
-	return fmt.Errorf("no answer within %v (%s): %w", budget.Round(time.Microsecond), whose, err)
 }
 
 // groups splits reqs (by index) into the sets one script may decide
@@ -379,14 +332,14 @@ var (
 )
 
 // evalGroup runs the script in mode ("a" decide, "c" check only) for the
-// requests at idx, filling their verdicts and receipts. It reports whether
-// the group's admissions were recorded. callerFirst says ctx's deadline is
-// the caller's, earlier than the limiter's timeout.
-func (r *Limiter) evalGroup(ctx context.Context, callerFirst bool, mode any, now int64, reqs []runtime.Request, idx []int, vs []verdict, receipts []int64) (bool, error) {
+// requests at idx, waiting for the reply as long as w allows, and fills
+// their verdicts and receipts. It reports whether the group's admissions
+// were recorded.
+func (r *Limiter) evalGroup(ctx context.Context, w *wait, mode any, now int64, reqs []runtime.Request, idx []int, vs []verdict, receipts []int64) (bool, error) {
 	s := scriptFor(reqs, idx)
 	var buf [128]byte
 	args, nums := appendCall(s.scriptArgs(len(idx)), buf[:0], r, now, reqs, idx, nil)
-	res, err := r.eval(ctx, callerFirst, s, finishArgs(args, mode, nums))
+	res, err := r.eval(ctx, w, s, finishArgs(args, mode, nums))
 	if err != nil {
 		return false, err
 	}
@@ -419,13 +372,12 @@ func (r *Limiter) refund(ctx context.Context, reqs []runtime.Request, groups [][
 	if len(groups) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.timeout)
-	defer cancel()
+	ctx = context.WithoutCancel(ctx)
 	for _, idx := range groups {
 		s := scriptFor(reqs, idx)
 		args, nums := appendCall(s.scriptArgs(len(idx)+1), nil, r, -1, reqs, idx, receipts)
 		args = append(args, r.refundMarker(reqs[idx[0]].Key))
-		_, _ = r.eval(ctx, false, s, finishArgs(args, modeRefund, nums))
+		_, _ = r.eval(ctx, newWait(ctx, r.cfg.timeout), s, finishArgs(args, modeRefund, nums))
 	}
 }
 
@@ -480,38 +432,32 @@ func (r *Limiter) storageKey(l runtime.Limit, key string) string {
 	return string(appendStorageKey(stack[:0], r.cfg.prefix, algoSpecs[algorithmOf(l)].tag, l.Name, key))
 }
 
-// eval runs the script command args, returning by ctx's deadline even when
-// the client would wait longer for a reply: a ClusterClient's ReadTimeout
-// (3s by default) applies unless ContextTimeoutEnabled is set, and a plain
-// client's copy waits for the limiter's timeout, which callerFirst says is
-// later than ctx's deadline. An abandoned call may still be recorded when
-// Redis answers late; that over-counts, never over-admits.
-func (r *Limiter) eval(ctx context.Context, callerFirst bool, s *script, args []any) ([]int64, error) {
-	if r.boundedByClient && !(callerFirst && r.boundedByTimeout) {
-		return s.run(ctx, r.scripter, args)
-	}
-	type reply struct {
-		res []int64
-		err error
-	}
-	ch := make(chan reply, 1)
+// eval runs the script command args on a goroutine of its own and waits
+// for its reply as long as w allows. The command itself is bounded only by
+// the client's own read and write timeouts: a reply that arrives while this
+// process is paused is still read when it resumes, and decides. An
+// abandoned call may still be recorded when Redis answers late; that
+// over-counts, never over-admits.
+func (r *Limiter) eval(ctx context.Context, w *wait, s *script, args []any) ([]int64, error) {
+	rt := &roundTrip{done: make(chan struct{})}
+	f := newFlight(ctx, 1)
 	go func() {
-		res, err := s.run(ctx, r.scripter, args)
-		ch <- reply{res, err}
+		rt.res, rt.err = s.run(f.ctx, r.client, args)
+		close(rt.done)
 	}()
-	select {
-	case rep := <-ch:
-		return rep.res, rep.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	err := w.until(ctx, rt.done)
+	f.leave()
+	if err != nil {
+		return nil, err
 	}
+	return rt.res, rt.err
 }
 
-// isTimeout reports whether err is the decision's deadline passing, either
-// as the context's error or as a connection's read or write timeout.
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+// roundTrip is one command's reply, complete once done is closed.
+type roundTrip struct {
+	res  []int64
+	err  error
+	done chan struct{}
 }
 
 // tripsBreaker reports whether err suggests Redis itself cannot decide, as

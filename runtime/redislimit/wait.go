@@ -1,0 +1,151 @@
+package redislimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	goruntime "runtime"
+	"time"
+)
+
+// A wait bounds how long one decision waits for Redis, counting only the
+// time this process could run. A deadline read off the process's own clock
+// also passes while the process is paused (SIGSTOP, a CPU quota, a long
+// stop of the world) or while the goroutine that reads Redis's reply waits
+// behind others for a processor; the reply is then there, unread, and
+// taking the deadline for an outage would hand a decision Redis made to the
+// failure policy. So the wait wakes a few times per budget, lets every
+// goroutine already runnable (the reply's reader among them) go first, and
+// does not count what it was late: that time was the process's, not
+// Redis's.
+//
+// Two bounds of wall-clock time remain: the caller's deadline, which ends
+// the wait whatever the process's state, and maxStallFactor times the
+// limiter's timeout, so that a process starved without respite still gets
+// the policy's answer when Redis is silent too.
+type wait struct {
+	start time.Time
+	// end is when Redis's silence becomes an outage: start plus the
+	// budget, plus the time the process lost.
+	end time.Time
+	// hard is the caller's deadline, or start plus maxStallFactor times
+	// the limiter's timeout, whichever is first.
+	hard time.Time
+	// callerFirst says the caller's deadline is earlier than the
+	// limiter's timeout, and so is the budget; callerHard says it is the
+	// hard bound.
+	callerFirst, callerHard bool
+	budget                  time.Duration
+	lost                    time.Duration
+	// last is when the wait last woke, or started.
+	last time.Time
+}
+
+const (
+	// wakesPerBudget is how often a wait wakes within its budget: often
+	// enough that a pause is seen as such, rarely enough to cost nothing
+	// beside a round trip.
+	wakesPerBudget = 4
+	// maxStallFactor times the limiter's timeout is the longest a
+	// decision waits in wall-clock time without a caller's deadline.
+	maxStallFactor = 10
+)
+
+// newWait starts a wait of the limiter's timeout, or until ctx's deadline
+// when that comes first.
+func newWait(ctx context.Context, timeout time.Duration) *wait {
+	now := time.Now()
+	w := &wait{start: now, last: now, budget: timeout, hard: now.Add(maxStallFactor * timeout)}
+	if dl, ok := ctx.Deadline(); ok && dl.Before(w.hard) {
+		w.hard, w.callerHard = dl, true
+		if dl.Before(now.Add(timeout)) {
+			w.budget, w.callerFirst = max(dl.Sub(now), 0), true
+		}
+	}
+	w.end = now.Add(w.budget)
+	return w
+}
+
+// errSilent is a wait ending without a reply. Unless paused, Redis did not
+// answer within the budget while this process ran: evidence about Redis.
+// paused says the process itself lost half the budget or more before the
+// caller's deadline (or the hard bound) ended the wait: no evidence.
+type errSilent struct {
+	w      *wait
+	paused bool
+}
+
+func (e *errSilent) Error() string {
+	whose := "the limiter's timeout"
+	if e.w.callerHard && !e.w.end.Before(e.w.hard) {
+		whose = "the caller's deadline"
+	}
+	msg := fmt.Sprintf("no answer within %v (%s)", e.w.budget.Round(time.Microsecond), whose)
+	if e.paused {
+		msg += fmt.Sprintf(", %v of it lost to this process being paused or starved of CPU", e.w.lost.Round(time.Millisecond))
+	}
+	return msg
+}
+
+func (e *errSilent) Unwrap() error { return context.DeadlineExceeded }
+
+// until waits for done, or for the wait to end. It returns nil when done
+// closed, ctx's error when ctx was cancelled, and an *errSilent otherwise.
+func (w *wait) until(ctx context.Context, done <-chan struct{}) error {
+	select {
+	case <-done:
+		return nil
+	default:
+	}
+	t := time.NewTimer(w.next(w.last))
+	defer t.Stop()
+	for {
+		expected := w.next(w.last)
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return ctx.Err()
+			}
+			// The caller's deadline: judged below, as a wake.
+		case <-t.C:
+		}
+		// Goroutines that became runnable before this one, such as the
+		// reader of a reply that has arrived, run first.
+		goruntime.Gosched()
+		select {
+		case <-done:
+			return nil
+		default:
+		}
+		now := time.Now()
+		if late := now.Sub(w.last) - expected; late > w.period() {
+			// More than a period late: the process was stopped or
+			// throttled. Less is the scheduler's noise on a busy machine,
+			// and counts as waiting.
+			w.lost += late
+			w.end = w.end.Add(late)
+		}
+		w.last = now
+		switch {
+		case !now.Before(w.hard):
+			return &errSilent{w: w, paused: 2*w.lost >= w.budget}
+		case !now.Before(w.end):
+			return &errSilent{w: w}
+		}
+		t.Reset(w.next(now))
+	}
+}
+
+// next returns how long to sleep from now until the next wake: a
+// fraction of the budget, but never past the end or the hard bound.
+func (w *wait) next(now time.Time) time.Duration {
+	d := min(w.period(), w.end.Sub(now), w.hard.Sub(now))
+	return max(d, 0)
+}
+
+// period is the time between wakes.
+func (w *wait) period() time.Duration {
+	return max(w.budget/wakesPerBudget, time.Millisecond)
+}

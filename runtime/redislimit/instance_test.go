@@ -1,0 +1,343 @@
+package redislimit
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
+	"github.com/ratelimitgen/ratelimitgen/runtime"
+)
+
+// Some tests need app instances whose whole process is frozen or starved
+// of CPU while Redis stays healthy, as a paused VM, a stop-the-world or a
+// throttled container would do. Goroutines cannot be frozen from within, so
+// such an instance is this test binary started again with instanceEnv set:
+// TestMain then runs the instance program below instead of the tests.
+//
+// The protocol, on the instance's stdin and stdout: the instance connects
+// and writes "ready"; the parent may then freeze it or limit its CPU, and
+// writes "go"; the instance decides until its stdin closes (or
+// instanceMaxRun passes, should the parent vanish), then writes one JSON
+// instanceReport and exits.
+
+// instanceEnv holds the JSON instanceConfig of an instance program.
+const instanceEnv = "REDISLIMIT_TEST_INSTANCE"
+
+// instanceMaxRun ends an instance whose parent never closes its stdin.
+const instanceMaxRun = 2 * time.Minute
+
+func TestMain(m *testing.M) {
+	if cfg := os.Getenv(instanceEnv); cfg != "" {
+		os.Exit(runInstance(cfg))
+	}
+	os.Exit(m.Run())
+}
+
+// instanceConfig is what one instance decides.
+type instanceConfig struct {
+	// Addr is the redis-server's address.
+	Addr string
+	// Name, Window and Max are the limit.
+	Name   string
+	Window time.Duration
+	Max    int
+	// Every instance walks the same keys, 0, 1, 2, ..., deciding each
+	// Attempts times (concurrently, from different goroutines) before the
+	// next, so that the instances contend for every key they share.
+	Attempts   int
+	Goroutines int
+	// MaxKeys bounds the walk, and the report.
+	MaxKeys int
+}
+
+// instanceReport is what one instance saw.
+type instanceReport struct {
+	// Admitted[k] is how many of its decisions on key k were admissions.
+	Admitted []byte
+	// Sources counts decisions by their Decisions.Source.
+	Sources map[string]int64
+	// Degraded counts WithOnDegraded events; Causes holds the first few
+	// distinct errors they carried.
+	Degraded int64
+	Causes   []string
+	// Errors counts decisions that returned an error; FirstError is one.
+	Errors     int64
+	FirstError string
+}
+
+// instanceKey is the key of index k.
+func instanceKey(k int) string { return fmt.Sprintf("fresh-%d@example.com", k) }
+
+// runInstance is the instance program; it returns the exit code.
+func runInstance(cfgJSON string) int {
+	var cfg instanceConfig
+	if err := json.Unmarshal([]byte(cfgJSON), &cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "instance: bad %s: %v\n", instanceEnv, err)
+		return 2
+	}
+	client := redis.NewClient(&redis.Options{Addr: cfg.Addr})
+	defer client.Close()
+	if err := client.Ping(context.Background()).Err(); err != nil {
+		fmt.Fprintf(os.Stderr, "instance: PING %s: %v\n", cfg.Addr, err)
+		return 2
+	}
+	var (
+		degraded atomic.Int64
+		causesMu sync.Mutex
+		causes   = map[string]bool{}
+		report   instanceReport
+	)
+	lim := New(client, WithOnDegraded(func(ev DegradedEvent) {
+		degraded.Add(1)
+		causesMu.Lock()
+		defer causesMu.Unlock()
+		if msg := fmt.Sprint(ev.Err); !causes[msg] && len(causes) < 5 {
+			causes[msg] = true
+			report.Causes = append(report.Causes, msg)
+		}
+	}))
+	l := runtime.Limit{Name: cfg.Name, Window: cfg.Window, Max: cfg.Max}
+
+	fmt.Println("ready")
+	in := bufio.NewReader(os.Stdin)
+	if line, err := in.ReadString('\n'); err != nil || line != "go\n" {
+		fmt.Fprintf(os.Stderr, "instance: expected go on stdin, got %q (%v)\n", line, err)
+		return 2
+	}
+	stop := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, in)
+		close(stop)
+	}()
+	timeout := time.NewTimer(instanceMaxRun)
+	defer timeout.Stop()
+
+	var (
+		next     atomic.Int64
+		admitted = make([]atomic.Int32, cfg.MaxKeys)
+		sources  [runtime.SourceFailOpen + 1]atomic.Int64
+		errs     atomic.Int64
+		firstErr atomic.Value
+		wg       sync.WaitGroup
+		done     = make(chan struct{})
+	)
+	for range cfg.Goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				k := int(next.Add(1)-1) / cfg.Attempts
+				if k >= cfg.MaxKeys {
+					return
+				}
+				ds, err := lim.Decide(context.Background(), runtime.Request{Limit: l, Key: instanceKey(k)})
+				if err != nil {
+					errs.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+					continue
+				}
+				if int(ds.Source) < len(sources) {
+					sources[ds.Source].Add(1)
+				}
+				if ds.Allowed {
+					admitted[k].Add(1)
+				}
+			}
+		}()
+	}
+	select {
+	case <-stop:
+	case <-timeout.C:
+	}
+	close(done)
+	wg.Wait()
+
+	walked := min(int(next.Load())/cfg.Attempts+1, cfg.MaxKeys)
+	report.Admitted = make([]byte, walked)
+	for k := range report.Admitted {
+		report.Admitted[k] = byte(admitted[k].Load())
+	}
+	report.Sources = map[string]int64{}
+	for s := range sources {
+		report.Sources[runtime.Source(s).String()] = sources[s].Load()
+	}
+	report.Degraded = degraded.Load()
+	report.Errors = errs.Load()
+	if e, ok := firstErr.Load().(string); ok {
+		report.FirstError = e
+	}
+	causesMu.Lock()
+	defer causesMu.Unlock()
+	if err := json.NewEncoder(os.Stdout).Encode(report); err != nil {
+		fmt.Fprintf(os.Stderr, "instance: writing the report: %v\n", err)
+		return 2
+	}
+	return 0
+}
+
+// Bounds for waiting on an instance; they only decide when to give up.
+const (
+	instanceStartBound  = 30 * time.Second
+	instanceReportBound = 60 * time.Second
+)
+
+// instance is a running instance program, seen from the test.
+type instance struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  chan string // its stdout, line by line
+	stderr *syncBuffer
+	done   chan struct{} // closed once it has exited and been reaped
+	err    error         // cmd.Wait's, once done is closed
+}
+
+// startInstance starts an instance program deciding per cfg and waits until
+// it is ready. t.Cleanup resumes it (it may be frozen) and kills it.
+func startInstance(t *testing.T, cfg instanceConfig) *instance {
+	t.Helper()
+	cfgJSON, err := json.Marshal(cfg)
+	require.NoError(t, err)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), instanceEnv+"="+string(cfgJSON))
+	in := &instance{cmd: cmd, lines: make(chan string, 4), stderr: &syncBuffer{}, done: make(chan struct{})}
+	cmd.Stderr = in.stderr
+	in.stdin, err = cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, redistest.StartProcess(cmd))
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			in.lines <- sc.Text()
+		}
+		close(in.lines)
+		in.err = cmd.Wait()
+		close(in.done)
+	}()
+	t.Cleanup(func() {
+		// A frozen process dies of SIGKILL too, but resuming first leaves
+		// nothing stopped should the kill fail.
+		_ = redistest.ResumeProcess(cmd.Process)
+		_ = cmd.Process.Kill()
+		select {
+		case <-in.done:
+		case <-time.After(instanceReportBound):
+			t.Errorf("instance %d did not exit after SIGKILL", cmd.Process.Pid)
+		}
+	})
+	if line := in.line(t, instanceStartBound); line != "ready" {
+		t.Fatalf("instance %d: expected ready, got %q\nstderr:\n%s", cmd.Process.Pid, line, in.stderr.String())
+	}
+	return in
+}
+
+// line returns the instance's next line of output.
+func (in *instance) line(t *testing.T, bound time.Duration) string {
+	t.Helper()
+	select {
+	case line, ok := <-in.lines:
+		if !ok {
+			<-in.done
+			t.Fatalf("instance %d exited (%v) without a word\nstderr:\n%s", in.cmd.Process.Pid, in.err, in.stderr.String())
+		}
+		return line
+	case <-time.After(bound):
+		t.Fatalf("instance %d said nothing within %v\nstderr:\n%s", in.cmd.Process.Pid, bound, in.stderr.String())
+	}
+	return ""
+}
+
+// start lets the instance decide.
+func (in *instance) start(t *testing.T) {
+	t.Helper()
+	_, err := io.WriteString(in.stdin, "go\n")
+	require.NoError(t, err)
+}
+
+// finishInstances stops the instances' decisions, all at once, and returns
+// their reports, once each has exited cleanly (a data race it found, for
+// one, makes it fail).
+func finishInstances(t *testing.T, instances []*instance) []instanceReport {
+	t.Helper()
+	for _, in := range instances {
+		require.NoError(t, in.stdin.Close())
+	}
+	var reports []instanceReport
+	for _, in := range instances {
+		line := in.line(t, instanceReportBound)
+		select {
+		case <-in.done:
+		case <-time.After(instanceReportBound):
+			t.Fatalf("instance %d did not exit after its report", in.cmd.Process.Pid)
+		}
+		require.NoError(t, in.err, "instance %d; stderr:\n%s", in.cmd.Process.Pid, in.stderr.String())
+		var rep instanceReport
+		require.NoError(t, json.Unmarshal([]byte(line), &rep), "instance %d's report", in.cmd.Process.Pid)
+		reports = append(reports, rep)
+	}
+	return reports
+}
+
+// auditInstances checks the instances' reports: with Redis healthy all
+// along, no key may be admitted more than cfg.Max times across them all,
+// and Redis, or the deny cache, must have made every decision.
+func auditInstances(t *testing.T, cfg instanceConfig, reports []instanceReport) {
+	t.Helper()
+	var totals []int
+	sources := map[string]int64{}
+	var decisions, admissions, degraded, errs int64
+	for i, rep := range reports {
+		for k, n := range rep.Admitted {
+			if k == len(totals) {
+				totals = append(totals, 0)
+			}
+			totals[k] += int(n)
+			admissions += int64(n)
+		}
+		for s, n := range rep.Sources {
+			sources[s] += n
+			decisions += n
+		}
+		degraded += rep.Degraded
+		errs += rep.Errors
+		t.Logf("instance %d: %d keys, sources %v, %d degraded events %q, %d errors %q",
+			i, len(rep.Admitted), rep.Sources, rep.Degraded, rep.Causes, rep.Errors, rep.FirstError)
+	}
+	over, worst := 0, 0
+	for _, n := range totals {
+		if n > cfg.Max {
+			over++
+		}
+		worst = max(worst, n)
+	}
+	t.Logf("%d instances x %d goroutines, %d attempts per key per instance, Max %d per %v: %d keys, %d decisions, %d admissions; %d keys admitted more than Max (worst %d); sources %v; %d degraded events; %d errors",
+		len(reports), cfg.Goroutines, cfg.Attempts, cfg.Max, cfg.Window, len(totals), decisions, admissions, over, worst, sources, degraded, errs)
+
+	require.Zero(t, errs, "FailLocal never returns an error")
+	for i, rep := range reports {
+		require.Positive(t, rep.Sources[runtime.SourceStore.String()], "instance %d: Redis decided nothing", i)
+	}
+	require.Zero(t, over, "keys admitted more than Max across the instances (worst %d)", worst)
+	require.Zero(t, sources[runtime.SourceFallback.String()]+sources[runtime.SourceFailOpen.String()],
+		"decisions taken from Redis although it was healthy all along: the app's own stall was taken for Redis's")
+	require.Zero(t, degraded, "degraded events although Redis was healthy all along")
+}

@@ -1,0 +1,137 @@
+package redislimit
+
+import (
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
+)
+
+// A stalled app is not a stalled Redis. These tests run app instances in
+// processes of their own, with the limiter's defaults (FailLocal, a 100ms
+// timeout, batching and the deny cache), against a redis-server that stays
+// healthy throughout, and stall the instances themselves: frozen with
+// SIGSTOP for longer than the timeout, or held to a small CPU quota. A
+// decision whose deadline passes while its own process was not running has
+// learnt nothing about Redis; were it taken for an outage, the breaker
+// would send the instance's decisions to its in-memory fallback, where each
+// instance admits Max on its own. The instances walk the same fresh keys,
+// at Max 3 per hour and 4 attempts per key and instance, so every such
+// decision shows up in the audit as a key admitted more than Max, or as a
+// decision whose source is not Redis.
+
+// stalledConfig is what each instance decides.
+func stalledConfig(srv *redistest.Server) instanceConfig {
+	return instanceConfig{
+		Addr:       srv.Addr(),
+		Name:       "Stalled.Fresh",
+		Window:     time.Hour,
+		Max:        3,
+		Attempts:   4,
+		Goroutines: 16,
+		MaxKeys:    1 << 21,
+	}
+}
+
+const (
+	stalledInstances = 3
+	// pauses per instance, each longer than the limiter's 100ms timeout,
+	// after a gap drawn from [pauseGapMin, pauseGapMin+pauseGapSpread).
+	pausesPerInstance = 10
+	pauseLength       = 150 * time.Millisecond
+	pauseGapMin       = 100 * time.Millisecond
+	pauseGapSpread    = 200 * time.Millisecond
+)
+
+// TestPausedInstancesNeverOverAdmit freezes each instance with SIGSTOP for
+// 150ms at a time, at offsets of its own, while they decide.
+func TestPausedInstancesNeverOverAdmit(t *testing.T) {
+	srv := redistest.StartServer(t)
+	cfg := stalledConfig(srv)
+	var instances []*instance
+	for range stalledInstances {
+		instances = append(instances, startInstance(t, cfg))
+	}
+	for _, in := range instances {
+		in.start(t)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, stalledInstances)
+	for _, in := range instances {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range pausesPerInstance {
+				time.Sleep(pauseGapMin + rand.N(pauseGapSpread))
+				if err := redistest.PauseProcess(in.cmd.Process); err != nil {
+					errs <- err
+					return
+				}
+				time.Sleep(pauseLength)
+				// Never left frozen: the report needs the instance running.
+				if err := redistest.ResumeProcess(in.cmd.Process); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err, "pausing an instance")
+	}
+	reports := finishInstances(t, instances)
+	t.Logf("each instance frozen %d times for %v", pausesPerInstance, pauseLength)
+	auditInstances(t, cfg, reports)
+}
+
+// CPU quota of the starved instances: each may run 20ms of every 200ms, so
+// once its quota is spent it waits up to 180ms, longer than the limiter's
+// timeout, for the next period.
+const (
+	starvedQuota  = 20 * time.Millisecond
+	starvedPeriod = 200 * time.Millisecond
+	starvedRun    = 4 * time.Second
+)
+
+// TestCPUStarvedInstancesNeverOverAdmit holds each instance to a CPU quota
+// of its own (a cgroup, as a container's CPU limit) while they decide. It
+// needs root and a cgroup hierarchy with the cpu controller; elsewhere it
+// says why and checks nothing (TestPausedInstancesNeverOverAdmit stalls
+// instances everywhere).
+func TestCPUStarvedInstancesNeverOverAdmit(t *testing.T) {
+	var quotas []*redistest.CPUQuota
+	for range stalledInstances {
+		q, err := redistest.NewCPUQuota(t, starvedQuota, starvedPeriod)
+		if err != nil {
+			t.Logf("not run: this machine does not let the test limit a process's CPU: %v", err)
+			return
+		}
+		quotas = append(quotas, q)
+	}
+	srv := redistest.StartServer(t)
+	cfg := stalledConfig(srv)
+	var instances []*instance
+	for i := range stalledInstances {
+		in := startInstance(t, cfg)
+		require.NoError(t, quotas[i].Add(in.cmd.Process.Pid))
+		instances = append(instances, in)
+	}
+	for _, in := range instances {
+		in.start(t)
+	}
+	time.Sleep(starvedRun)
+	reports := finishInstances(t, instances)
+	for i, q := range quotas {
+		periods, throttled, err := q.Throttled()
+		require.NoError(t, err)
+		t.Logf("instance %d: throttled in %d of %d periods of %v (quota %v)", i, throttled, periods, starvedPeriod, starvedQuota)
+		require.Positive(t, throttled, "instance %d never used up its CPU quota: the test starved nothing", i)
+	}
+	auditInstances(t, cfg, reports)
+}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -171,11 +172,13 @@ func (b *batcher) take() []*pending {
 func (b *batcher) run(batch []*pending) {
 	for batch != nil {
 		ctx := batch[0].flight.ctx
+		sent := time.Now()
 		if b.pipelined {
 			b.lim.evalPipelined(ctx, batch)
 		} else {
 			b.lim.evalBatch(ctx, batch)
 		}
+		b.lim.noteAnswer(sent, batch[0].err)
 		for _, p := range batch {
 			close(p.done)
 		}

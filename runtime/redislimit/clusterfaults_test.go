@@ -17,7 +17,8 @@ import (
 // than the cluster's node timeout, so no failover starts) and decides that
 // key with a caller deadline far shorter than the limiter's timeout: the
 // decision must come back by about the caller's deadline with the policy's
-// answer, reported, and open the breaker.
+// answer, reported, and the check of Redis that follows must open the
+// breaker, releasing a caller without a deadline that waits meanwhile.
 func testClusterCallerDeadline(t *testing.T, c *redistest.Cluster, client *redis.ClusterClient) {
 	events := &degradedLog{}
 	lim := New(client, WithFailurePolicy(FailOpen), WithTimeout(time.Minute),
@@ -30,12 +31,17 @@ func testClusterCallerDeadline(t *testing.T, c *redistest.Cluster, client *redis
 
 	master := c.MasterFor(t, storageKeyOf(l, key))
 	master.Pause(t)
+	paused := true
+	defer func() {
+		if paused {
+			master.Resume(t)
+		}
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	d, err = lim.Allow(ctx, l, key)
 	blocked := time.Since(start)
-	master.Resume(t)
 	t.Logf("blocked %v with a caller deadline of 50ms", blocked)
 	require.Less(t, blocked, hungCallBound, "the decision waited for the limiter's timeout, not the caller's deadline")
 	require.NoError(t, err)
@@ -44,9 +50,20 @@ func testClusterCallerDeadline(t *testing.T, c *redistest.Cluster, client *redis
 	require.Len(t, evs, 1)
 	require.Contains(t, evs[0].Err.Error(), "the caller's deadline")
 
-	_, err = lim.Allow(context.Background(), l, key)
+	done := make(chan error, 1)
+	go func() {
+		_, err := lim.Allow(context.Background(), l, key)
+		done <- err
+	}()
+	select {
+	case err = <-done:
+	case <-time.After(hungCallBound):
+		t.Fatalf("the breaker did not open: a call without a deadline waited for the frozen master")
+	}
+	master.Resume(t)
+	paused = false
 	require.NoError(t, err)
-	require.ErrorIs(t, events.since(1)[0].Err, ErrCircuitOpen, "the missed deadline opened the breaker")
+	require.ErrorIs(t, events.since(1)[0].Err, ErrCircuitOpen, "the check of the frozen master opened the breaker")
 }
 
 // testClusterEvictionPolicy gives one master an evicting policy and checks

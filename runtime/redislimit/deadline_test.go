@@ -39,7 +39,9 @@ func TestCallerDeadlineGetsThePolicysAnswer(t *testing.T) {
 				events := &degradedLog{}
 				lim := New(client, WithFailurePolicy(policy), WithTimeout(limiterTimeout),
 					WithRetryInterval(time.Hour), WithOnDegraded(events.record))
-				l := runtime.Limit{Name: "deadline." + policy.String(), Window: time.Minute, Max: 3}
+				// A name per subtest: a call sent while Redis is frozen is
+				// recorded when it resumes.
+				l := runtime.Limit{Name: "deadline." + clientName + "." + policy.String(), Window: time.Minute, Max: 3}
 				d, err := lim.Allow(context.Background(), l, "k")
 				require.NoError(t, err)
 				require.True(t, d.Allowed, "a healthy Redis decides first")

@@ -16,7 +16,8 @@ type FailurePolicy int
 const (
 	// FailLocal decides with a local fallback Limiter (by default an
 	// in-memory limiter with the same semantics), so every app instance
-	// still enforces each limit on its own. It is the default.
+	// still enforces its share of each limit (see WithInstances). It is
+	// the default.
 	FailLocal FailurePolicy = iota
 	// FailOpen admits the call. Availability wins over protection.
 	FailOpen
@@ -83,6 +84,9 @@ type breaker struct {
 	// Redis is healthy.
 	openUntil atomic.Int64
 	probing   atomic.Bool
+	// tripped is closed when the breaker opens, so that the callers
+	// already waiting for Redis stop waiting too; nil until someone waits.
+	tripped atomic.Pointer[chan struct{}]
 }
 
 // allow reports whether this call may ask Redis, and whether it is the
@@ -98,11 +102,27 @@ func (b *breaker) allow(now time.Time) (ask, probe bool) {
 	return true, true
 }
 
+// opened returns a channel that is closed when the breaker next opens.
+func (b *breaker) opened() <-chan struct{} {
+	for {
+		if ch := b.tripped.Load(); ch != nil {
+			return *ch
+		}
+		ch := make(chan struct{})
+		if b.tripped.CompareAndSwap(nil, &ch) {
+			return ch
+		}
+	}
+}
+
 // record notes the outcome of a call that asked Redis, and reports whether
 // it closed the breaker: Redis answered after a failure.
 func (b *breaker) record(now time.Time, failed, probe bool) (recovered bool) {
 	if failed {
 		b.openUntil.Store(now.Add(b.interval).UnixNano())
+		if ch := b.tripped.Swap(nil); ch != nil {
+			close(*ch)
+		}
 	} else if b.openUntil.Load() != 0 {
 		recovered = b.openUntil.Swap(0) != 0
 	}

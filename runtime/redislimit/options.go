@@ -23,11 +23,12 @@ type config struct {
 	logger        *slog.Logger
 	batching      bool
 	denyCache     int
+	instances     int
 }
 
 const (
 	defaultPrefix        = "ratelimit:"
-	defaultTimeout       = 100 * time.Millisecond
+	defaultTimeout       = 500 * time.Millisecond
 	defaultRetryInterval = 500 * time.Millisecond
 	defaultDenyCache     = 1 << 20
 )
@@ -73,11 +74,17 @@ func WithPrefix(p string) Option {
 	return func(c *config) { c.prefix = sanitizePrefix(p) }
 }
 
-// WithTimeout bounds how long one decision may wait for Redis (default
-// 100ms). When it elapses, or the caller's context deadline passes first,
-// the decision follows the FailurePolicy and counts as a Redis failure for
-// WithRetryInterval, so a dead or slow Redis never holds a caller longer
-// than d or its own deadline. A d <= 0 keeps the default.
+// WithTimeout bounds how long one decision waits for Redis (default
+// 500ms), counting only the time this process could run: a pause of the
+// process (SIGSTOP, a CPU quota, a long stop of the world) does not count,
+// so a reply that arrives meanwhile still decides. The caller's deadline
+// ends the wait in any case, and no wait lasts longer than 10*d. When a
+// wait ends without a reply, that decision follows the FailurePolicy, and a
+// check of Redis itself decides whether the breaker opens (see
+// WithRetryInterval); callers still waiting are then released at once. The
+// default leaves room for a busy 2-core machine, where the goroutine that
+// reads a reply can run well after the timer that judges it. A d <= 0 keeps
+// the default.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {
@@ -93,13 +100,24 @@ func WithFailurePolicy(p FailurePolicy) Option {
 }
 
 // WithFallback sets the Limiter that FailLocal consults while Redis is
-// unavailable (default: a runtime.MemoryLimiter sharing this limiter's clock).
-// Each app instance then enforces Max on its own, so a fleet of n instances
-// admits up to (n+1)*Max in a window that an outage cuts in two: n*Max
-// locally plus what Redis admitted before. Pass a limiter with scaled-down
-// limits if that is too much.
+// unavailable (default: a runtime.MemoryLimiter sharing this limiter's
+// clock). It is asked with each limit's share (see WithInstances).
 func WithFallback(l runtime.Limiter) Option {
 	return func(c *config) { c.fallback = l }
+}
+
+// WithInstances says how many limiters (app instances) share the store, n
+// >= 1. While Redis is unavailable, FailLocal's fallback decides each limit
+// with Max, and Burst when set, divided by n, rounded down, at least 1: in
+// a window that an outage cuts in two, the fleet admits at most
+// Max + n*max(1, Max/n), which is at most 2*Max when n <= Max. A call whose
+// cost exceeds its share is denied.
+//
+// Without it, each limiter stamps its id in Redis (one small script every
+// 10s, in the key prefix+"instances") and counts the limiters of the same
+// prefix seen within 30s; until it has read a count, n is 1.
+func WithInstances(n int) Option {
+	return func(c *config) { c.instances = max(0, n) }
 }
 
 // WithRetryInterval sets how long a Limiter stops asking Redis after a

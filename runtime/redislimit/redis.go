@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,6 +47,12 @@ type Limiter struct {
 	batch *batcher
 	// settings checks the server settings that put counts at risk.
 	settings configCheck
+	// peers counts the limiters sharing the store, for FailLocal's share.
+	peers *instances
+	// answered is when (UnixNano) the latest round trip Redis answered
+	// was sent; checking says a check of Redis itself is running.
+	answered atomic.Int64
+	checking atomic.Bool
 	// fallbackUsed says the fallback decided since it was last swept.
 	fallbackUsed atomic.Bool
 	// sweepAt is when (UnixNano) the fallback may next be swept; sweeping
@@ -58,7 +65,7 @@ type Limiter struct {
 
 // New returns a Limiter backed by c, which may be a *redis.Client, a
 // *redis.ClusterClient, a *redis.Ring or a failover client. The defaults
-// are: server time, prefix "ratelimit:", a 100ms timeout per decision, and
+// are: server time, prefix "ratelimit:", a 500ms timeout per decision (see WithTimeout), and
 // FailLocal with an in-memory fallback.
 func New(c redis.UniversalClient, opts ...Option) *Limiter {
 	cfg := newConfig(opts)
@@ -71,6 +78,7 @@ func New(c redis.UniversalClient, opts ...Option) *Limiter {
 		r.fallback = runtime.NewMemoryLimiter(memOpts...)
 	}
 	r.breaker.interval = cfg.retryInterval
+	r.peers = newInstances(cfg.prefix, cfg.instances)
 	if cfg.batching {
 		r.batch = newBatcher(r)
 	}
@@ -136,6 +144,10 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	}
 	asked, denied := r.deny.lookup(reqs, vs)
 	if denied {
+		// A caller answered from memory never blocks, and one that asks
+		// again at once would keep its processor from the goroutines that
+		// read Redis's replies, whose waits would then end unread.
+		goruntime.Gosched()
 		return runtime.Decisions{Source: runtime.SourceDenyCache}, nil
 	}
 	start := time.Now()
@@ -144,6 +156,7 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 		return r.degrade(ctx, reqs, ErrCircuitOpen)
 	}
 	r.settings.due(r, start, reqs[0].Limit)
+	r.peers.due(r.client, start)
 
 	committed, err := r.run(ctx, reqs, vs)
 	r.deny.remember(reqs, vs, committed, err, asked)
@@ -167,14 +180,23 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	// evidence about Redis, which a wait that this process's own pause
 	// cut short is not.
 	var silent *errSilent
-	if errors.As(err, &silent) && silent.paused {
+	switch {
+	case errors.Is(err, errTripped):
 		r.breaker.release(probe)
-		return r.degrade(context.WithoutCancel(ctx), reqs, err)
-	}
-	trip := tripsBreaker(err)
-	r.breaker.record(time.Now(), trip, probe)
-	if trip {
-		r.reloadTopology()
+	case errors.As(err, &silent) && (silent.paused || !probe):
+		// One wait that Redis left unanswered is not evidence of an
+		// outage: its reply may be unread in a process that is busy or
+		// was paused, or stuck behind a slow call. A check of Redis
+		// itself, as patient with this process's pauses as any wait,
+		// decides.
+		r.breaker.release(probe)
+		r.check(r.storageKey(reqs[0].Limit, reqs[0].Key), silent.w.budget)
+	default:
+		trip := tripsBreaker(err)
+		r.breaker.record(time.Now(), trip, probe)
+		if trip {
+			r.reloadTopology()
+		}
 	}
 	return r.degrade(context.WithoutCancel(ctx), reqs, err)
 }
@@ -196,9 +218,7 @@ func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, cause err
 		err = &unavailableError{limit: reqs[0].Limit, err: cause}
 	default:
 		r.fallbackUsed.Store(true)
-		// A copy, so that reqs, which the fallback could keep, stays on
-		// the caller's stack on the path that Redis decides.
-		ds, err = r.fallback.Decide(ctx, slices.Clone(reqs)...)
+		ds, err = r.decideShare(ctx, reqs)
 		ds.Source, ds.Cause = runtime.SourceFallback, cause
 		if err != nil {
 			err = &unavailableError{limit: reqs[0].Limit, err: fmt.Errorf("%v; the local fallback failed too: %w", cause, err)}
@@ -211,6 +231,81 @@ func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, cause err
 		r.cfg.onDegraded(ev)
 	}
 	return ds, err
+}
+
+// noteAnswer records that Redis answered a round trip sent at sent: with
+// a reply, or with an error of its own.
+func (r *Limiter) noteAnswer(sent time.Time, err error) {
+	var rerr redis.Error
+	if err != nil && !errors.As(err, &rerr) {
+		return
+	}
+	t := sent.UnixNano()
+	for {
+		old := r.answered.Load()
+		if old >= t || r.answered.CompareAndSwap(old, t) {
+			return
+		}
+	}
+}
+
+// check asks Redis for something cheap on the node that holds key, unless
+// a check is running, and opens the breaker if Redis answers neither
+// within budget nor with a reply: a check of Redis itself, after a wait
+// that Redis left unanswered.
+func (r *Limiter) check(key string, budget time.Duration) {
+	if !r.checking.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer r.checking.Store(false)
+		f := newFlight(context.Background(), 1)
+		rt := &roundTrip{done: make(chan struct{})}
+		go func() {
+			sent := time.Now()
+			rt.err = r.client.Do(f.ctx, "pttl", key).Err()
+			r.noteAnswer(sent, rt.err)
+			close(rt.done)
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), budget)
+		defer cancel()
+		err := r.newWait(ctx).until(ctx, rt.done)
+		f.leave()
+		var silent *errSilent
+		switch {
+		case errors.Is(err, errTripped), errors.As(err, &silent) && silent.paused:
+		case err != nil, tripsBreaker(rt.err) && rt.err != nil:
+			r.breaker.record(time.Now(), true, false)
+			r.reloadTopology()
+		}
+	}()
+}
+
+// decideShare asks the fallback for the call with each limit's share (see
+// WithInstances). A request whose cost exceeds its share's capacity denies
+// the call without asking: the fallback cannot admit it.
+func (r *Limiter) decideShare(ctx context.Context, reqs []runtime.Request) (runtime.Decisions, error) {
+	// A copy, so that reqs, which the fallback could keep, stays on the
+	// caller's stack on the path that Redis decides.
+	shared := slices.Clone(reqs)
+	n := r.peers.count()
+	tooBig := false
+	for i := range shared {
+		shared[i].Limit = share(shared[i].Limit, n)
+		tooBig = tooBig || costOf(shared[i]) > int64(shared[i].Limit.Capacity())
+	}
+	if !tooBig {
+		return r.fallback.Decide(ctx, shared...)
+	}
+	ds := runtime.Decisions{Each: make([]runtime.Decision, len(shared))}
+	for i, q := range shared {
+		if costOf(q) > int64(q.Limit.Capacity()) {
+			ds.Each[i] = runtime.Decision{RetryAfter: q.Limit.Window, ResetAfter: q.Limit.Window}
+		} else {
+			ds.Each[i] = runtime.Decision{Allowed: true, Remaining: q.Limit.Capacity()}
+		}
+	}
+	return ds, nil
 }
 
 // sweepFallback lets go of the fallback's expired keys once Redis decides
@@ -250,7 +345,7 @@ func (r *Limiter) reloadTopology() {
 
 // run asks Redis for the decision, waiting as long as w allows.
 func (r *Limiter) run(ctx context.Context, reqs []runtime.Request, vs []verdict) (committed bool, err error) {
-	w := newWait(ctx, r.cfg.timeout)
+	w := r.newWait(ctx)
 	now := int64(-1)
 	if r.cfg.clock != nil {
 		now = r.cfg.clock().UnixMicro()
@@ -377,7 +472,7 @@ func (r *Limiter) refund(ctx context.Context, reqs []runtime.Request, groups [][
 		s := scriptFor(reqs, idx)
 		args, nums := appendCall(s.scriptArgs(len(idx)+1), nil, r, -1, reqs, idx, receipts)
 		args = append(args, r.refundMarker(reqs[idx[0]].Key))
-		_, _ = r.eval(ctx, newWait(ctx, r.cfg.timeout), s, finishArgs(args, modeRefund, nums))
+		_, _ = r.eval(ctx, r.newWait(ctx), s, finishArgs(args, modeRefund, nums))
 	}
 }
 
@@ -442,7 +537,9 @@ func (r *Limiter) eval(ctx context.Context, w *wait, s *script, args []any) ([]i
 	rt := &roundTrip{done: make(chan struct{})}
 	f := newFlight(ctx, 1)
 	go func() {
+		sent := time.Now()
 		rt.res, rt.err = s.run(f.ctx, r.client, args)
+		r.noteAnswer(sent, rt.err)
 		close(rt.done)
 	}()
 	err := w.until(ctx, rt.done)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	goruntime "runtime"
+	"sync/atomic"
 	"time"
 )
 
@@ -39,6 +40,12 @@ type wait struct {
 	lost                    time.Duration
 	// last is when the wait last woke, or started.
 	last time.Time
+	// answered is the limiter's: when (UnixNano) the latest round trip
+	// that Redis answered was sent. One sent after this wait began says
+	// Redis is answering, and the wait goes on, up to hard.
+	answered *atomic.Int64
+	// tripped is closed when the limiter's breaker opens.
+	tripped <-chan struct{}
 }
 
 const (
@@ -51,11 +58,13 @@ const (
 	maxStallFactor = 10
 )
 
-// newWait starts a wait of the limiter's timeout, or until ctx's deadline
-// when that comes first.
-func newWait(ctx context.Context, timeout time.Duration) *wait {
+// newWait starts a wait of r's timeout, or until ctx's deadline when that
+// comes first.
+func (r *Limiter) newWait(ctx context.Context) *wait {
 	now := time.Now()
-	w := &wait{start: now, last: now, budget: timeout, hard: now.Add(maxStallFactor * timeout)}
+	timeout := r.cfg.timeout
+	w := &wait{start: now, last: now, budget: timeout, hard: now.Add(maxStallFactor * timeout),
+		answered: &r.answered, tripped: r.breaker.opened()}
 	if dl, ok := ctx.Deadline(); ok && dl.Before(w.hard) {
 		w.hard, w.callerHard = dl, true
 		if dl.Before(now.Add(timeout)) {
@@ -89,8 +98,13 @@ func (e *errSilent) Error() string {
 
 func (e *errSilent) Unwrap() error { return context.DeadlineExceeded }
 
+// errTripped ends a wait when the breaker opens: Redis failed another
+// call meanwhile.
+var errTripped = ErrCircuitOpen
+
 // until waits for done, or for the wait to end. It returns nil when done
-// closed, ctx's error when ctx was cancelled, and an *errSilent otherwise.
+// closed, ctx's error when ctx was cancelled, errTripped when the breaker
+// opened meanwhile, and an *errSilent otherwise.
 func (w *wait) until(ctx context.Context, done <-chan struct{}) error {
 	select {
 	case <-done:
@@ -104,6 +118,8 @@ func (w *wait) until(ctx context.Context, done <-chan struct{}) error {
 		select {
 		case <-done:
 			return nil
+		case <-w.tripped:
+			return errTripped
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.Canceled) {
 				return ctx.Err()
@@ -120,17 +136,29 @@ func (w *wait) until(ctx context.Context, done <-chan struct{}) error {
 		default:
 		}
 		now := time.Now()
-		if late := now.Sub(w.last) - expected; late > w.period() {
+		gap := now.Sub(w.last)
+		switch late := gap - expected; {
+		case late > w.period():
 			// More than a period late: the process was stopped or
-			// throttled. Less is the scheduler's noise on a busy machine,
-			// and counts as waiting.
-			w.lost += late
+			// throttled at some point since the last wake, and none of
+			// that time counts, so that the wait goes on for at least a
+			// period after the process resumes: the reader of a reply that
+			// arrived meanwhile has not even been woken yet.
+			w.lost += gap
+			w.end = w.end.Add(gap)
+		case late > w.period()/8:
+			// Slowed: a busy process, or a throttled one whose pauses
+			// are short. The lateness does not count as waiting.
 			w.end = w.end.Add(late)
 		}
 		w.last = now
 		switch {
 		case !now.Before(w.hard):
 			return &errSilent{w: w, paused: 2*w.lost >= w.budget}
+		case !now.Before(w.end) && w.answered.Load() > w.start.UnixNano():
+			// Redis answered a round trip sent after this one began:
+			// this reply is on its way, or unread.
+			w.end = now.Add(w.period())
 		case !now.Before(w.end):
 			return &errSilent{w: w}
 		}

@@ -1,0 +1,97 @@
+package redislimit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
+)
+
+// While Redis is healthy, every Limiter counts the limiters that share its
+// prefix: each one stamps its own id in one sorted set every
+// instanceBeat, on Redis's clock, and reads how many ids were stamped
+// within instanceTTL. FailLocal's fallback then admits a share of each
+// limit (see WithInstances), so that a fleet that loses Redis still admits
+// about Max per window, not Max per instance.
+const (
+	instanceBeat    = 10 * time.Second
+	instanceTTL     = 3 * instanceBeat
+	instanceTimeout = 2 * time.Second
+)
+
+// instanceScript stamps ARGV[1] in KEYS[1] at Redis's time, forgets the
+// ids older than ARGV[2] ms, and returns how many remain.
+var instanceScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return redis.call('ZCARD', KEYS[1])
+`)
+
+// instances knows how many limiters share the store.
+type instances struct {
+	// fixed is WithInstances's n, or 0 to learn it.
+	fixed int
+	id    string
+	key   string
+	// n is the count last read from Redis; 0 until one is.
+	n       atomic.Int64
+	next    atomic.Int64 // UnixNano when the next beat is due
+	running atomic.Bool
+}
+
+func newInstances(prefix string, fixed int) *instances {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return &instances{fixed: fixed, id: hex.EncodeToString(b[:]), key: prefix + "instances"}
+}
+
+// count returns how many limiters share the store, at least 1: WithInstances's
+// n, else the count last read from Redis, else 1.
+func (in *instances) count() int {
+	if in.fixed > 0 {
+		return in.fixed
+	}
+	return max(1, int(in.n.Load()))
+}
+
+// due stamps this limiter's id on its own goroutine when a beat is due.
+func (in *instances) due(c redis.UniversalClient, now time.Time) {
+	if in.fixed > 0 || now.UnixNano() < in.next.Load() || !in.running.CompareAndSwap(false, true) {
+		return
+	}
+	in.next.Store(now.Add(instanceBeat).UnixNano())
+	go func() {
+		defer in.running.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), instanceTimeout)
+		defer cancel()
+		n, err := instanceScript.Run(ctx, c, []string{in.key}, in.id, instanceTTL.Milliseconds()).Int64()
+		if err != nil {
+			// Redis did not answer; the breaker deals with that. The
+			// count stays as last read, and the beat is tried again soon.
+			in.next.Store(time.Now().Add(instanceBeat / 10).UnixNano())
+			return
+		}
+		in.n.Store(n)
+	}()
+}
+
+// share returns l as FailLocal's fallback decides it among n limiters:
+// Max, and Burst when set, divided by n, rounded down, and at least 1.
+func share(l runtime.Limit, n int) runtime.Limit {
+	if n <= 1 {
+		return l
+	}
+	l.Max = max(1, l.Max/n)
+	if l.Burst > 0 {
+		l.Burst = max(1, l.Burst/n)
+	}
+	return l
+}

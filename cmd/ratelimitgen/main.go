@@ -27,8 +27,10 @@
 // names the files that are out of date.
 //
 // With -list nothing is written: the command checks the directives as it
-// would to generate, then prints every limit they declare, one row per
-// limit in the order of the directives' files and lines: its name (as in
+// would to generate, then prints every limit they declare, and every
+// limit of another package's directive that a wrapper keeps on a method it
+// gets by embedding, one row per limit in the order of the directives'
+// files and lines: its name (as in
 // the generated runtime.Limit), window, max (the literal, or the
 // expression each call computes), algorithm, burst, mode, key, cost, wait
 // and the directive's file:line, relative to the working directory. -json

@@ -168,8 +168,14 @@ func TestGolden(t *testing.T) {
 // and builds are incremental.
 func newTestModule(t *testing.T, repo string) (dir string, env []string) {
 	t.Helper()
+	return newModule(t, repo, testModulePath)
+}
+
+// newModule is newTestModule for a module of the given path.
+func newModule(t *testing.T, repo, path string) (dir string, env []string) {
+	t.Helper()
 	dir = t.TempDir()
-	goMod := "module " + testModulePath + "\n\ngo 1.25\n\nrequire github.com/ratelimitgen/ratelimitgen v0.0.0\n\nreplace github.com/ratelimitgen/ratelimitgen => " + repo + "\n"
+	goMod := "module " + path + "\n\ngo 1.25\n\nrequire github.com/ratelimitgen/ratelimitgen v0.0.0\n\nreplace github.com/ratelimitgen/ratelimitgen => " + repo + "\n"
 	writeFile(t, filepath.Join(dir, "go.mod"), []byte(goMod))
 	sum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
 	if err != nil {

@@ -214,7 +214,9 @@ func buildWrappers(m *pkgModel, index *limitIndex, ds *diagnostics) {
 		exprs := []constraint.Expr{m.constraints[pkg.Fset.Position(owner.Pos()).Filename]}
 		for _, wm := range w.methods {
 			for _, l := range wm.limits {
-				exprs = append(exprs, m.constraints[l.pos.Filename])
+				// The directive's file may be another package's, under
+				// constraints of its own: the method exists only there.
+				exprs = append(exprs, l.constraint)
 				decl := l
 				if l.canonical != nil {
 					decl = l.canonical // a method's copy of a type-level limit

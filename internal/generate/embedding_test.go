@@ -66,7 +66,7 @@ func newShop(t *testing.T, base string) (mod string, env []string) {
 
 // The methods outer's types get from base keep base's limits whether the
 // run covers outer alone, as go generate runs it, or both packages, and
-// List shows them.
+// -list shows them; Verify proves the written wrappers enforce them.
 func TestEmbeddingOnePackagePerRun(t *testing.T) {
 	mod, env := newShop(t, shopBase)
 	ctx := context.Background()
@@ -97,6 +97,9 @@ func TestEmbeddingOnePackagePerRun(t *testing.T) {
 				t.Errorf("run in %s %v: outer's wrappers lack %q:\n%s", run.dir, run.patterns, want, out)
 			}
 		}
+		if err := Verify(ctx, cfg, run.patterns...); err != nil {
+			t.Errorf("Verify after the run in %s %v: %v", run.dir, run.patterns, err)
+		}
 		man, err := List(ctx, cfg, run.patterns...)
 		if err != nil {
 			t.Fatal(err)
@@ -123,5 +126,43 @@ func TestEmbeddingInvalidDirectiveOutsideRun(t *testing.T) {
 	want := "outer.go:9:6: Catalog gets Read from package shop/base, whose //ratelimit: directive at " + filepath.Join(mod, "base", "base.go") + ":6:2 has problems, so no wrapper could keep its limit: run ratelimitgen in shop/base to see them"
 	if got := list.Format(filepath.Join(mod, "outer")); got != want {
 		t.Errorf("Generate:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// Verify catches a wrapper that enforces another limit than the method's,
+// and one that leaves a limited method promoted unlimited.
+func TestVerifyCatchesUnlimited(t *testing.T) {
+	mod, env := newShop(t, shopBase)
+	cfg := Config{Dir: mod, Env: env}
+	res := generateOK(t, cfg, "./...")
+	if err := Write(res.Files); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(mod, "outer", DefaultOutput)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(string(b), "Limit: limitStoreRead, Key: id", "Limit: limitCatalogLookup, Key: id", 1)
+	start := strings.Index(src, "// Audit forwards")
+	end := strings.Index(src, "// Buy forwards")
+	if start < 0 || end < start {
+		t.Fatalf("no Audit method in:\n%s", src)
+	}
+	writeFile(t, path, []byte(src[:start]+src[end:]))
+
+	err = Verify(context.Background(), cfg, "./...")
+	var list ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("Verify = %v; want an ErrorList", err)
+	}
+	got := list.Format(mod)
+	for _, want := range []string{
+		`outer/ratelimit_gen.go:50:30: RateLimitedCatalog.Read does not enforce the limit "shop/base.Store.Read" of the directive at base/base.go:6:2`,
+		"outer/ratelimit_gen.go:63:6: RateLimitedShop does not override Audit, which the directive at base/base.go:12:1 limits: the method is promoted unlimited",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Verify:\n%s\nlacks %q", got, want)
+		}
 	}
 }

@@ -38,9 +38,9 @@ func (c goldenCase) want(name string) string { return filepath.Join(c.src, "want
 
 // The cases of testdata are tested in layers that run alone: the golden
 // comparison of each case (TestGolden/<case>), a second run on the written
-// output (TestGoldenStable), the property check of the written wrappers
-// (TestGoldenVerify), go vet of all of them (TestGoldenVet) and under other
-// GOOS values (TestGoldenGOOS); the end-to-end package runs against Redis
+// output (TestSecondRunStable), the property check of the written wrappers
+// (TestVerifyEveryCase), go vet of all of them (TestVetEveryCase) and under other
+// GOOS values (TestVetOtherGOOS); the end-to-end package runs against Redis
 // and in memory in endtoend_test.go.
 
 // cases copies every case of testdata into a new temporary module and
@@ -181,7 +181,7 @@ func generated(t *testing.T) (mod string, env []string, okCases []goldenCase) {
 
 // A second run, which finds the output of the first on disk (and must
 // ignore it while loading), gives the same bytes.
-func TestGoldenStable(t *testing.T) {
+func TestSecondRunStable(t *testing.T) {
 	mod, env, okCases := generated(t)
 	again := generateOK(t, Config{Dir: mod, Env: env}, patterns(okCases)...)
 	if stale, err := Stale(again.Files); err != nil || len(stale) > 0 {
@@ -192,7 +192,7 @@ func TestGoldenStable(t *testing.T) {
 // Every wrapper of every case enforces the limits of every method it gets
 // that a directive limits, as Verify proves from the directives and the
 // written code on their own.
-func TestGoldenVerify(t *testing.T) {
+func TestVerifyEveryCase(t *testing.T) {
 	mod, env, okCases := generated(t)
 	if err := Verify(context.Background(), Config{Dir: mod, Env: env}, patterns(okCases)...); err != nil {
 		var list ErrorList
@@ -204,7 +204,7 @@ func TestGoldenVerify(t *testing.T) {
 }
 
 // Every generated file compiles and vets.
-func TestGoldenVet(t *testing.T) {
+func TestVetEveryCase(t *testing.T) {
 	mod, env, okCases := generated(t)
 	goCmd(t, mod, env, append([]string{"vet"}, patterns(okCases)...)...)
 }
@@ -212,7 +212,7 @@ func TestGoldenVet(t *testing.T) {
 // Wrappers of types under build constraints are generated under the same
 // constraints, so a package builds where those files are left out as well
 // as where they are built.
-func TestGoldenGOOS(t *testing.T) {
+func TestVetOtherGOOS(t *testing.T) {
 	mod, env, _, _ := cases(t)
 	var dirs []string
 	for _, c := range []string{"buildtags", "embedacross"} {

@@ -24,11 +24,16 @@
 // The packages default to ".". Every problem is reported as
 // file.go:line:col: message, all at once, and nothing is written. With
 // -check nothing is written either: the command exits with status 1 and
-// names the files that are out of date.
+// names the files that are out of date; when they are up to date, it also
+// checks that each wrapper overrides every method of its type that a
+// directive limits (in any package, through any embedding) and passes
+// those limits to the runtime, and reports the methods that do not.
 //
 // With -list nothing is written: the command checks the directives as it
-// would to generate, then prints every limit they declare, one row per
-// limit in the order of the directives' files and lines: its name (as in
+// would to generate, then prints every limit they declare, and every
+// limit of another package's directive that a wrapper keeps on a method it
+// gets by embedding, one row per limit in the order of the directives'
+// files and lines: its name (as in
 // the generated runtime.Limit), window, max (the literal, or the
 // expression each call computes), algorithm, burst, mode, key, cost, wait
 // and the directive's file:line, relative to the working directory. -json
@@ -115,6 +120,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		if len(stale) > 0 {
 			return 1
+		}
+		// Up to date is not enough if the generator itself were wrong:
+		// every limited method the wrappers get must be enforced.
+		if err := generate.Verify(ctx, cfg, flags.Args()...); err != nil {
+			return failure(stderr, wd, err)
 		}
 		return 0
 	}

@@ -512,7 +512,7 @@ func typeArgsOf(tps *types.TypeParamList) *jen.Statement {
 func (e *emitter) methodScope(w *wrapper, wm *wrapperMethod) *names {
 	scope := e.file.child()
 	reserveMethodNames(scope, wm)
-	if wm.sig.RecvTypeParams().Len() == 0 {
+	if recvTypeParams(w, wm.sig) == w.named.TypeParams() {
 		reserveTypeParams(scope, w.named.TypeParams())
 	}
 	// A directive names an unnamed parameter as the wrapper does (see
@@ -533,6 +533,24 @@ func (e *emitter) methodScope(w *wrapper, wm *wrapperMethod) *names {
 		}
 	}
 	return scope
+}
+
+// recvTypeParams returns the type parameters of the wrapper's receiver in
+// the method of signature sig: named as the method names them when the
+// wrapped type declares it, and as the type does otherwise. A method
+// promoted from a generic embedded type (*base.Pool[int]) has the type
+// parameters of that type, which are not the wrapper's.
+func recvTypeParams(w *wrapper, sig *types.Signature) *types.TypeParamList {
+	if tps := sig.RecvTypeParams(); tps.Len() > 0 && sig.Recv() != nil {
+		t := types.Unalias(sig.Recv().Type())
+		if p, ok := t.(*types.Pointer); ok {
+			t = types.Unalias(p.Elem())
+		}
+		if n, ok := t.(*types.Named); ok && n.Obj() == w.owner {
+			return tps
+		}
+	}
+	return w.named.TypeParams()
 }
 
 // method emits one method of w.
@@ -556,12 +574,7 @@ func (e *emitter) method(w *wrapper, wm *wrapperMethod, id wrapperIdents) {
 		}
 	}
 
-	// The receiver's type parameters are named as the method names them.
-	recvTPs := sig.RecvTypeParams()
-	if recvTPs.Len() == 0 {
-		recvTPs = w.named.TypeParams()
-	}
-	recvType := jen.Op("*").Id(w.name).Add(typeArgsOf(recvTPs))
+	recvType := jen.Op("*").Id(w.name).Add(typeArgsOf(recvTypeParams(w, sig)))
 
 	target := jen.Id(recv).Dot(id.next)
 	args := make([]jen.Code, len(params))

@@ -12,13 +12,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 )
 
 var (
 	update = flag.Bool("update", false, "rewrite the golden files under testdata/<case>/want")
-	bench  = flag.Bool("e2e.bench", false, "also run the benchmarks of the generated end-to-end package and log them")
 )
 
 // testModulePath is the module path of the temporary module the cases are
@@ -38,18 +36,22 @@ type goldenCase struct {
 
 func (c goldenCase) want(name string) string { return filepath.Join(c.src, "want", name) }
 
-// TestGolden generates every case of testdata in one temporary module,
-// compares the output with the golden files, then compiles and vets all
-// generated code with one go vet, and runs the end-to-end test against
-// real Redis and the memory limiter with one go test.
-func TestGolden(t *testing.T) {
+// The cases of testdata are tested in layers that run alone: the golden
+// comparison of each case (TestGolden/<case>), a second run on the written
+// output (TestSecondRunStable), the property check of the written wrappers
+// (TestVerifyEveryCase), go vet of all of them (TestVetEveryCase) and under other
+// GOOS values (TestVetOtherGOOS); the end-to-end package runs against Redis
+// and in memory in endtoend_test.go.
+
+// cases copies every case of testdata into a new temporary module and
+// returns those that generate and those that fail, by their want/errors.txt.
+func cases(t *testing.T) (mod string, env []string, okCases, errCases []goldenCase) {
+	t.Helper()
 	repo, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	mod, env := newTestModule(t, repo)
-
-	var okCases, errCases []goldenCase
+	mod, env = newTestModule(t, repo)
 	entries, err := os.ReadDir(filepath.Join(repo, "testdata"))
 	if err != nil {
 		t.Fatal(err)
@@ -69,96 +71,159 @@ func TestGolden(t *testing.T) {
 	if len(okCases) == 0 || len(errCases) == 0 {
 		t.Fatalf("testdata has %d cases that generate and %d that fail; want both kinds", len(okCases), len(errCases))
 	}
-	ctx := context.Background()
-	cfg := Config{Dir: mod, Env: env}
+	return mod, env, okCases, errCases
+}
 
-	// The cases that generate, in one run.
-	res, err := Generate(ctx, cfg, patterns(okCases)...)
-	if err != nil {
-		var list ErrorList
-		if errors.As(err, &list) {
-			t.Fatalf("Generate failed:\n%s", list.Format(mod))
-		}
-		t.Fatalf("Generate: %v", err)
-	}
+// TestGolden generates each case of testdata, as one run over the case's
+// packages and as go generate ./... does it, one run in each package's
+// directory, and compares the output with the golden files: both ways
+// give the same bytes. A failing case's errors are compared in the first
+// way only: a package outside the run reports its own problems when it is
+// generated.
+func TestGolden(t *testing.T) {
+	mod, env, okCases, errCases := cases(t)
 	for _, c := range okCases {
 		t.Run(c.name, func(t *testing.T) {
-			var got []File
-			for _, f := range res.Files {
-				if strings.HasPrefix(f.Path, c.dir+string(filepath.Separator)) {
-					got = append(got, f)
-				}
-			}
-			if len(got) == 0 {
+			t.Parallel()
+			res := generateOK(t, Config{Dir: mod, Env: env}, "./"+c.name+"/...")
+			if len(res.Files) == 0 {
 				t.Fatalf("no file generated for case %s", c.name)
 			}
-			for _, f := range got {
+			for _, f := range res.Files {
 				rel, _ := filepath.Rel(c.dir, f.Path)
 				compareGolden(t, c.want(rel), f.Content)
 			}
-			checkNoStrayGolden(t, c, got)
+			checkNoStrayGolden(t, c, res.Files)
 			compareGolden(t, c.want("warnings.txt"), formatDiagnostics(c, res.Warnings))
+			if *update || t.Failed() {
+				return
+			}
+			for _, dir := range packageDirs(t, c.dir) {
+				one := generateOK(t, Config{Dir: dir, Env: env})
+				for _, f := range res.Files {
+					if filepath.Dir(f.Path) != dir {
+						continue
+					}
+					i := slices.IndexFunc(one.Files, func(g File) bool { return g.Path == f.Path })
+					rel, _ := filepath.Rel(c.dir, f.Path)
+					switch {
+					case i < 0:
+						t.Errorf("a run in %s alone generates no %s", filepath.Dir(rel), rel)
+					case !bytes.Equal(one.Files[i].Content, f.Content):
+						t.Errorf("a run in %s alone generates another %s than a run over the case:\n%s", filepath.Dir(rel), rel, lineDiff(string(f.Content), string(one.Files[i].Content)))
+					}
+				}
+			}
 		})
-	}
-	if err := Write(res.Files); err != nil {
-		t.Fatal(err)
-	}
-	// A second run, which now finds the output of the first on disk (and
-	// must ignore it while loading), gives the same bytes.
-	again, err := Generate(ctx, cfg, patterns(okCases)...)
-	if err != nil {
-		t.Fatalf("second Generate: %v", err)
-	}
-	if stale, err := Stale(again.Files); err != nil || len(stale) > 0 {
-		t.Fatalf("second run differs from the first for %v (err %v)", stale, err)
-	}
-
-	// The failing cases, in one run too: the errors of all of them come
-	// back together, and each case's share must match its golden file.
-	res, err = Generate(ctx, cfg, patterns(errCases)...)
-	var list ErrorList
-	if !errors.As(err, &list) {
-		t.Fatalf("Generate of the failing cases: got %v, want an ErrorList", err)
-	}
-	if len(res.Files) != 0 {
-		t.Errorf("Generate returned %d files along with errors; want none", len(res.Files))
 	}
 	for _, c := range errCases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			res, err := Generate(context.Background(), Config{Dir: mod, Env: env}, "./"+c.name+"/...")
+			var list ErrorList
+			if !errors.As(err, &list) {
+				t.Fatalf("Generate: got %v, want an ErrorList", err)
+			}
+			if len(res.Files) != 0 {
+				t.Errorf("Generate returned %d files along with errors; want none", len(res.Files))
+			}
 			compareGolden(t, c.want("errors.txt"), formatDiagnostics(c, list))
 			compareGolden(t, c.want("warnings.txt"), formatDiagnostics(c, res.Warnings))
 		})
 	}
-	if t.Failed() {
-		return
-	}
+}
 
-	// Every generated file compiles and vets, and the end-to-end package
-	// runs against Redis and in memory.
+// generateOK runs Generate and fails the test on errors.
+func generateOK(t *testing.T, cfg Config, patterns ...string) *Result {
+	t.Helper()
+	res, err := Generate(context.Background(), cfg, patterns...)
+	if err != nil {
+		var list ErrorList
+		if errors.As(err, &list) {
+			t.Fatalf("Generate %v in %s failed:\n%s", patterns, cfg.Dir, list.Format(cfg.Dir))
+		}
+		t.Fatalf("Generate %v in %s: %v", patterns, cfg.Dir, err)
+	}
+	return res
+}
+
+// packageDirs returns dir and the directories below it that hold Go files.
+func packageDirs(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") {
+			return err
+		}
+		if p := filepath.Dir(path); !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// generated is the module of every case that generates, with its output
+// written by one run over all of them, as the layers after the golden
+// comparison use it.
+func generated(t *testing.T) (mod string, env []string, okCases []goldenCase) {
+	t.Helper()
+	mod, env, okCases, _ = cases(t)
+	res := generateOK(t, Config{Dir: mod, Env: env}, patterns(okCases)...)
+	if err := Write(res.Files); err != nil {
+		t.Fatal(err)
+	}
+	return mod, env, okCases
+}
+
+// A second run, which finds the output of the first on disk (and must
+// ignore it while loading), gives the same bytes.
+func TestSecondRunStable(t *testing.T) {
+	mod, env, okCases := generated(t)
+	again := generateOK(t, Config{Dir: mod, Env: env}, patterns(okCases)...)
+	if stale, err := Stale(again.Files); err != nil || len(stale) > 0 {
+		t.Fatalf("second run differs from the first for %v (err %v)", stale, err)
+	}
+}
+
+// Every wrapper of every case enforces the limits of every method it gets
+// that a directive limits, as Verify proves from the directives and the
+// written code on their own.
+func TestVerifyEveryCase(t *testing.T) {
+	mod, env, okCases := generated(t)
+	if err := Verify(context.Background(), Config{Dir: mod, Env: env}, patterns(okCases)...); err != nil {
+		var list ErrorList
+		if errors.As(err, &list) {
+			t.Fatalf("Verify found wrappers that leave limited methods unlimited:\n%s", list.Format(mod))
+		}
+		t.Fatal(err)
+	}
+}
+
+// Every generated file compiles and vets.
+func TestVetEveryCase(t *testing.T) {
+	mod, env, okCases := generated(t)
 	goCmd(t, mod, env, append([]string{"vet"}, patterns(okCases)...)...)
-	// Wrappers of types under build constraints are generated under the
-	// same constraints, so the package builds where those files are left
-	// out as well as where they are built.
+}
+
+// Wrappers of types under build constraints are generated under the same
+// constraints, so a package builds where those files are left out as well
+// as where they are built.
+func TestVetOtherGOOS(t *testing.T) {
+	mod, env, _, _ := cases(t)
+	var dirs []string
+	for _, c := range []string{"buildtags", "embedacross"} {
+		dirs = append(dirs, "./"+c+"/...")
+	}
+	res := generateOK(t, Config{Dir: mod, Env: env}, dirs...)
+	if err := Write(res.Files); err != nil {
+		t.Fatal(err)
+	}
 	for _, goos := range []string{"linux", "windows"} {
-		goCmd(t, mod, append(env, "GOOS="+goos), "vet", "./buildtags/")
-	}
-	goCmd(t, mod, env, "test", "-count=1", "./e2e/")
-	// On a 32-bit platform int(x) would wrap a large uint64 or int64 cost
-	// around to a small one: the memory half runs there too (the Redis
-	// half needs nothing more to show it).
-	env386 := append(env, "GOARCH=386")
-	if can386(t, mod, env386) {
-		goCmd(t, mod, env386, "test", "-count=1", "-run=Memory", "./e2e/")
-	} else {
-		// Some sandboxes (gVisor among them) run no 32-bit binaries: the
-		// package is then at least compiled and vetted for 386.
-		t.Log("this host cannot execute GOARCH=386 binaries; the 386 end-to-end tests are compiled and vetted, not run")
-		goCmd(t, mod, env386, "vet", "./e2e/")
-		goCmd(t, mod, env386, "test", "-c", "-o", filepath.Join(t.TempDir(), "e2e386.test"), "./e2e/")
-	}
-	if *bench {
-		out := goCmd(t, mod, env, "test", "-run=^$", "-bench=.", "-benchmem", "./e2e/")
-		t.Logf("benchmarks of the generated code:\n%s", out)
+		goCmd(t, mod, append(env, "GOOS="+goos), append([]string{"vet"}, dirs...)...)
 	}
 }
 
@@ -168,42 +233,66 @@ func TestGolden(t *testing.T) {
 // and builds are incremental.
 func newTestModule(t *testing.T, repo string) (dir string, env []string) {
 	t.Helper()
+	return newModule(t, repo, testModulePath)
+}
+
+// newModule is newTestModule for a module of the given path.
+func newModule(t *testing.T, repo, path string) (dir string, env []string) {
+	t.Helper()
 	dir = t.TempDir()
-	goMod := "module " + testModulePath + "\n\ngo 1.25\n\nrequire github.com/ratelimitgen/ratelimitgen v0.0.0\n\nreplace github.com/ratelimitgen/ratelimitgen => " + repo + "\n"
-	writeFile(t, filepath.Join(dir, "go.mod"), []byte(goMod))
-	sum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
+	env, err := writeModule(dir, repo, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(dir, "go.sum"), sum)
-	env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
 	return dir, env
+}
+
+// writeModule writes the go.mod and go.sum of the module at path in dir,
+// which requires this module, at repo, and returns the environment to
+// build in it.
+func writeModule(dir, repo, path string) ([]string, error) {
+	goMod := "module " + path + "\n\ngo 1.25\n\nrequire github.com/ratelimitgen/ratelimitgen v0.0.0\n\nreplace github.com/ratelimitgen/ratelimitgen => " + repo + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(goMod), 0o644); err != nil {
+		return nil, err
+	}
+	sum, err := os.ReadFile(filepath.Join(repo, "go.sum"))
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644); err != nil {
+		return nil, err
+	}
+	return append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off"), nil
 }
 
 // copyCase copies a case's sources, without its want directory, into the
 // temporary module.
 func copyCase(t *testing.T, c goldenCase) {
 	t.Helper()
-	err := filepath.WalkDir(c.src, func(path string, d fs.DirEntry, err error) error {
+	if err := copySources(c.src, c.dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copySources copies the tree at src, without its want directory, to dst.
+func copySources(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(c.src, path)
+		rel, _ := filepath.Rel(src, path)
 		if d.IsDir() {
 			if rel == "want" {
 				return filepath.SkipDir
 			}
-			return os.MkdirAll(filepath.Join(c.dir, rel), 0o755)
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(filepath.Join(c.dir, rel), b, 0o644)
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 func patterns(cases []goldenCase) []string {
@@ -307,21 +396,6 @@ func goCmd(t *testing.T, dir string, env []string, args ...string) string {
 		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return string(out)
-}
-
-// can386 reports whether this host executes GOARCH=386 binaries, by
-// building and running a program that prints nothing.
-func can386(t *testing.T, dir string, env []string) bool {
-	t.Helper()
-	src := filepath.Join(t.TempDir(), "probe386.go")
-	writeFile(t, src, []byte("package main\n\nfunc main() {}\n"))
-	bin := filepath.Join(t.TempDir(), "probe386")
-	goCmd(t, dir, env, "build", "-o", bin, src)
-	err := exec.Command(bin).Run()
-	if err != nil && !errors.Is(err, syscall.ENOEXEC) {
-		t.Fatalf("running a GOARCH=386 program: %v", err)
-	}
-	return err == nil
 }
 
 func writeFile(t *testing.T, path string, b []byte) {

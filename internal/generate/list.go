@@ -49,7 +49,9 @@ type Entry struct {
 // Manifest is what List returns.
 type Manifest struct {
 	// Entries holds every limit of the run's directives, type-level ones
-	// included, sorted by the directive's file and line.
+	// included, and every limit of another package's directive that the
+	// run's wrappers enforce on a method they get by embedding, sorted by
+	// the directive's file and line.
 	Entries []Entry
 	// Warnings are as Result's.
 	Warnings []Diagnostic
@@ -66,9 +68,16 @@ func List(ctx context.Context, cfg Config, patterns ...string) (*Manifest, error
 	if err != nil {
 		return man, err
 	}
+	listed := map[*limit]bool{}
 	for _, m := range models {
-		for _, l := range m.limits {
-			man.Entries = append(man.Entries, l.entry())
+		// A wrapper that keeps the limit of a method it gets by embedding
+		// from a package outside the run enforces that limit too: it is
+		// listed, once, at its directive.
+		for _, l := range slices.Concat(m.limits, m.foreign) {
+			if !listed[l] {
+				listed[l] = true
+				man.Entries = append(man.Entries, l.entry())
+			}
 		}
 	}
 	slices.SortFunc(man.Entries, func(a, b Entry) int {

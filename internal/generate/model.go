@@ -109,14 +109,19 @@ type pkgModel struct {
 	// methods that opt out of them.
 	typeLevel map[*types.TypeName]*typeLimits
 	exempt    map[*types.Func]token.Position
-	imports   *importResolver
+	// rejected holds the position of the first directive of each method
+	// (by methodKey) and type (path/to/pkg.Type) whose directives have
+	// problems: for a package outside the run, the types that embed
+	// them are errors rather than unlimited.
+	rejected map[string]token.Position
+	imports  *importResolver
 }
 
 // buildModel finds the directives of pkg and checks them. Problems go to
 // ds. The wrappers come later (buildWrappers), when the limits of every
 // package of the run are known.
 func buildModel(pkg *packages.Package, imports *importResolver, ds *diagnostics) *pkgModel {
-	m := &pkgModel{pkg: pkg, byFunc: map[*types.Func][]*limit{}, typeLevel: map[*types.TypeName]*typeLimits{}, exempt: map[*types.Func]token.Position{}, imports: imports}
+	m := &pkgModel{pkg: pkg, byFunc: map[*types.Func][]*limit{}, typeLevel: map[*types.TypeName]*typeLimits{}, exempt: map[*types.Func]token.Position{}, rejected: map[string]token.Position{}, imports: imports}
 	limits := m.byFunc
 	hasOwner := map[*types.TypeName]bool{}
 	for _, file := range pkg.Syntax {
@@ -129,6 +134,8 @@ func buildModel(pkg *packages.Package, imports *importResolver, ds *diagnostics)
 						hasOwner[a.owner] = true
 						m.owners = append(m.owners, a.owner)
 					}
+				} else if len(a.directives) > 0 {
+					m.rejected[pkg.PkgPath+"."+a.owner.Name()] = a.directives[0].pos
 				}
 				continue
 			}
@@ -140,6 +147,9 @@ func buildModel(pkg *packages.Package, imports *importResolver, ds *diagnostics)
 			}
 			ls := buildLimits(pkg, file, a, imports, ds)
 			if ls == nil {
+				if len(a.directives) > 0 {
+					m.rejected[methodKey(a.fn)] = a.directives[0].pos
+				}
 				continue
 			}
 			limits[a.fn] = ls
@@ -173,6 +183,7 @@ func buildWrappers(m *pkgModel, index *limitIndex, ds *diagnostics) {
 		}
 		return index.lookup(fn, ds)
 	}
+	checkUnknownLimits(m, index, ds)
 	owners := append(slices.Clone(m.owners), embeddingOwners(m, lookup)...)
 	foreign := map[*limit]bool{}
 	for fn, pos := range m.exempt {
@@ -203,7 +214,9 @@ func buildWrappers(m *pkgModel, index *limitIndex, ds *diagnostics) {
 		exprs := []constraint.Expr{m.constraints[pkg.Fset.Position(owner.Pos()).Filename]}
 		for _, wm := range w.methods {
 			for _, l := range wm.limits {
-				exprs = append(exprs, m.constraints[l.pos.Filename])
+				// The directive's file may be another package's, under
+				// constraints of its own: the method exists only there.
+				exprs = append(exprs, l.constraint)
 				decl := l
 				if l.canonical != nil {
 					decl = l.canonical // a method's copy of a type-level limit

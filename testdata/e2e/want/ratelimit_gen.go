@@ -14,6 +14,13 @@ import (
 // The limits of this package's rate-limited methods. Every wrapper of a
 // method uses the method's limits, so they share its counts.
 var (
+	limitCatalogLookup      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Catalog.Lookup", Window: time.Minute, Max: 2}
+	limitShopBuy            = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Shop.Buy", Window: time.Minute, Max: 2}
+	limitIndexFind          = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Index.Find", Window: time.Minute, Max: 2}
+	limitMemoForget         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Memo.Forget", Window: time.Minute, Max: 2}
+	limitLotCount           = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Lot.Count", Window: time.Minute, Max: 2}
+	limitDeskOpen           = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Desk.Open", Window: time.Minute, Max: 2}
+	limitCounterTally       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Counter.Tally", Window: time.Minute, Max: 2}
 	limitNotifierSendCode   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.SendCode", Window: time.Minute, Max: 3}
 	limitNotifierLookup     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.Lookup", Window: time.Minute, Max: 3}
 	limitNotifierCharge     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.Charge", Window: time.Minute, Max: 3}
@@ -38,9 +45,252 @@ var (
 	limitReportsRun = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Reports.Run", Window: time.Minute}
 	// limitReportsExport's Max is set by each call, to q.Max.
 	limitReportsExport = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Reports.Export", Window: time.Minute, Mode: runtime.ModeShadow}
+	limitStoreRead     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Store.Read", Window: time.Minute, Max: 2}
+	limitAuditorAudit  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Auditor.Audit", Window: time.Minute, Max: 2}
+	limitCacheGet1     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Cache.Get", Window: time.Minute, Max: 2}
+	limitPoolTake      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Pool.Take", Window: time.Minute, Max: 2}
 	limitServiceGet    = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/orders.Service.Get", Window: time.Minute, Max: 2}
 	limitServiceGet1   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices.Service.Get", Window: time.Minute, Max: 2}
 )
+
+// RateLimitedCatalog forwards each call to the Catalog it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Catalog.
+type RateLimitedCatalog struct {
+	next    Catalog
+	limiter runtime.Limiter
+}
+
+var _ Catalog = (*RateLimitedCatalog)(nil)
+
+// NewRateLimitedCatalog returns a RateLimitedCatalog that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedCatalog(next Catalog, limiter runtime.Limiter) *RateLimitedCatalog {
+	return &RateLimitedCatalog{next: next, limiter: limiter}
+}
+
+// Lookup forwards to the wrapped Catalog within limitCatalogLookup, keyed by
+// sku.
+func (r *RateLimitedCatalog) Lookup(ctx context.Context, sku string) error {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCatalogLookup, Key: sku}); err != nil {
+		return err
+	}
+	return r.next.Lookup(ctx, sku)
+}
+
+// Read forwards to the wrapped Catalog within limitStoreRead, keyed by id.
+func (r *RateLimitedCatalog) Read(ctx context.Context, id string) error {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreRead, Key: id}); err != nil {
+		return err
+	}
+	return r.next.Read(ctx, id)
+}
+
+// RateLimitedShop embeds the Shop it wraps and overrides its rate-limited
+// methods, which forward a call once a runtime.Limiter admits it under the
+// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
+// runtime.ErrLimited)), and a call the limiter cannot decide returns the
+// limiter's error as it is; neither reaches the wrapped Shop. Its other
+// methods are promoted unchanged.
+type RateLimitedShop struct {
+	*Shop
+	limiter runtime.Limiter
+}
+
+// NewRateLimitedShop returns a RateLimitedShop that forwards to next the calls
+// that limiter admits.
+func NewRateLimitedShop(next *Shop, limiter runtime.Limiter) *RateLimitedShop {
+	return &RateLimitedShop{Shop: next, limiter: limiter}
+}
+
+// Audit forwards to the embedded Shop within limitAuditorAudit, keyed by id.
+func (r *RateLimitedShop) Audit(ctx context.Context, id string) error {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAuditorAudit, Key: id}); err != nil {
+		return err
+	}
+	return r.Shop.Audit(ctx, id)
+}
+
+// Buy forwards to the embedded Shop within limitShopBuy, keyed by sku.
+func (r *RateLimitedShop) Buy(ctx context.Context, sku string) error {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitShopBuy, Key: sku}); err != nil {
+		return err
+	}
+	return r.Shop.Buy(ctx, sku)
+}
+
+// RateLimitedIndex forwards each call to the Index it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Index.
+type RateLimitedIndex struct {
+	next    Index
+	limiter runtime.Limiter
+}
+
+var _ Index = (*RateLimitedIndex)(nil)
+
+// NewRateLimitedIndex returns a RateLimitedIndex that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedIndex(next Index, limiter runtime.Limiter) *RateLimitedIndex {
+	return &RateLimitedIndex{next: next, limiter: limiter}
+}
+
+// Find forwards to the wrapped Index within limitIndexFind, keyed by term.
+func (r *RateLimitedIndex) Find(ctx context.Context, term string) error {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitIndexFind, Key: term}); err != nil {
+		return err
+	}
+	return r.next.Find(ctx, term)
+}
+
+// Read forwards to the wrapped Index within limitStoreRead, keyed by id.
+func (r *RateLimitedIndex) Read(ctx context.Context, id string) error {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreRead, Key: id}); err != nil {
+		return err
+	}
+	return r.next.Read(ctx, id)
+}
+
+// RateLimitedMemo forwards each call to the Memo it wraps once a
+// runtime.Limiter admits it under the method's limits. A denied call returns a
+// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
+// limiter cannot decide returns the limiter's error as it is; neither reaches
+// the wrapped Memo.
+type RateLimitedMemo[T any] struct {
+	next    Memo[T]
+	limiter runtime.Limiter
+}
+
+func _[T any]() {
+	var _ Memo[T] = (*RateLimitedMemo[T])(nil)
+}
+
+// NewRateLimitedMemo returns a RateLimitedMemo that forwards to next the calls
+// that limiter admits.
+func NewRateLimitedMemo[T any](next Memo[T], limiter runtime.Limiter) *RateLimitedMemo[T] {
+	return &RateLimitedMemo[T]{next: next, limiter: limiter}
+}
+
+// Forget forwards to the wrapped Memo within limitMemoForget, keyed by key.
+func (r *RateLimitedMemo[T]) Forget(ctx context.Context, key string) error {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitMemoForget, Key: key}); err != nil {
+		return err
+	}
+	return r.next.Forget(ctx, key)
+}
+
+// Get forwards to the wrapped Memo within limitCacheGet1, keyed by key.
+func (r *RateLimitedMemo[T]) Get(ctx context.Context, key string) (T, error) {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCacheGet1, Key: key}); err != nil {
+		var zero T
+		return zero, err
+	}
+	return r.next.Get(ctx, key)
+}
+
+// RateLimitedLot embeds the Lot it wraps and overrides its rate-limited
+// methods, which forward a call once a runtime.Limiter admits it under the
+// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
+// runtime.ErrLimited)), and a call the limiter cannot decide returns the
+// limiter's error as it is; neither reaches the wrapped Lot. Its other methods
+// are promoted unchanged.
+type RateLimitedLot struct {
+	*Lot
+	limiter runtime.Limiter
+}
+
+// NewRateLimitedLot returns a RateLimitedLot that forwards to next the calls
+// that limiter admits.
+func NewRateLimitedLot(next *Lot, limiter runtime.Limiter) *RateLimitedLot {
+	return &RateLimitedLot{Lot: next, limiter: limiter}
+}
+
+// Count forwards to the embedded Lot within limitLotCount.
+func (r *RateLimitedLot) Count(ctx context.Context) error {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitLotCount}); err != nil {
+		return err
+	}
+	return r.Lot.Count(ctx)
+}
+
+// Take forwards to the embedded Lot within limitPoolTake, keyed by owner.
+func (r *RateLimitedLot) Take(ctx context.Context, owner string) (int, error) {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitPoolTake, Key: owner}); err != nil {
+		return 0, err
+	}
+	return r.Lot.Take(ctx, owner)
+}
+
+// RateLimitedDesk embeds the Desk it wraps and overrides its rate-limited
+// methods, which forward a call once a runtime.Limiter admits it under the
+// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
+// runtime.ErrLimited)), and a call the limiter cannot decide returns the
+// limiter's error as it is; neither reaches the wrapped Desk. Its other
+// methods are promoted unchanged.
+type RateLimitedDesk struct {
+	*Desk
+	limiter runtime.Limiter
+}
+
+// NewRateLimitedDesk returns a RateLimitedDesk that forwards to next the calls
+// that limiter admits.
+func NewRateLimitedDesk(next *Desk, limiter runtime.Limiter) *RateLimitedDesk {
+	return &RateLimitedDesk{Desk: next, limiter: limiter}
+}
+
+// Open forwards to the embedded Desk within limitDeskOpen.
+func (r *RateLimitedDesk) Open(ctx context.Context) error {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitDeskOpen}); err != nil {
+		return err
+	}
+	return r.Desk.Open(ctx)
+}
+
+// Read forwards to the embedded Desk within limitStoreRead, keyed by id.
+func (r *RateLimitedDesk) Read(ctx context.Context, id string) error {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreRead, Key: id}); err != nil {
+		return err
+	}
+	return r.Desk.Read(ctx, id)
+}
+
+// RateLimitedCounter embeds the Counter it wraps and overrides its
+// rate-limited methods, which forward a call once a runtime.Limiter admits it
+// under the method's limits. A denied call returns a *runtime.LimitError
+// (errors.Is(err, runtime.ErrLimited)), and a call the limiter cannot decide
+// returns the limiter's error as it is; neither reaches the wrapped Counter.
+// Its other methods are promoted unchanged.
+type RateLimitedCounter struct {
+	*Counter
+	limiter runtime.Limiter
+}
+
+// NewRateLimitedCounter returns a RateLimitedCounter that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedCounter(next *Counter, limiter runtime.Limiter) *RateLimitedCounter {
+	return &RateLimitedCounter{Counter: next, limiter: limiter}
+}
+
+// Audit forwards to the embedded Counter within limitAuditorAudit, keyed by
+// id.
+func (r *RateLimitedCounter) Audit(ctx context.Context, id string) error {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAuditorAudit, Key: id}); err != nil {
+		return err
+	}
+	return r.Counter.Audit(ctx, id)
+}
+
+// Tally forwards to the embedded Counter within limitCounterTally.
+func (r *RateLimitedCounter) Tally(ctx context.Context) error {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCounterTally}); err != nil {
+		return err
+	}
+	return r.Counter.Tally(ctx)
+}
 
 // RateLimitedNotifier forwards each call to the Notifier it wraps once a
 // runtime.Limiter admits it under the method's limits. A denied call returns a
@@ -409,6 +659,31 @@ func (r *RateLimitedGateway) Get(ctx context.Context, id string) error {
 		return err
 	}
 	return r.Gateway.Get(ctx, id)
+}
+
+// RateLimitedHolder embeds the Holder it wraps and overrides its rate-limited
+// methods, which forward a call once a runtime.Limiter admits it under the
+// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
+// runtime.ErrLimited)), and a call the limiter cannot decide returns the
+// limiter's error as it is; neither reaches the wrapped Holder. Its other
+// methods are promoted unchanged.
+type RateLimitedHolder struct {
+	Holder
+	limiter runtime.Limiter
+}
+
+// NewRateLimitedHolder returns a RateLimitedHolder that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedHolder(next Holder, limiter runtime.Limiter) *RateLimitedHolder {
+	return &RateLimitedHolder{Holder: next, limiter: limiter}
+}
+
+// Read forwards to the embedded Holder within limitStoreRead, keyed by id.
+func (r *RateLimitedHolder) Read(ctx context.Context, id string) error {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreRead, Key: id}); err != nil {
+		return err
+	}
+	return r.Holder.Read(ctx, id)
 }
 
 // RateLimitedLookups forwards each call to the Lookups it wraps once a

@@ -1,9 +1,9 @@
 package redislimit
 
 import (
-	"slices"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"

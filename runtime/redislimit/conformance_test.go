@@ -298,7 +298,7 @@ func TestRedisKeyExpires(t *testing.T) {
 	clock.Advance(500 * time.Millisecond)
 	allow(t, lim, l, "k")
 
-	keys, err := client.Keys(ctx, "exp:*").Result()
+	keys, err := client.Keys(ctx, "exp:{*").Result()
 	require.NoError(t, err)
 	require.Len(t, keys, 1)
 	ttl, err := client.PTTL(ctx, keys[0]).Result()
@@ -325,7 +325,7 @@ func TestRedisMemoryPerKey(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, d.Allowed)
 	}
-	keys, err := client.Keys(ctx, "mem:*").Result()
+	keys, err := client.Keys(ctx, "mem:{*").Result()
 	require.NoError(t, err)
 	require.Len(t, keys, 1)
 	ours, err := client.MemoryUsage(ctx, keys[0]).Result()

@@ -345,6 +345,23 @@ func TestHungRedisTimesOut(t *testing.T) {
 	require.Contains(t, evs[0].Err.Error(), fmt.Sprintf("no answer within %v", timeout),
 		"the event must say that the timeout, not an error reply, degraded the decision")
 
+	// The check of Redis that follows a missed timeout fails too, and
+	// opens the breaker: a call now is answered without waiting for the
+	// frozen server, or released from its wait when the breaker opens.
+	require.Eventually(t, func() bool {
+		go func() {
+			d, err := lim.Allow(context.Background(), l, "k")
+			done <- result{d, err}
+		}()
+		select {
+		case res = <-done:
+		case <-time.After(hungCallBound):
+			t.Fatalf("a decision against a frozen Redis did not return within %v", hungCallBound)
+		}
+		evs := events.since(0)
+		return errors.Is(evs[len(evs)-1].Err, ErrCircuitOpen)
+	}, hungCallBound, time.Millisecond, "the breaker must open once the check of the frozen Redis fails")
+
 	srv.Resume(t)
 	paused = false
 	awaitRedisDecides(t, lim, events, l, "k")

@@ -51,10 +51,13 @@ const (
 
 // pending is one decision waiting for a batch.
 type pending struct {
-	now  int64
-	reqs []runtime.Request
-	idx  []int
-	vs   []verdict
+	now int64
+	// dialBy is when the caller's wait would end but for pauses: see
+	// Limiter.dialBy.
+	dialBy time.Time
+	reqs   []runtime.Request
+	idx    []int
+	vs     []verdict
 	// abandoned (guarded by the batcher's mu) is set when the caller
 	// stopped waiting before a batch took the decision, which then is not
 	// sent; flight is the round trip that took it.
@@ -75,10 +78,15 @@ type flight struct {
 	waiting atomic.Int32
 }
 
-// newFlight returns a flight for waiting callers, with parent's values.
-func newFlight(parent context.Context, waiting int) *flight {
+// newFlight returns a flight for waiting callers, with parent's values,
+// that gives up getting a connection at dialBy unless that is zero.
+func newFlight(parent context.Context, waiting int, dialBy time.Time) *flight {
 	f := &flight{}
-	f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(parent))
+	if dialBy.IsZero() {
+		f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(parent))
+	} else {
+		f.ctx, f.cancel = context.WithDeadline(context.WithoutCancel(parent), dialBy)
+	}
 	f.waiting.Store(int32(waiting))
 	return f
 }
@@ -105,11 +113,11 @@ func newBatcher(lim *Limiter) *batcher {
 func (b *batcher) decide(ctx context.Context, w *wait, now int64, reqs []runtime.Request, idx []int, vs []verdict) (bool, error) {
 	// The pending call gets copies: the round trip may outlive a caller
 	// that stopped waiting.
-	p := &pending{now: now, reqs: slices.Clone(reqs), idx: idx, vs: make([]verdict, len(vs)), done: make(chan struct{})}
+	p := &pending{now: now, dialBy: b.lim.dialBy(w), reqs: slices.Clone(reqs), idx: idx, vs: make([]verdict, len(vs)), done: make(chan struct{})}
 	b.mu.Lock()
 	if b.inFlight < maxInFlight {
 		b.inFlight++
-		p.flight = newFlight(ctx, 1)
+		p.flight = newFlight(ctx, 1, p.dialBy)
 		b.mu.Unlock()
 		go b.run([]*pending{p})
 	} else {
@@ -129,7 +137,7 @@ func (b *batcher) decide(ctx context.Context, w *wait, now int64, reqs []runtime
 	}
 	p.flight.leave()
 	copy(vs, p.vs)
-	return p.committed, p.err
+	return p.committed, w.outcome(p.err)
 }
 
 // take returns the next batch, or nil after freeing the round trip's place
@@ -156,7 +164,13 @@ func (b *batcher) take() []*pending {
 			b.queue = nil
 		}
 		if len(batch) > 0 {
-			f := newFlight(context.Background(), len(batch))
+			dialBy := batch[0].dialBy
+			for _, p := range batch[1:] {
+				if p.dialBy.Before(dialBy) {
+					dialBy = p.dialBy
+				}
+			}
+			f := newFlight(context.Background(), len(batch), dialBy)
 			for _, p := range batch {
 				p.flight = f
 			}

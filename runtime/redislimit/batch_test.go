@@ -107,7 +107,9 @@ func TestLoneCallerIsNotBatched(t *testing.T) {
 	srv := redistest.StartServer(t)
 	l := runtime.Limit{Name: "batch.lone", Window: time.Minute, Max: 1000, Algorithm: runtime.GCRA}
 	for _, on := range []bool{true, false} {
-		lim := New(srv.Client(t), WithFailurePolicy(FailClosed), WithBatching(on))
+		// WithInstances: the limiters' count of one another is a script
+		// call too.
+		lim := New(srv.Client(t), WithFailurePolicy(FailClosed), WithBatching(on), WithInstances(1))
 		_, err := lim.Allow(context.Background(), l, "warm")
 		require.NoError(t, err)
 		before := evalCalls(t, srv)
@@ -124,7 +126,7 @@ func TestLoneCallerIsNotBatched(t *testing.T) {
 // too, and takes a script call per decision.
 func TestBatchingOff(t *testing.T) {
 	srv := redistest.StartServer(t)
-	lim := New(srv.Client(t), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithBatching(false), WithDenyCache(0))
+	lim := New(srv.Client(t), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithBatching(false), WithDenyCache(0), WithInstances(1))
 	l := runtime.Limit{Name: "batch.off", Window: time.Hour, Max: 10}
 	keys := stormKeys(4)
 	_, err := lim.Allow(context.Background(), l, "warm")

@@ -45,9 +45,10 @@ func (c *scriptCounter) calls(t testing.TB) int64 {
 }
 
 // countedLimiter returns a limiter on srv, which only it may run scripts
-// on, and the counter of its script calls.
+// on, and the counter of its script calls. It is told it is alone
+// (WithInstances), as counting the limiters sharing Redis takes scripts too.
 func countedLimiter(t testing.TB, srv *redistest.Server, opts ...Option) (*Limiter, *scriptCounter) {
-	return New(srv.Client(t), opts...), &scriptCounter{admin: srv.Client(t)}
+	return New(srv.Client(t), append([]Option{WithInstances(1)}, opts...)...), &scriptCounter{admin: srv.Client(t)}
 }
 
 // askCounted decides reqs and reports whether Redis was asked, requiring

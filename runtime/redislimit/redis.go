@@ -53,6 +53,9 @@ type Limiter struct {
 	// was sent; checking says a check of Redis itself is running.
 	answered atomic.Int64
 	checking atomic.Bool
+	// readsFollowCtx says the client bounds reads by the context's
+	// deadline (ContextTimeoutEnabled); see dialBy.
+	readsFollowCtx bool
 	// fallbackUsed says the fallback decided since it was last swept.
 	fallbackUsed atomic.Bool
 	// sweepAt is when (UnixNano) the fallback may next be swept; sweeping
@@ -79,6 +82,14 @@ func New(c redis.UniversalClient, opts ...Option) *Limiter {
 	}
 	r.breaker.interval = cfg.retryInterval
 	r.peers = newInstances(cfg.prefix, cfg.instances)
+	switch c := c.(type) {
+	case *redis.Client:
+		r.readsFollowCtx = c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		r.readsFollowCtx = c.Options().ContextTimeoutEnabled
+	case *redis.Ring:
+		r.readsFollowCtx = c.Options().ContextTimeoutEnabled
+	}
 	if cfg.batching {
 		r.batch = newBatcher(r)
 	}
@@ -183,12 +194,14 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	switch {
 	case errors.Is(err, errTripped):
 		r.breaker.release(probe)
-	case errors.As(err, &silent) && (silent.paused || !probe):
+	case errors.As(err, &silent) && !silent.noConn && (silent.paused || !probe),
+		errors.As(err, &silent) && silent.noConn && silent.paused:
 		// One wait that Redis left unanswered is not evidence of an
 		// outage: its reply may be unread in a process that is busy or
-		// was paused, or stuck behind a slow call. A check of Redis
-		// itself, as patient with this process's pauses as any wait,
-		// decides.
+		// was paused, or stuck behind a slow call; nor is a round trip
+		// that got no connection by the end of a budget the process lost
+		// to its own pause. A check of Redis itself, as patient with this
+		// process's pauses as any wait, decides.
 		r.breaker.release(probe)
 		r.check(r.storageKey(reqs[0].Limit, reqs[0].Key), silent.w.budget)
 	default:
@@ -259,7 +272,10 @@ func (r *Limiter) check(key string, budget time.Duration) {
 	}
 	go func() {
 		defer r.checking.Store(false)
-		f := newFlight(context.Background(), 1)
+		ctx, cancel := context.WithTimeout(context.Background(), budget)
+		defer cancel()
+		w := r.newWait(ctx)
+		f := newFlight(context.Background(), 1, r.dialBy(w))
 		rt := &roundTrip{done: make(chan struct{})}
 		go func() {
 			sent := time.Now()
@@ -267,14 +283,15 @@ func (r *Limiter) check(key string, budget time.Duration) {
 			r.noteAnswer(sent, rt.err)
 			close(rt.done)
 		}()
-		ctx, cancel := context.WithTimeout(context.Background(), budget)
-		defer cancel()
-		err := r.newWait(ctx).until(ctx, rt.done)
+		err := w.until(ctx, rt.done)
 		f.leave()
+		if err == nil {
+			err = w.outcome(rt.err)
+		}
 		var silent *errSilent
 		switch {
 		case errors.Is(err, errTripped), errors.As(err, &silent) && silent.paused:
-		case err != nil, tripsBreaker(rt.err) && rt.err != nil:
+		case err != nil && tripsBreaker(err):
 			r.breaker.record(time.Now(), true, false)
 			r.reloadTopology()
 		}
@@ -535,7 +552,7 @@ func (r *Limiter) storageKey(l runtime.Limit, key string) string {
 // over-counts, never over-admits.
 func (r *Limiter) eval(ctx context.Context, w *wait, s *script, args []any) ([]int64, error) {
 	rt := &roundTrip{done: make(chan struct{})}
-	f := newFlight(ctx, 1)
+	f := newFlight(ctx, 1, r.dialBy(w))
 	go func() {
 		sent := time.Now()
 		rt.res, rt.err = s.run(f.ctx, r.client, args)
@@ -547,7 +564,21 @@ func (r *Limiter) eval(ctx context.Context, w *wait, s *script, args []any) ([]i
 	if err != nil {
 		return nil, err
 	}
-	return rt.res, rt.err
+	return rt.res, w.outcome(rt.err)
+}
+
+// dialBy is when a round trip for w gives up getting a connection (the
+// pool's wait, dialing, go-redis's retries): when w's budget ends, so that
+// a dead server is found dead by then and the breaker opens on its error,
+// not on a silence that needs a check. It bounds nothing once the command
+// is written, as go-redis reads without the context's deadline, except on
+// a client with ContextTimeoutEnabled, where it is zero: such a client
+// would let a paused process's deadline cut off a reply that arrived.
+func (r *Limiter) dialBy(w *wait) time.Time {
+	if r.readsFollowCtx {
+		return time.Time{}
+	}
+	return w.start.Add(w.budget)
 }
 
 // roundTrip is one command's reply, complete once done is closed.

@@ -79,9 +79,12 @@ func (r *Limiter) newWait(ctx context.Context) *wait {
 // answer within the budget while this process ran: evidence about Redis.
 // paused says the process itself lost half the budget or more before the
 // caller's deadline (or the hard bound) ended the wait: no evidence.
+//
+// noConn says the round trip got no connection by the end of the budget
+// (see Limiter.dialBy): unless paused, evidence too.
 type errSilent struct {
-	w      *wait
-	paused bool
+	w              *wait
+	paused, noConn bool
 }
 
 func (e *errSilent) Error() string {
@@ -89,7 +92,11 @@ func (e *errSilent) Error() string {
 	if e.w.callerHard && !e.w.end.Before(e.w.hard) {
 		whose = "the caller's deadline"
 	}
-	msg := fmt.Sprintf("no answer within %v (%s)", e.w.budget.Round(time.Microsecond), whose)
+	what := "no answer"
+	if e.noConn {
+		what = "no connection to Redis"
+	}
+	msg := fmt.Sprintf("%s within %v (%s)", what, e.w.budget.Round(time.Microsecond), whose)
 	if e.paused {
 		msg += fmt.Sprintf(", %v of it lost to this process being paused or starved of CPU", e.w.lost.Round(time.Millisecond))
 	}
@@ -97,6 +104,16 @@ func (e *errSilent) Error() string {
 }
 
 func (e *errSilent) Unwrap() error { return context.DeadlineExceeded }
+
+// outcome returns err, the error of a round trip that w waited for, as
+// the wait saw it: a round trip that gave up getting a connection when
+// its budget ended (context.DeadlineExceeded) is Redis not answering.
+func (w *wait) outcome(err error) error {
+	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+		return &errSilent{w: w, noConn: true, paused: w.lost > 0}
+	}
+	return err
+}
 
 // errTripped ends a wait when the breaker opens: Redis failed another
 // call meanwhile.

@@ -52,12 +52,12 @@ const (
 // pending is one decision waiting for a batch.
 type pending struct {
 	now int64
-	// dialBy is when the caller's wait would end but for pauses: see
-	// Limiter.dialBy.
-	dialBy time.Time
-	reqs   []runtime.Request
-	idx    []int
-	vs     []verdict
+	// connect is how long its round trip may take to get a connection;
+	// see Limiter.connectWithin.
+	connect time.Duration
+	reqs    []runtime.Request
+	idx     []int
+	vs      []verdict
 	// abandoned (guarded by the batcher's mu) is set when the caller
 	// stopped waiting before a batch took the decision, which then is not
 	// sent; flight is the round trip that took it.
@@ -76,19 +76,26 @@ type flight struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	waiting atomic.Int32
+	// connect bounds getting a connection, from when the round trip
+	// starts; 0 for no bound.
+	connect time.Duration
 }
 
-// newFlight returns a flight for waiting callers, with parent's values,
-// that gives up getting a connection at dialBy unless that is zero.
-func newFlight(parent context.Context, waiting int, dialBy time.Time) *flight {
-	f := &flight{}
-	if dialBy.IsZero() {
-		f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(parent))
-	} else {
-		f.ctx, f.cancel = context.WithDeadline(context.WithoutCancel(parent), dialBy)
-	}
+// newFlight returns a flight for waiting callers, with parent's values.
+func newFlight(parent context.Context, waiting int, connect time.Duration) *flight {
+	f := &flight{connect: connect}
+	f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(parent))
 	f.waiting.Store(int32(waiting))
 	return f
+}
+
+// start returns the context of the round trip, which starts now: a
+// goroutine that starts late has its whole budget to connect.
+func (f *flight) start() (context.Context, context.CancelFunc) {
+	if f.connect <= 0 {
+		return f.ctx, func() {}
+	}
+	return context.WithTimeout(f.ctx, f.connect)
 }
 
 // leave ends one caller's wait for f.
@@ -113,31 +120,37 @@ func newBatcher(lim *Limiter) *batcher {
 func (b *batcher) decide(ctx context.Context, w *wait, now int64, reqs []runtime.Request, idx []int, vs []verdict) (bool, error) {
 	// The pending call gets copies: the round trip may outlive a caller
 	// that stopped waiting.
-	p := &pending{now: now, dialBy: b.lim.dialBy(w), reqs: slices.Clone(reqs), idx: idx, vs: make([]verdict, len(vs)), done: make(chan struct{})}
-	b.mu.Lock()
-	if b.inFlight < maxInFlight {
-		b.inFlight++
-		p.flight = newFlight(ctx, 1, p.dialBy)
-		b.mu.Unlock()
-		go b.run([]*pending{p})
-	} else {
-		b.queue = append(b.queue, p)
-		b.limits += len(idx)
-		b.mu.Unlock()
-	}
-	if err := w.until(ctx, p.done); err != nil {
+	reqs = slices.Clone(reqs)
+	for {
+		p := &pending{now: now, connect: b.lim.connectWithin(w), reqs: reqs, idx: idx, vs: make([]verdict, len(vs)), done: make(chan struct{})}
 		b.mu.Lock()
-		p.abandoned = true
-		f := p.flight
-		b.mu.Unlock()
-		if f != nil {
-			f.leave()
+		if b.inFlight < maxInFlight {
+			b.inFlight++
+			p.flight = newFlight(ctx, 1, p.connect)
+			b.mu.Unlock()
+			go b.run([]*pending{p})
+		} else {
+			b.queue = append(b.queue, p)
+			b.limits += len(idx)
+			b.mu.Unlock()
 		}
-		return false, err
+		if err := w.until(ctx, p.done); err != nil {
+			b.mu.Lock()
+			p.abandoned = true
+			f := p.flight
+			b.mu.Unlock()
+			if f != nil {
+				f.leave()
+			}
+			return false, err
+		}
+		p.flight.leave()
+		if w.resend(p.err) {
+			continue
+		}
+		copy(vs, p.vs)
+		return p.committed, w.outcome(p.err)
 	}
-	p.flight.leave()
-	copy(vs, p.vs)
-	return p.committed, w.outcome(p.err)
 }
 
 // take returns the next batch, or nil after freeing the round trip's place
@@ -164,13 +177,11 @@ func (b *batcher) take() []*pending {
 			b.queue = nil
 		}
 		if len(batch) > 0 {
-			dialBy := batch[0].dialBy
+			connect := batch[0].connect
 			for _, p := range batch[1:] {
-				if p.dialBy.Before(dialBy) {
-					dialBy = p.dialBy
-				}
+				connect = min(connect, p.connect)
 			}
-			f := newFlight(context.Background(), len(batch), dialBy)
+			f := newFlight(context.Background(), len(batch), connect)
 			for _, p := range batch {
 				p.flight = f
 			}
@@ -185,13 +196,14 @@ func (b *batcher) take() []*pending {
 // it frees its round trip's place.
 func (b *batcher) run(batch []*pending) {
 	for batch != nil {
-		ctx := batch[0].flight.ctx
+		ctx, cancel := batch[0].flight.start()
 		sent := time.Now()
 		if b.pipelined {
 			b.lim.evalPipelined(ctx, batch)
 		} else {
 			b.lim.evalBatch(ctx, batch)
 		}
+		cancel()
 		b.lim.noteAnswer(sent, batch[0].err)
 		for _, p := range batch {
 			close(p.done)

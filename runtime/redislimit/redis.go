@@ -53,8 +53,10 @@ type Limiter struct {
 	// was sent; checking says a check of Redis itself is running.
 	answered atomic.Int64
 	checking atomic.Bool
+	// waiting counts the callers waiting for Redis.
+	waiting atomic.Int32
 	// readsFollowCtx says the client bounds reads by the context's
-	// deadline (ContextTimeoutEnabled); see dialBy.
+	// deadline (ContextTimeoutEnabled); see connectWithin.
 	readsFollowCtx bool
 	// fallbackUsed says the fallback decided since it was last swept.
 	fallbackUsed atomic.Bool
@@ -158,7 +160,9 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 		// A caller answered from memory never blocks, and one that asks
 		// again at once would keep its processor from the goroutines that
 		// read Redis's replies, whose waits would then end unread.
-		goruntime.Gosched()
+		if r.waiting.Load() > 0 {
+			goruntime.Gosched()
+		}
 		return runtime.Decisions{Source: runtime.SourceDenyCache}, nil
 	}
 	start := time.Now()
@@ -275,11 +279,13 @@ func (r *Limiter) check(key string, budget time.Duration) {
 		ctx, cancel := context.WithTimeout(context.Background(), budget)
 		defer cancel()
 		w := r.newWait(ctx)
-		f := newFlight(context.Background(), 1, r.dialBy(w))
+		f := newFlight(context.Background(), 1, r.connectWithin(w))
 		rt := &roundTrip{done: make(chan struct{})}
 		go func() {
+			ctx, cancel := f.start()
+			defer cancel()
 			sent := time.Now()
-			rt.err = r.client.Do(f.ctx, "pttl", key).Err()
+			rt.err = r.client.Do(ctx, "pttl", key).Err()
 			r.noteAnswer(sent, rt.err)
 			close(rt.done)
 		}()
@@ -551,34 +557,40 @@ func (r *Limiter) storageKey(l runtime.Limit, key string) string {
 // abandoned call may still be recorded when Redis answers late; that
 // over-counts, never over-admits.
 func (r *Limiter) eval(ctx context.Context, w *wait, s *script, args []any) ([]int64, error) {
-	rt := &roundTrip{done: make(chan struct{})}
-	f := newFlight(ctx, 1, r.dialBy(w))
-	go func() {
-		sent := time.Now()
-		rt.res, rt.err = s.run(f.ctx, r.client, args)
-		r.noteAnswer(sent, rt.err)
-		close(rt.done)
-	}()
-	err := w.until(ctx, rt.done)
-	f.leave()
-	if err != nil {
-		return nil, err
+	for {
+		rt := &roundTrip{done: make(chan struct{})}
+		f := newFlight(ctx, 1, r.connectWithin(w))
+		go func() {
+			ctx, cancel := f.start()
+			defer cancel()
+			sent := time.Now()
+			rt.res, rt.err = s.run(ctx, r.client, args)
+			r.noteAnswer(sent, rt.err)
+			close(rt.done)
+		}()
+		err := w.until(ctx, rt.done)
+		f.leave()
+		if err != nil {
+			return nil, err
+		}
+		if !w.resend(rt.err) {
+			return rt.res, w.outcome(rt.err)
+		}
 	}
-	return rt.res, w.outcome(rt.err)
 }
 
-// dialBy is when a round trip for w gives up getting a connection (the
-// pool's wait, dialing, go-redis's retries): when w's budget ends, so that
-// a dead server is found dead by then and the breaker opens on its error,
-// not on a silence that needs a check. It bounds nothing once the command
-// is written, as go-redis reads without the context's deadline, except on
-// a client with ContextTimeoutEnabled, where it is zero: such a client
-// would let a paused process's deadline cut off a reply that arrived.
-func (r *Limiter) dialBy(w *wait) time.Time {
+// connectWithin is how long a round trip for w may take to get a
+// connection (the pool's wait, dialing, go-redis's retries), from when it
+// starts: w's budget, so that a dead server is found dead within it and
+// the breaker opens on that, with no check. It bounds nothing once the
+// command is written, as go-redis reads without the context's deadline,
+// except on a client with ContextTimeoutEnabled, where it is 0 (no bound):
+// there it would let a paused process cut off a reply that arrived.
+func (r *Limiter) connectWithin(w *wait) time.Duration {
 	if r.readsFollowCtx {
-		return time.Time{}
+		return 0
 	}
-	return w.start.Add(w.budget)
+	return w.budget
 }
 
 // roundTrip is one command's reply, complete once done is closed.

@@ -46,6 +46,8 @@ type wait struct {
 	answered *atomic.Int64
 	// tripped is closed when the limiter's breaker opens.
 	tripped <-chan struct{}
+	// waiting counts the limiter's callers in until.
+	waiting *atomic.Int32
 }
 
 const (
@@ -64,7 +66,7 @@ func (r *Limiter) newWait(ctx context.Context) *wait {
 	now := time.Now()
 	timeout := r.cfg.timeout
 	w := &wait{start: now, last: now, budget: timeout, hard: now.Add(maxStallFactor * timeout),
-		answered: &r.answered, tripped: r.breaker.opened()}
+		answered: &r.answered, tripped: r.breaker.opened(), waiting: &r.waiting}
 	if dl, ok := ctx.Deadline(); ok && dl.Before(w.hard) {
 		w.hard, w.callerHard = dl, true
 		if dl.Before(now.Add(timeout)) {
@@ -81,7 +83,7 @@ func (r *Limiter) newWait(ctx context.Context) *wait {
 // caller's deadline (or the hard bound) ended the wait: no evidence.
 //
 // noConn says the round trip got no connection by the end of the budget
-// (see Limiter.dialBy): unless paused, evidence too.
+// (see Limiter.connectWithin): unless paused, evidence too.
 type errSilent struct {
 	w              *wait
 	paused, noConn bool
@@ -104,6 +106,13 @@ func (e *errSilent) Error() string {
 }
 
 func (e *errSilent) Unwrap() error { return context.DeadlineExceeded }
+
+// resend reports whether a round trip that ended with err should be sent
+// again: it got no connection in time (see Limiter.connectWithin) while
+// this process lost time to its own pauses, and the wait has time left.
+func (w *wait) resend(err error) bool {
+	return err != nil && errors.Is(err, context.DeadlineExceeded) && w.lost > 0 && time.Now().Before(w.hard)
+}
 
 // outcome returns err, the error of a round trip that w waited for, as
 // the wait saw it: a round trip that gave up getting a connection when
@@ -128,6 +137,8 @@ func (w *wait) until(ctx context.Context, done <-chan struct{}) error {
 		return nil
 	default:
 	}
+	w.waiting.Add(1)
+	defer w.waiting.Add(-1)
 	t := time.NewTimer(w.next(w.last))
 	defer t.Stop()
 	for {

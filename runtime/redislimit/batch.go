@@ -120,9 +120,9 @@ func newBatcher(lim *Limiter) *batcher {
 func (b *batcher) decide(ctx context.Context, w *wait, now int64, reqs []runtime.Request, idx []int, vs []verdict) (bool, error) {
 	// The pending call gets copies: the round trip may outlive a caller
 	// that stopped waiting.
-	reqs = slices.Clone(reqs)
+	own := slices.Clone(reqs)
 	for {
-		p := &pending{now: now, connect: b.lim.connectWithin(w), reqs: reqs, idx: idx, vs: make([]verdict, len(vs)), done: make(chan struct{})}
+		p := &pending{now: now, connect: b.lim.connectWithin(w), reqs: own, idx: idx, vs: make([]verdict, len(vs)), done: make(chan struct{})}
 		b.mu.Lock()
 		if b.inFlight < maxInFlight {
 			b.inFlight++

@@ -297,7 +297,7 @@ func TestDenyCacheAnswers(t *testing.T) {
 func TestDenyCacheServerTime(t *testing.T) {
 	srv := redistest.StartServer(t)
 	on, cnt := countedLimiter(t, srv, WithFailurePolicy(FailClosed), WithTimeout(10*time.Second))
-	off := New(srv.Client(t), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithDenyCache(0))
+	off := New(srv.Client(t), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithDenyCache(0), WithInstances(1))
 	l := runtime.Limit{Name: "dc.server", Window: time.Hour, Max: 2}
 	req := runtime.Request{Limit: l, Key: "k"}
 	for i := 0; i < 2; i++ {

@@ -57,7 +57,8 @@ type DegradedEvent struct {
 }
 
 // ErrCircuitOpen is the DegradedEvent.Err of decisions taken without asking
-// Redis because it failed less than the retry interval ago.
+// Redis because it failed less than the retry interval ago, or whose wait
+// for Redis ended when it failed.
 var ErrCircuitOpen = errors.New("ratelimit: redis failed recently; not asked until the retry interval passes")
 
 // unavailableError is FailClosed's error: it matches runtime.ErrUnavailable

@@ -269,39 +269,50 @@ func (r *Limiter) noteAnswer(sent time.Time, err error) {
 // check asks Redis for something cheap on the node that holds key, unless
 // a check is running, and opens the breaker if Redis answers neither
 // within budget nor with a reply: a check of Redis itself, after a wait
-// that Redis left unanswered.
+// that Redis left unanswered. A check that this process's own pause cut
+// short proves nothing and is made again, up to maxStallFactor times.
 func (r *Limiter) check(key string, budget time.Duration) {
 	if !r.checking.CompareAndSwap(false, true) {
 		return
 	}
 	go func() {
 		defer r.checking.Store(false)
-		ctx, cancel := context.WithTimeout(context.Background(), budget)
-		defer cancel()
-		w := r.newWait(ctx)
-		f := newFlight(context.Background(), 1, r.connectWithin(w))
-		rt := &roundTrip{done: make(chan struct{})}
-		go func() {
-			ctx, cancel := f.start()
-			defer cancel()
-			sent := time.Now()
-			rt.err = r.client.Do(ctx, "pttl", key).Err()
-			r.noteAnswer(sent, rt.err)
-			close(rt.done)
-		}()
-		err := w.until(ctx, rt.done)
-		f.leave()
-		if err == nil {
-			err = w.outcome(rt.err)
-		}
-		var silent *errSilent
-		switch {
-		case errors.Is(err, errTripped), errors.As(err, &silent) && silent.paused:
-		case err != nil && tripsBreaker(err):
-			r.breaker.record(time.Now(), true, false)
-			r.reloadTopology()
+		for range maxStallFactor {
+			switch err := r.checkOnce(key, budget); {
+			case errors.Is(err, errTripped):
+				return
+			case isPaused(err):
+				continue
+			case err != nil && tripsBreaker(err):
+				r.breaker.record(time.Now(), true, false)
+				r.reloadTopology()
+			}
+			return
 		}
 	}()
+}
+
+// checkOnce runs one check: nil when Redis answered with a reply.
+func (r *Limiter) checkOnce(key string, budget time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	w := r.newWait(ctx)
+	f := newFlight(context.Background(), 1, r.connectWithin(w))
+	rt := &roundTrip{done: make(chan struct{})}
+	go func() {
+		ctx, cancel := f.start()
+		defer cancel()
+		sent := time.Now()
+		rt.err = r.client.Do(ctx, "pttl", key).Err()
+		r.noteAnswer(sent, rt.err)
+		close(rt.done)
+	}()
+	err := w.until(ctx, rt.done)
+	f.leave()
+	if err != nil {
+		return err
+	}
+	return w.outcome(rt.err)
 }
 
 // decideShare asks the fallback for the call with each limit's share (see

@@ -107,6 +107,13 @@ func (e *errSilent) Error() string {
 
 func (e *errSilent) Unwrap() error { return context.DeadlineExceeded }
 
+// isPaused reports whether err is a wait that this process's own pause
+// cut short.
+func isPaused(err error) bool {
+	var silent *errSilent
+	return errors.As(err, &silent) && silent.paused
+}
+
 // resend reports whether a round trip that ended with err should be sent
 // again: it got no connection in time (see Limiter.connectWithin) while
 // this process lost time to its own pauses, and the wait has time left.

@@ -32,12 +32,12 @@ type wait struct {
 	// hard is the caller's deadline, or start plus maxStallFactor times
 	// the limiter's timeout, whichever is first.
 	hard time.Time
-	// callerFirst says the caller's deadline is earlier than the
-	// limiter's timeout, and so is the budget; callerHard says it is the
-	// hard bound.
-	callerFirst, callerHard bool
-	budget                  time.Duration
-	lost                    time.Duration
+	// callerHard says hard is the caller's deadline.
+	callerHard bool
+	// budget is the limiter's timeout, or the time to the caller's
+	// deadline when that is shorter; lost is the time the process lost to
+	// its own pauses.
+	budget, lost time.Duration
 	// last is when the wait last woke, or started.
 	last time.Time
 	// answered is the limiter's: when (UnixNano) the latest round trip
@@ -70,7 +70,7 @@ func (r *Limiter) newWait(ctx context.Context) *wait {
 	if dl, ok := ctx.Deadline(); ok && dl.Before(w.hard) {
 		w.hard, w.callerHard = dl, true
 		if dl.Before(now.Add(timeout)) {
-			w.budget, w.callerFirst = max(dl.Sub(now), 0), true
+			w.budget = max(dl.Sub(now), 0)
 		}
 	}
 	w.end = now.Add(w.budget)

@@ -52,9 +52,9 @@ const (
 // pending is one decision waiting for a batch.
 type pending struct {
 	now int64
-	// connect is how long its round trip may take to get a connection;
-	// see Limiter.connectWithin.
-	connect time.Duration
+	// connect bounds how long its round trip may take to get a
+	// connection; see Limiter.connectBound.
+	connect connectBound
 	reqs    []runtime.Request
 	idx     []int
 	vs      []verdict
@@ -76,26 +76,32 @@ type flight struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	waiting atomic.Int32
-	// connect bounds getting a connection, from when the round trip
-	// starts; 0 for no bound.
-	connect time.Duration
+	connect connectBound
 }
 
 // newFlight returns a flight for waiting callers, with parent's values.
-func newFlight(parent context.Context, waiting int, connect time.Duration) *flight {
+func newFlight(parent context.Context, waiting int, connect connectBound) *flight {
 	f := &flight{connect: connect}
 	f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(parent))
 	f.waiting.Store(int32(waiting))
 	return f
 }
 
-// start returns the context of the round trip, which starts now: a
-// goroutine that starts late has its whole budget to connect.
+// start returns the context of the round trip, which starts now.
 func (f *flight) start() (context.Context, context.CancelFunc) {
-	if f.connect <= 0 {
+	if f.connect.by.IsZero() {
 		return f.ctx, func() {}
 	}
-	return context.WithTimeout(f.ctx, f.connect)
+	// A goroutine that starts late still has a little time to connect.
+	return context.WithDeadline(f.ctx, later(f.connect.by, time.Now().Add(f.connect.least)))
+}
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // leave ends one caller's wait for f.
@@ -122,7 +128,7 @@ func (b *batcher) decide(ctx context.Context, w *wait, now int64, reqs []runtime
 	// that stopped waiting.
 	own := slices.Clone(reqs)
 	for {
-		p := &pending{now: now, connect: b.lim.connectWithin(w), reqs: own, idx: idx, vs: make([]verdict, len(vs)), done: make(chan struct{})}
+		p := &pending{now: now, connect: b.lim.connectBound(w), reqs: own, idx: idx, vs: make([]verdict, len(vs)), done: make(chan struct{})}
 		b.mu.Lock()
 		if b.inFlight < maxInFlight {
 			b.inFlight++
@@ -179,7 +185,7 @@ func (b *batcher) take() []*pending {
 		if len(batch) > 0 {
 			connect := batch[0].connect
 			for _, p := range batch[1:] {
-				connect = min(connect, p.connect)
+				connect = connect.and(p.connect)
 			}
 			f := newFlight(context.Background(), len(batch), connect)
 			for _, p := range batch {

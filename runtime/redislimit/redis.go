@@ -56,7 +56,7 @@ type Limiter struct {
 	// waiting counts the callers waiting for Redis.
 	waiting atomic.Int32
 	// readsFollowCtx says the client bounds reads by the context's
-	// deadline (ContextTimeoutEnabled); see connectWithin.
+	// deadline (ContextTimeoutEnabled); see connectBound.
 	readsFollowCtx bool
 	// fallbackUsed says the fallback decided since it was last swept.
 	fallbackUsed atomic.Bool
@@ -297,7 +297,7 @@ func (r *Limiter) checkOnce(key string, budget time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	w := r.newWait(ctx)
-	f := newFlight(context.Background(), 1, r.connectWithin(w))
+	f := newFlight(context.Background(), 1, r.connectBound(w))
 	rt := &roundTrip{done: make(chan struct{})}
 	go func() {
 		ctx, cancel := f.start()
@@ -570,7 +570,7 @@ func (r *Limiter) storageKey(l runtime.Limit, key string) string {
 func (r *Limiter) eval(ctx context.Context, w *wait, s *script, args []any) ([]int64, error) {
 	for {
 		rt := &roundTrip{done: make(chan struct{})}
-		f := newFlight(ctx, 1, r.connectWithin(w))
+		f := newFlight(ctx, 1, r.connectBound(w))
 		go func() {
 			ctx, cancel := f.start()
 			defer cancel()
@@ -590,18 +590,36 @@ func (r *Limiter) eval(ctx context.Context, w *wait, s *script, args []any) ([]i
 	}
 }
 
-// connectWithin is how long a round trip for w may take to get a
-// connection (the pool's wait, dialing, go-redis's retries), from when it
-// starts: w's budget, so that a dead server is found dead within it and
-// the breaker opens on that, with no check. It bounds nothing once the
-// command is written, as go-redis reads without the context's deadline,
-// except on a client with ContextTimeoutEnabled, where it is 0 (no bound):
-// there it would let a paused process cut off a reply that arrived.
-func (r *Limiter) connectWithin(w *wait) time.Duration {
+// connectBound bounds how long a round trip for w may take to get a
+// connection (the pool's wait, dialing, go-redis's retries): until a little
+// before w's budget ends, so that a dead server is found dead, and the
+// breaker opens on that, before the wait ends in a silence that needs a
+// check. It bounds nothing once the command is written, as go-redis reads
+// without the context's deadline, except on a client with
+// ContextTimeoutEnabled, where it is zero (no bound): there it would let a
+// paused process cut off a reply that arrived.
+func (r *Limiter) connectBound(w *wait) connectBound {
 	if r.readsFollowCtx {
-		return 0
+		return connectBound{}
 	}
-	return w.budget
+	return connectBound{by: w.end.Add(-w.period() / 2), least: w.period()}
+}
+
+// A connectBound ends the attempts to connect at by, but leaves at least
+// least from when a round trip starts; zero means no bound.
+type connectBound struct {
+	by    time.Time
+	least time.Duration
+}
+
+// and returns the bound of a round trip that carries both b's and o's
+// calls: the earlier.
+func (b connectBound) and(o connectBound) connectBound {
+	if b.by.IsZero() || o.by.Before(b.by) {
+		b.by = o.by
+	}
+	b.least = min(b.least, o.least)
+	return b
 }
 
 // roundTrip is one command's reply, complete once done is closed.

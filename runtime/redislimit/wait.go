@@ -83,7 +83,7 @@ func (r *Limiter) newWait(ctx context.Context) *wait {
 // caller's deadline (or the hard bound) ended the wait: no evidence.
 //
 // noConn says the round trip got no connection by the end of the budget
-// (see Limiter.connectWithin): unless paused, evidence too.
+// (see Limiter.connectBound): unless paused, evidence too.
 type errSilent struct {
 	w              *wait
 	paused, noConn bool
@@ -115,7 +115,7 @@ func isPaused(err error) bool {
 }
 
 // resend reports whether a round trip that ended with err should be sent
-// again: it got no connection in time (see Limiter.connectWithin) while
+// again: it got no connection in time (see Limiter.connectBound) while
 // this process lost time to its own pauses, and the wait has time left.
 func (w *wait) resend(err error) bool {
 	return err != nil && errors.Is(err, context.DeadlineExceeded) && w.lost > 0 && time.Now().Before(w.hard)

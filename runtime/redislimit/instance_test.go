@@ -60,6 +60,8 @@ type instanceConfig struct {
 	Goroutines int
 	// MaxKeys bounds the walk, and the report.
 	MaxKeys int
+	// Timeout is the limiter's WithTimeout.
+	Timeout time.Duration
 }
 
 // instanceReport is what one instance saw.
@@ -99,7 +101,7 @@ func runInstance(cfgJSON string) int {
 		causes   = map[string]bool{}
 		report   instanceReport
 	)
-	lim := New(client, WithOnDegraded(func(ev DegradedEvent) {
+	lim := New(client, WithTimeout(cfg.Timeout), WithOnDegraded(func(ev DegradedEvent) {
 		degraded.Add(1)
 		causesMu.Lock()
 		defer causesMu.Unlock()

@@ -12,10 +12,11 @@ import (
 )
 
 // A stalled app is not a stalled Redis. These tests run app instances in
-// processes of their own, with the limiter's defaults (FailLocal, a 100ms
-// timeout, batching and the deny cache), against a redis-server that stays
-// healthy throughout, and stall the instances themselves: frozen with
-// SIGSTOP for longer than the timeout, or held to a small CPU quota. A
+// processes of their own, with the limiter's defaults (FailLocal, batching
+// and the deny cache) but for a timeout of 100ms, shorter than every stall,
+// against a redis-server that stays healthy throughout, and stall the
+// instances themselves: frozen with SIGSTOP for longer than the timeout,
+// or held to a small CPU quota. A
 // decision whose deadline passes while its own process was not running has
 // learnt nothing about Redis; were it taken for an outage, the breaker
 // would send the instance's decisions to its in-memory fallback, where each
@@ -34,11 +35,13 @@ func stalledConfig(srv *redistest.Server) instanceConfig {
 		Attempts:   4,
 		Goroutines: 16,
 		MaxKeys:    1 << 21,
+		Timeout:    stalledTimeout,
 	}
 }
 
 const (
 	stalledInstances = 3
+	stalledTimeout   = 100 * time.Millisecond
 	// pauses per instance, each longer than the limiter's 100ms timeout,
 	// after a gap drawn from [pauseGapMin, pauseGapMin+pauseGapSpread).
 	pausesPerInstance = 10

@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"hash/maphash"
+	"math"
 	"slices"
 	"time"
 
@@ -15,9 +16,10 @@ import (
 // fallback of a Redis limiter during a Redis outage. It is safe for concurrent
 // use. Keys whose admissions have all stopped counting are evicted as the
 // limiter is used, so memory stays proportional to the keys active within
-// the longest window; names and keys longer than 180 bytes are held as their
-// SHA-256, as in Redis, so that what a key costs does not depend on its
-// length.
+// the longest window, and never above WithMaxMemory's budget (64 MiB by
+// default; see there what a full limiter forgets); names and keys longer
+// than 180 bytes are held as their SHA-256, as in Redis, so that what a key
+// costs does not depend on its length.
 //
 // A decision costs no allocation once its key is held: the key is hashed
 // once, that hash picks one of 64 shards and finds the key's entry in the
@@ -25,10 +27,10 @@ import (
 // the same allocation. Calls on one key are serialised by the key's entry
 // alone (GCRA's by a compare-and-swap of its one number), so a call on a
 // held key never waits for calls on other keys; a shard's lock is taken
-// only to add keys and to evict expired ones. An idle key costs one entry (48 bytes, plus its
-// algorithm's state: 16 to 48 bytes), a copy of the key's bytes, and 16 bytes
-// of table at a load between 3/8 and 3/4; a sliding log adds 8 bytes per
-// admission still in its window.
+// only to add and evict keys. An idle key costs one entry (48 bytes, plus
+// its algorithm's state: 16 to 48 bytes), a copy of the key's bytes, and 16
+// bytes of table at a load between 3/8 and 3/4; a sliding log adds 8 bytes
+// per admission still in its window.
 type MemoryLimiter struct {
 	shards [memShards]memShard
 
@@ -50,6 +52,9 @@ type MemoryLimiter struct {
 	// keySeed seeds the hash of keys. It is random per limiter, so that no
 	// caller can choose keys that collide.
 	keySeed maphash.Seed
+
+	// maxBytes is WithMaxMemory's budget.
+	maxBytes int
 }
 
 // NewMemoryLimiter returns an in-process Limiter reading the process's
@@ -63,11 +68,38 @@ func NewMemoryLimiter(opts ...MemoryOption) *MemoryLimiter {
 	}
 	m.epoch = time.Now()
 	m.epochMicros = m.epoch.UnixMicro()
+	if m.maxBytes <= 0 {
+		m.maxBytes = defaultMaxMemory
+	}
 	for i := range m.shards {
-		m.shards[i].tab.Store(newMemTable(memMinSlots))
-		m.shards[i].sweepAt = memMinSweep
+		s := &m.shards[i]
+		s.tab.Store(newMemTable(memMinSlots))
+		s.sweepAt = memMinSweep
+		s.bytes = memSlotBytes * memMinSlots
+		s.budget = int64(m.maxBytes / memShards)
+		s.expiresFrom = math.MaxInt64
 	}
 	return m
+}
+
+// defaultMaxMemory is WithMaxMemory's default.
+const defaultMaxMemory = 64 << 20
+
+// memoryFull returns the Cause of a decision that forgot, or did not
+// forget, admissions that still counted.
+func memoryFull(forgot bool) error {
+	if forgot {
+		return ErrMemoryFull
+	}
+	return nil
+}
+
+// commit commits v on e, which the call holds, and accounts for the growth
+// of e's state.
+func (s *memShard) commit(e *memEntry, now int64, p params, v *verdict) {
+	if grew := e.commit(now, p, v); grew != 0 {
+		s.grown.Add(grew)
+	}
 }
 
 // now returns the time in µs: WithClock's, or the default clock's.
@@ -82,54 +114,57 @@ func (m *MemoryLimiter) now() int64 {
 // records it; otherwise it records nothing and reports when there will be
 // room. It is Decide for one request, without the Decisions.
 func (m *MemoryLimiter) Allow(ctx context.Context, l Limit, key string) (Decision, error) {
-	return m.allowN(ctx, l, key, 1)
+	d, _, err := m.allowN(ctx, l, key, 1)
+	return d, err
 }
 
 // allowN decides one request with no allocation once its key is held.
-func (m *MemoryLimiter) allowN(ctx context.Context, l Limit, key string, n int64) (Decision, error) {
+// forgot reports whether making room for the key evicted one whose
+// admissions still counted.
+func (m *MemoryLimiter) allowN(ctx context.Context, l Limit, key string, n int64) (_ Decision, forgot bool, _ error) {
 	algo, p, plain := plainRequest(l, n)
 	if !plain || len(l.Name) > maxLiteralLen || len(key) > maxLiteralLen {
 		return m.allowLong(ctx, l, key, n)
 	}
 	if err := ctx.Err(); err != nil {
-		return Decision{}, err
+		return Decision{}, false, err
 	}
 	k := memKey{algo: algo, name: l.Name, key: key}
 	h := m.hash(&k)
-	v := m.decide(&m.shards[shardOf(h)], h, &k, l.Name, p)
-	return v.decision(), nil
+	v, forgot := m.decide(&m.shards[shardOf(h)], h, &k, l.Name, p)
+	return v.decision(), forgot, nil
 }
 
 // allowLong is allowN for the calls that plainRequest does not vouch for
 // or whose name or key is long: it validates in full and hashes the long
 // parts.
-func (m *MemoryLimiter) allowLong(ctx context.Context, l Limit, key string, n int64) (Decision, error) {
+func (m *MemoryLimiter) allowLong(ctx context.Context, l Limit, key string, n int64) (Decision, bool, error) {
 	if err := checkRequest(l, n); err != nil {
-		return Decision{}, err
+		return Decision{}, false, err
 	}
 	if err := ctx.Err(); err != nil {
-		return Decision{}, err
+		return Decision{}, false, err
 	}
 	algo, _ := memAlgoOf(l.Algorithm)
 	var d memDigests
 	k := newMemKey(algo, l.Name, key, &d)
 	h := m.hash(&k)
 	p := paramsOf(l, n)
-	v := m.decide(&m.shards[shardOf(h)], h, &k, l.Name, p)
-	return v.decision(), nil
+	v, forgot := m.decide(&m.shards[shardOf(h)], h, &k, l.Name, p)
+	return v.decision(), forgot, nil
 }
 
 // decide runs one call on shard s: on the key's entry alone when the
 // shard's table holds it, under the shard's lock when the key must be
 // added or its entry was just evicted. name is the limit's name as the
-// caller gave it.
-func (m *MemoryLimiter) decide(s *memShard, h uint64, k *memKey, name string, p params) verdict {
+// caller gave it. forgot is add's.
+func (m *MemoryLimiter) decide(s *memShard, h uint64, k *memKey, name string, p params) (_ verdict, forgot bool) {
 	if e := s.tab.Load().find(h, k); e != nil {
-		if v, now, ok := m.decideHeld(e, p); ok {
+		if v, now, ok := m.decideHeld(s, e, p); ok {
 			if now >= s.nextSweep.Load() {
 				m.tidy(s)
 			}
-			return v
+			return v, false
 		}
 	}
 	return m.decideLocked(s, h, k, name, p)
@@ -138,9 +173,10 @@ func (m *MemoryLimiter) decide(s *memShard, h uint64, k *memKey, name string, p 
 // decideHeld decides a call on e without the shard's lock. ok is false if
 // e was evicted (or, for GCRA, is claimed by a call under the shard's
 // lock): the call must then look its key up again under that lock. now is
-// the time of the decision.
-func (m *MemoryLimiter) decideHeld(e *memEntry, p params) (v verdict, now int64, ok bool) {
+// the time of the decision. Either way e is marked used, denials included.
+func (m *MemoryLimiter) decideHeld(s *memShard, e *memEntry, p params) (v verdict, now int64, ok bool) {
 	if e.algo == memGCRA {
+		e.w.visit()
 		g := stateOf[gcra](e)
 		for {
 			tat := g.tat.Load()
@@ -162,41 +198,41 @@ func (m *MemoryLimiter) decideHeld(e *memEntry, p params) (v verdict, now int64,
 			}
 		}
 	}
-	e.mu.lock()
-	if e.dead {
-		e.mu.unlock()
+	if !e.w.lock() {
 		return verdict{}, 0, false
 	}
 	now = m.now()
 	v = e.check(now, p)
 	if v.ok {
-		e.commit(now, p, &v)
+		s.commit(e, now, p, &v)
 	}
-	e.mu.unlock()
+	e.w.unlock()
 	return v, now, true
 }
 
 // decideLocked is decide under the shard's lock, adding the key if needed.
-func (m *MemoryLimiter) decideLocked(s *memShard, h uint64, k *memKey, name string, p params) verdict {
+func (m *MemoryLimiter) decideLocked(s *memShard, h uint64, k *memKey, name string, p params) (_ verdict, forgot bool) {
 	s.mu.Lock()
 	now := m.now()
 	s.tidy(now)
 	e := s.tab.Load().find(h, k)
+	used := e != nil
 	if e == nil {
 		// A new entry is held before it goes in the table: no other call
 		// has decided on it, so the time read above serves.
-		e = s.add(h, k, name, true)
+		e, forgot = s.add(h, k, name, true, now, nil)
 	} else {
 		e.acquire()
 		now = m.now()
 	}
 	v := e.check(now, p)
 	if v.ok {
-		e.commit(now, p, &v)
+		s.commit(e, now, p, &v)
 	}
-	e.release()
+	s.expiresFrom = min(s.expiresFrom, e.expiry())
+	e.release(used)
 	s.mu.Unlock()
-	return v
+	return v, forgot
 }
 
 // tidy runs s's sweep if one is due.
@@ -212,11 +248,11 @@ func (m *MemoryLimiter) tidy(s *memShard) {
 // entries, so the decision is atomic.
 func (m *MemoryLimiter) Decide(ctx context.Context, reqs ...Request) (Decisions, error) {
 	if len(reqs) == 1 {
-		d, err := m.allowN(ctx, reqs[0].Limit, reqs[0].Key, reqs[0].cost())
+		d, forgot, err := m.allowN(ctx, reqs[0].Limit, reqs[0].Key, reqs[0].cost())
 		if err != nil {
 			return Decisions{}, err
 		}
-		return Decisions{Allowed: d.Allowed, Each: []Decision{d}}, nil
+		return Decisions{Allowed: d.Allowed, Each: []Decision{d}, Cause: memoryFull(forgot)}, nil
 	}
 	if err := Validate(reqs...); err != nil {
 		return Decisions{}, err
@@ -235,9 +271,10 @@ func (m *MemoryLimiter) Decide(ctx context.Context, reqs ...Request) (Decisions,
 		entBuf   [inline]*memEntry
 		vBuf     [inline]verdict
 		pBuf     [inline]params
+		usedBuf  [inline]bool
 	)
 	keys, hashes, order := keyBuf[:0], hashBuf[:0], orderBuf[:0]
-	entries, vs, ps := entBuf[:0], vBuf[:0], pBuf[:0]
+	entries, vs, ps, used := entBuf[:0], vBuf[:0], pBuf[:0], usedBuf[:0]
 	if len(reqs) > inline {
 		keys = make([]memKey, 0, len(reqs))
 		hashes = make([]uint64, 0, len(reqs))
@@ -245,6 +282,7 @@ func (m *MemoryLimiter) Decide(ctx context.Context, reqs ...Request) (Decisions,
 		entries = make([]*memEntry, 0, len(reqs))
 		vs = make([]verdict, 0, len(reqs))
 		ps = make([]params, 0, len(reqs))
+		used = make([]bool, 0, len(reqs))
 	}
 	for i, r := range reqs {
 		algo, _ := memAlgoOf(r.Limit.Algorithm)
@@ -279,8 +317,12 @@ func (m *MemoryLimiter) Decide(ctx context.Context, reqs ...Request) (Decisions,
 	for _, i := range order {
 		m.shards[i].tidy(now)
 	}
+	// Making room for a new key evicts none of those already looked up.
+	forgot := false
 	for i := range reqs {
-		entries = append(entries, m.shards[shardOf(hashes[i])].entry(hashes[i], &keys[i], reqs[i].Limit.Name))
+		e, created, f := m.shards[shardOf(hashes[i])].entry(hashes[i], &keys[i], reqs[i].Limit.Name, now, entries)
+		entries, used = append(entries, e), append(used, !created)
+		forgot = forgot || f
 	}
 	// Then hold every entry (once, if two requests share one): calls on
 	// those keys without the shard's lock wait until the decision is
@@ -299,15 +341,17 @@ func (m *MemoryLimiter) Decide(ctx context.Context, reqs ...Request) (Decisions,
 	}
 	if all {
 		for i, e := range entries {
-			e.commit(now, ps[i], &vs[i])
+			m.shards[shardOf(hashes[i])].commit(e, now, ps[i], &vs[i])
 		}
 	}
 	for i, e := range entries {
 		if !slices.Contains(entries[:i], e) {
-			e.release()
+			s := &m.shards[shardOf(hashes[i])]
+			s.expiresFrom = min(s.expiresFrom, e.expiry())
+			e.release(used[i])
 		}
 	}
-	ds := Decisions{Allowed: all, Each: make([]Decision, len(vs))}
+	ds := Decisions{Allowed: all, Each: make([]Decision, len(vs)), Cause: memoryFull(forgot)}
 	for i, v := range vs {
 		ds.Each[i] = v.decision()
 	}
@@ -327,7 +371,7 @@ func (m *MemoryLimiter) sweep() int {
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock()
-		n += s.sweep(m.now())
+		n += s.sweep(m.now(), nil)
 		s.mu.Unlock()
 	}
 	return n

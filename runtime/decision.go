@@ -36,8 +36,9 @@ type Decisions struct {
 	Source Source
 	// Cause is why the store did not decide when Source is SourceFallback
 	// or SourceFailOpen: its error, a timeout, or the recent failures for
-	// which it was not asked. It is nil when the store or its deny cache
-	// decided.
+	// which it was not asked. When the store or its deny cache decided, it
+	// is nil, or ErrMemoryFull from a MemoryLimiter that forgot another
+	// key's admissions to make room for this call's.
 	Cause error
 }
 

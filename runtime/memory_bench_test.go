@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,5 +44,52 @@ func BenchmarkMemoryDecide(b *testing.B) {
 		if _, err := lim.Decide(ctx, reqs...); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkMemoryAllow measures the hot path: one short key already held,
+// admitted every time, from one goroutine and from all of them at once.
+func BenchmarkMemoryAllow(b *testing.B) {
+	for _, algo := range []Algorithm{GCRA, FixedWindow} {
+		l := Limit{Name: "bench", Window: time.Second, Max: 1 << 30, Algorithm: algo}
+		b.Run(string(algo), func(b *testing.B) {
+			lim := NewMemoryLimiter()
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := lim.Allow(ctx, l, "user@example.com"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(string(algo)+"/parallel", func(b *testing.B) {
+			lim := NewMemoryLimiter()
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := lim.Allow(ctx, l, "user@example.com"); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkMemoryAllowNewKeys measures a flood of distinct keys, each
+// decided once: every call adds a key, and once the limiter is full, makes
+// room for it.
+func BenchmarkMemoryAllowNewKeys(b *testing.B) {
+	lim := NewMemoryLimiter()
+	l := Limit{Name: "bench", Window: time.Hour, Max: 3}
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if _, err := lim.Allow(ctx, l, "u"+strconv.Itoa(i)+"@flood.example.com"); err != nil {
+			b.Fatal(err)
+		}
+		i++
 	}
 }

@@ -315,7 +315,7 @@ func forEachEntry(lim *MemoryLimiter, f func(*memEntry)) {
 		s.mu.Lock()
 		t := s.tab.Load()
 		for i := range t.slots {
-			if e := t.slots[i].e.Load(); e != nil && e != memDeleted {
+			if e := t.slots[i].entry(); e != nil && e != memDeleted {
 				f(e)
 			}
 		}

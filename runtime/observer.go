@@ -42,7 +42,9 @@ type Event struct {
 	Latency time.Duration
 	// Err is why no decision was made, with ResultError. With
 	// SourceFallback or SourceFailOpen it is why the store did not decide,
-	// though the call was decided (Decisions.Cause); nil otherwise.
+	// though the call was decided (Decisions.Cause); with SourceStore it is
+	// ErrMemoryFull when a full MemoryLimiter forgot other keys'
+	// admissions for the call (Decisions.Cause); nil otherwise.
 	Err error
 }
 

@@ -1,0 +1,322 @@
+package runtime
+
+import (
+	"crypto/sha256"
+	goruntime "runtime"
+	"sync/atomic"
+	"unsafe"
+)
+
+// memEntry is one key's record. It is the head of a memEntryOf, which holds
+// the algorithm's state in the same allocation: 48 bytes, and with the
+// state of GCRA (16 bytes) the whole entry fits one cache line.
+//
+// Calls on the key hold the entry's lock (see entryWord) while they decide,
+// and read the clock under it; GCRA's entries have no use for the lock:
+// their state is one number, swapped whole (see gcra). An eviction marks the
+// entry dead under the same lock (GCRA: swaps in gcraDead), and a call that
+// then finds it dead looks the key up again under the shard's lock.
+type memEntry struct {
+	// name and key are the stored forms (see memKey). They and the flags
+	// below never change once the entry is in a table.
+	name, key string
+	// expireAt (µs, guarded by the lock; unused by GCRA): from then on the
+	// state holds nothing that counts.
+	expireAt int64
+	// algo says which memEntryOf the entry heads.
+	algo                  memAlgo
+	nameHashed, keyHashed bool
+	w                     entryWord
+}
+
+// entryWord is an entry's state in 4 bytes, which fit in memEntry's
+// padding: whether a call used it since the eviction hand last passed
+// (wordVisited), and, but for GCRA's entries, a spin lock (wordHeld) and
+// whether the entry was evicted (wordDead). The lock is held only while one
+// call decides, a few dozen nanoseconds; a waiter that spins in vain yields
+// its thread, so that a holder the scheduler preempted gets to run.
+//
+// A call marks the entry visited as it unlocks it, in the store that
+// unlocks, and a key in steady use is locked from the visited state: the
+// mark costs the hot path nothing. GCRA's calls, which take no lock, mark
+// it with a load, and a store only when it is not yet marked.
+type entryWord struct{ v atomic.Uint32 }
+
+const (
+	wordHeld uint32 = 1 << iota
+	wordVisited
+	wordDead
+)
+
+// lock takes the lock, or reports false for a dead entry.
+func (w *entryWord) lock() bool {
+	return w.v.CompareAndSwap(wordVisited, wordVisited|wordHeld) || w.lockSlow()
+}
+
+func (w *entryWord) lockSlow() bool {
+	for i := 0; ; i++ {
+		v := w.v.Load()
+		if v&wordDead != 0 {
+			return false
+		}
+		if v&wordHeld == 0 && w.v.CompareAndSwap(v, v|wordHeld) {
+			return true
+		}
+		if i >= 16 {
+			goruntime.Gosched()
+		}
+	}
+}
+
+// tryLock takes the lock if no call holds it and the entry is not dead,
+// returning the word as it was.
+func (w *entryWord) tryLock() (v uint32, ok bool) {
+	v = w.v.Load()
+	return v, v&(wordHeld|wordDead) == 0 && w.v.CompareAndSwap(v, v|wordHeld)
+}
+
+// unlock ends a call that used the entry, marking it visited.
+func (w *entryWord) unlock() { w.v.Store(wordVisited) }
+
+// unlockAs ends holding the lock, leaving the word v (without wordHeld).
+func (w *entryWord) unlockAs(v uint32) { w.v.Store(v) }
+
+// held returns the word of a held entry as it will be once unlocked.
+func (w *entryWord) held() uint32 { return w.v.Load() &^ wordHeld }
+
+// visit marks a GCRA entry visited.
+func (w *entryWord) visit() {
+	if w.v.Load() == 0 {
+		w.v.Store(wordVisited)
+	}
+}
+
+type memEntryOf[S any] struct {
+	memEntry
+	s S
+}
+
+// stateOf returns the state of e, which must head a memEntryOf[S]: e.algo
+// says which S. Reading the state through the entry's own allocation, not
+// through an interface held in it, saves the interface's 16 bytes per key
+// and lets the calls below inline.
+func stateOf[S any](e *memEntry) *S {
+	return &(*memEntryOf[S])(unsafe.Pointer(e)).s
+}
+
+// newEntry returns a new entry for algo with an empty state.
+func newEntry(algo memAlgo) *memEntry {
+	switch algo {
+	case memSlidingLog:
+		return &new(memEntryOf[slidingLog]).memEntry
+	case memSlidingWindow:
+		return &new(memEntryOf[slidingWindow]).memEntry
+	case memFixedWindow:
+		return &new(memEntryOf[fixedWindow]).memEntry
+	case memTokenBucket:
+		return &new(memEntryOf[tokenBucket]).memEntry
+	}
+	g := new(memEntryOf[gcra])
+	g.s.tat.Store(gcraEmpty)
+	return &g.memEntry
+}
+
+// matches reports whether e is k's entry.
+func (e *memEntry) matches(k *memKey) bool {
+	return e.algo == k.algo && e.nameHashed == k.nameHashed && e.keyHashed == k.keyHashed &&
+		e.key == k.key && e.name == k.name
+}
+
+// check and commit call the state's own methods directly, not through an
+// interface: the calls then inline, and the verdict stays on the stack.
+func (e *memEntry) check(now int64, p params) verdict {
+	switch e.algo {
+	case memSlidingLog:
+		return stateOf[slidingLog](e).check(now, p)
+	case memSlidingWindow:
+		return stateOf[slidingWindow](e).check(now, p)
+	case memFixedWindow:
+		return stateOf[fixedWindow](e).check(now, p)
+	case memTokenBucket:
+		return stateOf[tokenBucket](e).check(now, p)
+	}
+	return stateOf[gcra](e).check(now, p)
+}
+
+func (e *memEntry) commit(now int64, p params, v *verdict) (grew int64) {
+	switch e.algo {
+	case memSlidingLog:
+		s := stateOf[slidingLog](e)
+		c := cap(s.times)
+		s.commit(now, p, v)
+		if cap(s.times) != c {
+			grew = sliceBytes(cap(s.times)) - sliceBytes(c)
+		}
+	case memSlidingWindow:
+		s := stateOf[slidingWindow](e)
+		i, c := cap(s.idx), cap(s.counts)
+		s.commit(now, p, v)
+		if cap(s.idx) != i || cap(s.counts) != c {
+			grew = sliceBytes(cap(s.idx)) + sliceBytes(cap(s.counts)) - sliceBytes(i) - sliceBytes(c)
+		}
+	case memFixedWindow:
+		stateOf[fixedWindow](e).commit(now, p, v)
+	case memTokenBucket:
+		stateOf[tokenBucket](e).commit(now, p, v)
+	default:
+		// GCRA's state is its expiry.
+		stateOf[gcra](e).commit(now, p, v)
+		return 0
+	}
+	e.expireAt = now + v.reset
+	return grew
+}
+
+// stateBytes returns what e's state holds outside the entry: the slices of
+// a sliding log or window, which only commit grows, and reports. e must be
+// held or dead.
+func (e *memEntry) stateBytes() int64 {
+	switch e.algo {
+	case memSlidingLog:
+		return sliceBytes(cap(stateOf[slidingLog](e).times))
+	case memSlidingWindow:
+		s := stateOf[slidingWindow](e)
+		return sliceBytes(cap(s.idx)) + sliceBytes(cap(s.counts))
+	}
+	return 0
+}
+
+// sliceBytes returns what a slice of c int64s costs: append allocates
+// whole size classes, so 8 bytes each, but for one alone, which takes half
+// of a 16-byte block of Go's tiny allocator and may keep the whole block.
+func sliceBytes(c int) int64 {
+	if c == 1 {
+		return 16
+	}
+	return int64(c) * 8
+}
+
+// cost returns what e holds but for its state's slices (see entryBytes).
+func (e *memEntry) cost() int64 { return entryBytes(e.algo, e.nameHashed, len(e.key)) }
+
+// entryBytes returns what the heap spends on an entry of algo with a key of
+// keyLen bytes: the entry, the copy of its key, and that of its name's
+// digest when hashed. Every one of them is at most 256 bytes, where Go's
+// size classes are multiples of 16 (or 8, below 16).
+func entryBytes(algo memAlgo, nameHashed bool, keyLen int) int64 {
+	n := memEntrySizes[algo] + roundAlloc(keyLen)
+	if nameHashed {
+		n += roundAlloc(sha256.Size)
+	}
+	return n
+}
+
+func roundAlloc(n int) int64 { return int64(n+15) &^ 15 }
+
+var memEntrySizes = [memAlgos]int64{
+	memSlidingLog:    roundAlloc(int(unsafe.Sizeof(memEntryOf[slidingLog]{}))),
+	memSlidingWindow: roundAlloc(int(unsafe.Sizeof(memEntryOf[slidingWindow]{}))),
+	memFixedWindow:   roundAlloc(int(unsafe.Sizeof(memEntryOf[fixedWindow]{}))),
+	memTokenBucket:   roundAlloc(int(unsafe.Sizeof(memEntryOf[tokenBucket]{}))),
+	memGCRA:          roundAlloc(int(unsafe.Sizeof(memEntryOf[gcra]{}))),
+}
+
+// acquire takes e for a call under its shard's lock, so that check and
+// commit may follow: e's lock, or a claim of GCRA's state. The entry is in
+// the shard's table, so not dead.
+func (e *memEntry) acquire() {
+	if e.algo == memGCRA {
+		stateOf[gcra](e).claim()
+		return
+	}
+	e.w.lock()
+}
+
+// release ends acquire. used is false for a call that created e: a new
+// entry stays unvisited until a call uses it again.
+func (e *memEntry) release(used bool) {
+	if e.algo == memGCRA {
+		stateOf[gcra](e).release()
+		if used {
+			e.w.visit()
+		}
+		return
+	}
+	if used {
+		e.w.unlock()
+	} else {
+		e.w.unlockAs(e.w.held())
+	}
+}
+
+// evict marks e dead if nothing in it counts at now, and reports whether it
+// did, with what its state held outside the entry; otherwise expiry is
+// when it would (at least). The shard must be locked.
+func (e *memEntry) evict(now int64) (dead bool, state, expiry int64) {
+	if e.algo == memGCRA {
+		g := stateOf[gcra](e)
+		t := g.tat.Load()
+		// A call that swaps t in between keeps its key, and only moves its
+		// expiry later.
+		if t <= now && t != gcraClaimed && t != gcraDead && g.tat.CompareAndSwap(t, gcraDead) {
+			return true, 0, 0
+		}
+		return false, 0, max(t, now)
+	}
+	e.w.lock()
+	if e.expireAt > now {
+		expiry = e.expireAt
+		e.w.unlockAs(e.w.held())
+		return false, 0, expiry
+	}
+	state = e.stateBytes()
+	e.w.unlockAs(wordDead)
+	return true, state, 0
+}
+
+// expiry returns when nothing in e counts any more, for a call that holds
+// it; calls only ever move it later.
+func (e *memEntry) expiry() int64 {
+	if e.algo == memGCRA {
+		return stateOf[gcra](e).held
+	}
+	return e.expireAt
+}
+
+// firstState is what a new entry's state grows by on its first admission
+// of cost 1, charged before it is added.
+var firstState = [memAlgos]int64{memSlidingLog: sliceBytes(1), memSlidingWindow: 2 * sliceBytes(1)}
+
+// pass is the eviction hand's step on e (see memShard.evictOne): it evicts
+// e if nothing in it counts at now, or else if no call used it since the
+// hand last passed, and otherwise clears its mark. It reports whether it
+// evicted e, whether e still counted admissions, and what its state held
+// outside the entry. An entry that a call holds at that moment is in use:
+// it stays, unmarked as it is. The shard must be locked.
+func (e *memEntry) pass(now int64) (dead, counted bool, state int64) {
+	if e.algo == memGCRA {
+		g := stateOf[gcra](e)
+		t := g.tat.Load()
+		switch {
+		case t == gcraClaimed || t == gcraDead:
+			return false, false, 0
+		case t > now && e.w.v.Load() != 0:
+			e.w.v.Store(0)
+			return false, false, 0
+		}
+		// A call that swaps t in between keeps its key.
+		return g.tat.CompareAndSwap(t, gcraDead), t > now, 0
+	}
+	v, ok := e.w.tryLock()
+	if !ok {
+		return false, false, 0
+	}
+	counted = e.expireAt > now
+	if counted && v&wordVisited != 0 {
+		e.w.unlockAs(0)
+		return false, false, 0
+	}
+	state = e.stateBytes()
+	e.w.unlockAs(wordDead)
+	return true, counted, state
+}

@@ -1,0 +1,129 @@
+package runtime
+
+import (
+	"crypto/sha256"
+	"hash/maphash"
+	"math/bits"
+	"unsafe"
+)
+
+// memAlgo numbers the algorithms for the memory limiter's keys, so that an
+// entry records its algorithm in one byte.
+type memAlgo uint8
+
+const (
+	memSlidingLog memAlgo = iota
+	memSlidingWindow
+	memFixedWindow
+	memTokenBucket
+	memGCRA
+	memAlgos
+)
+
+// memAlgoOf returns a's number; the zero Algorithm is SlidingLog. ok is
+// false for an unknown algorithm, which Validate rejects.
+func memAlgoOf(a Algorithm) (_ memAlgo, ok bool) {
+	switch a {
+	case SlidingLog, "":
+		return memSlidingLog, true
+	case SlidingWindow:
+		return memSlidingWindow, true
+	case FixedWindow:
+		return memFixedWindow, true
+	case TokenBucket:
+		return memTokenBucket, true
+	case GCRA:
+		return memGCRA, true
+	}
+	return 0, false
+}
+
+// memKey mirrors the Redis storage key: algorithm, limit name, key. A name
+// or key longer than maxLiteralLen is held as its SHA-256, as appendEncoded
+// does for Redis, so that a caller-chosen key (from a header, say) cannot
+// make the limiter hold megabytes per key. The hashed flags keep a digest
+// apart from a literal name or key made of the same 32 bytes. There is one
+// flag per part: with a single one, (long name N, key D) and (name
+// sha256(N), long key K) would share an entry whenever D is sha256(K).
+//
+// name and key are the stored forms: the caller's strings, or views of
+// digests kept in the caller's frame (see memDigests), so that even a long
+// key costs no allocation until the limiter first stores it.
+type memKey struct {
+	name, key             string
+	algo                  memAlgo
+	nameHashed, keyHashed bool
+}
+
+// memDigests holds the digests of a memKey's long parts.
+type memDigests struct {
+	name, key [sha256.Size]byte
+}
+
+// newMemKey returns the key of (algo, name, key), hashing the long parts
+// into d, which must live as long as the key. (It returns the key rather
+// than filling one in place so that escape analysis can see that d lives
+// only as long as the key does, and keep both on the caller's stack.)
+func newMemKey(algo memAlgo, name, key string, d *memDigests) memKey {
+	k := memKey{algo: algo, name: name, key: key}
+	if len(name) > maxLiteralLen {
+		d.name = sum256(name)
+		k.name, k.nameHashed = unsafe.String(&d.name[0], len(d.name)), true
+	}
+	if len(key) > maxLiteralLen {
+		d.key = sum256(key)
+		k.key, k.keyHashed = unsafe.String(&d.key[0], len(d.key)), true
+	}
+	return k
+}
+
+// sum256 returns s's SHA-256. It hashes the string's own bytes: Sum256 only
+// reads them, and []byte(s) would copy the whole key on every call, as much
+// work as the hash.
+func sum256(s string) [sha256.Size]byte {
+	return sha256.Sum256(unsafe.Slice(unsafe.StringData(s), len(s)))
+}
+
+// digest returns s's SHA-256 as a 32-byte string.
+func digest(s string) string {
+	sum := sum256(s)
+	return string(sum[:])
+}
+
+// hash returns k's 64-bit hash; its top memShardBits bits pick the shard.
+//
+// Only the key is hashed in full, with the limiter's random seed: it is
+// what callers (and their users) choose, and a second full hash of the
+// name would cost as much again on every call. The name, which the
+// program chooses, is folded in through nameFold; two names that fold
+// alike only make their keys share a chain, as matches tells them apart.
+func (m *MemoryLimiter) hash(k *memKey) uint64 {
+	return maphash.String(m.keySeed, k.key) ^ nameFold(k.name, k.algo)
+}
+
+// nameFold mixes a name's length, its first and last 8 bytes, and the
+// algorithm into 64 bits. Names of up to 16 bytes count whole; longer ones
+// that differ only in the middle fold alike.
+func nameFold(name string, algo memAlgo) uint64 {
+	n := len(name)
+	x := uint64(n)<<56 ^ uint64(algo)<<48
+	if n >= 8 {
+		x ^= le64(name) ^ bits.RotateLeft64(le64(name[n-8:]), 31)
+	} else {
+		for i := 0; i < n; i++ {
+			x ^= uint64(name[i]) << (8 * i)
+		}
+	}
+	x *= 0x9e3779b97f4a7c15
+	return x ^ x>>29
+}
+
+// le64 reads s's first 8 bytes as a little-endian number.
+func le64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// shardOf returns the index of the shard of hash h.
+func shardOf(h uint64) uint64 { return h >> (64 - memShardBits) }

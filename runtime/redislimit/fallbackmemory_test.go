@@ -1,0 +1,67 @@
+package redislimit
+
+import (
+	"context"
+	"fmt"
+	goruntime "runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
+	"github.com/ratelimitgen/ratelimitgen/runtime"
+)
+
+// TestFallbackFloodStaysWithinMemory floods a Limiter with New's defaults
+// with 3 million distinct keys while its real Redis is down: the FailLocal
+// fallback decides them all, and must neither grow the heap past its
+// memory budget (an attacker's random addresses would otherwise grow the
+// process until the kernel kills it) nor let go of a key at its limit that
+// keeps being used meanwhile. The flood comes from two goroutines, to take
+// both cores of a small machine.
+func TestFallbackFloodStaysWithinMemory(t *testing.T) {
+	srv := redistest.StartServer(t)
+	lim := New(srv.Client(t))
+	l := runtime.Limit{Name: "Notifier.SendCode", Window: time.Hour, Max: 3}
+	ctx := context.Background()
+	srv.Stop(t)
+
+	const victim = "victim@example.com"
+	for i := range l.Max {
+		ds, err := lim.Decide(ctx, runtime.Request{Limit: l, Key: victim})
+		require.NoError(t, err)
+		require.True(t, ds.Allowed, "call %d", i+1)
+		require.Equal(t, runtime.SourceFallback, ds.Source, "Redis is down: the fallback decides")
+	}
+	before := int64(heapInUse())
+	const keys, workers = 3_000_000, 2
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < keys; i += workers {
+				if i/workers%1000 == 0 {
+					// The deny cache may answer too; either way, denied.
+					d, err := lim.Allow(ctx, l, victim)
+					if err != nil || d.Allowed {
+						t.Error(fmt.Errorf("call %d: the key at its limit was admitted (%+v, %v)", i, d, err))
+						return
+					}
+				}
+				if _, err := lim.Allow(ctx, l, "u"+strconv.Itoa(i)+"@flood.example.com"); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	after := int64(heapInUse())
+	t.Logf("heap: +%.1f MiB after %d distinct keys decided by the fallback", float64(after-before)/(1<<20), keys)
+	require.LessOrEqual(t, after-before, int64(100<<20), "the fallback grew the heap past its budget")
+	goruntime.KeepAlive(lim)
+}

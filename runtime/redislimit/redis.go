@@ -236,6 +236,11 @@ func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, cause err
 	default:
 		r.fallbackUsed.Store(true)
 		ds, err = r.decideShare(ctx, reqs)
+		if ds.Cause != nil {
+			// The fallback's own cause, such as runtime.ErrMemoryFull,
+			// is kept beside Redis's.
+			cause = errors.Join(cause, ds.Cause)
+		}
 		ds.Source, ds.Cause = runtime.SourceFallback, cause
 		if err != nil {
 			err = &unavailableError{limit: reqs[0].Limit, err: fmt.Errorf("%v; the local fallback failed too: %w", cause, err)}

@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	goruntime "runtime"
 	"strconv"
@@ -64,4 +65,47 @@ func TestFallbackFloodStaysWithinMemory(t *testing.T) {
 	t.Logf("heap: +%.1f MiB after %d distinct keys decided by the fallback", float64(after-before)/(1<<20), keys)
 	require.LessOrEqual(t, after-before, int64(100<<20), "the fallback grew the heap past its budget")
 	goruntime.KeepAlive(lim)
+}
+
+// memoryFullObserver remembers whether an event's Err was ErrMemoryFull,
+// and every error message it saw.
+type memoryFullObserver struct {
+	mu   sync.Mutex
+	full int
+	msgs []string
+}
+
+func (o *memoryFullObserver) Observe(_ context.Context, ev runtime.Event) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if errors.Is(ev.Err, runtime.ErrMemoryFull) {
+		o.full++
+	}
+	if ev.Err != nil {
+		o.msgs = append(o.msgs, ev.Err.Error())
+	}
+}
+
+// TestFallbackReportsMemoryFull: when the fallback makes room by forgetting
+// keys that still count, observers of an Operate limiter are told, beside
+// Redis's own error, and never the key.
+func TestFallbackReportsMemoryFull(t *testing.T) {
+	srv := redistest.StartServer(t)
+	lim := New(srv.Client(t), WithFallback(runtime.NewMemoryLimiter(runtime.WithMaxMemory(64<<10))))
+	obs := &memoryFullObserver{}
+	op := runtime.Operate(lim, runtime.WithObserver(obs))
+	l := runtime.Limit{Name: "fallback.full", Window: time.Hour, Max: 3}
+	srv.Stop(t)
+	ctx := context.Background()
+	for i := range 20_000 {
+		ds, err := op.Decide(ctx, runtime.Request{Limit: l, Key: "k" + strconv.Itoa(i) + "@example.com"})
+		require.NoError(t, err)
+		require.Equal(t, runtime.SourceFallback, ds.Source)
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	require.NotZero(t, obs.full, "20,000 keys in 64 KiB: the fallback must have forgotten keys that counted, and said so")
+	for _, m := range obs.msgs {
+		require.NotContains(t, m, "@example.com", "an error must not carry a key")
+	}
 }

@@ -12,11 +12,11 @@ import (
 )
 
 // A stalled app is not a stalled Redis. These tests run app instances in
-// processes of their own, with the limiter's defaults (FailLocal, batching
-// and the deny cache) but for a timeout of 100ms, shorter than every stall,
-// against a redis-server that stays healthy throughout, and stall the
-// instances themselves: frozen with SIGSTOP for longer than the timeout,
-// or held to a small CPU quota. A
+// processes of their own, with the limiter's defaults (FailLocal, a 500ms
+// timeout, batching and the deny cache), against a redis-server that stays
+// healthy throughout, and stall the instances themselves, each stall
+// longer than the timeout: frozen with SIGSTOP, or held to a small CPU
+// quota. A
 // decision whose deadline passes while its own process was not running has
 // learnt nothing about Redis; were it taken for an outage, the breaker
 // would send the instance's decisions to its in-memory fallback, where each
@@ -35,23 +35,21 @@ func stalledConfig(srv *redistest.Server) instanceConfig {
 		Attempts:   4,
 		Goroutines: 16,
 		MaxKeys:    1 << 21,
-		Timeout:    stalledTimeout,
 	}
 }
 
 const (
 	stalledInstances = 3
-	stalledTimeout   = 100 * time.Millisecond
-	// pauses per instance, each longer than the limiter's 100ms timeout,
+	// pauses per instance, each longer than the limiter's 500ms timeout,
 	// after a gap drawn from [pauseGapMin, pauseGapMin+pauseGapSpread).
-	pausesPerInstance = 10
-	pauseLength       = 150 * time.Millisecond
+	pausesPerInstance = 5
+	pauseLength       = 600 * time.Millisecond
 	pauseGapMin       = 100 * time.Millisecond
 	pauseGapSpread    = 200 * time.Millisecond
 )
 
 // TestPausedInstancesNeverOverAdmit freezes each instance with SIGSTOP for
-// 150ms at a time, at offsets of its own, while they decide.
+// 600ms at a time, at offsets of its own, while they decide.
 func TestPausedInstancesNeverOverAdmit(t *testing.T) {
 	srv := redistest.StartServer(t)
 	cfg := stalledConfig(srv)
@@ -93,12 +91,12 @@ func TestPausedInstancesNeverOverAdmit(t *testing.T) {
 	auditInstances(t, cfg, reports)
 }
 
-// CPU quota of the starved instances: each may run 20ms of every 200ms, so
-// once its quota is spent it waits up to 180ms, longer than the limiter's
-// timeout, for the next period.
+// CPU quota of the starved instances: each may run 50ms of every second
+// (the longest period a cgroup takes), so once its quota is spent it waits
+// up to 950ms, longer than the limiter's timeout, for the next period.
 const (
-	starvedQuota  = 20 * time.Millisecond
-	starvedPeriod = 200 * time.Millisecond
+	starvedQuota  = 50 * time.Millisecond
+	starvedPeriod = time.Second
 	starvedRun    = 4 * time.Second
 )
 

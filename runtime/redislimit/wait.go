@@ -152,6 +152,9 @@ func (w *wait) until(ctx context.Context, done <-chan struct{}) error {
 		expected := w.next(w.last)
 		select {
 		case <-done:
+			// Its round trip may have failed while the process was
+			// paused, which the caller judges by lost.
+			w.account(time.Now(), expected)
 			return nil
 		case <-w.tripped:
 			return errTripped
@@ -167,26 +170,12 @@ func (w *wait) until(ctx context.Context, done <-chan struct{}) error {
 		goruntime.Gosched()
 		select {
 		case <-done:
+			w.account(time.Now(), expected)
 			return nil
 		default:
 		}
 		now := time.Now()
-		gap := now.Sub(w.last)
-		switch late := gap - expected; {
-		case late > w.period():
-			// More than a period late: the process was stopped or
-			// throttled at some point since the last wake, and none of
-			// that time counts, so that the wait goes on for at least a
-			// period after the process resumes: the reader of a reply that
-			// arrived meanwhile has not even been woken yet.
-			w.lost += gap
-			w.end = w.end.Add(gap)
-		case late > w.period()/8:
-			// Slowed: a busy process, or a throttled one whose pauses
-			// are short. The lateness does not count as waiting.
-			w.end = w.end.Add(late)
-		}
-		w.last = now
+		w.account(now, expected)
 		switch {
 		case !now.Before(w.hard):
 			return &errSilent{w: w, paused: 2*w.lost >= w.budget}
@@ -199,6 +188,27 @@ func (w *wait) until(ctx context.Context, done <-chan struct{}) error {
 		}
 		t.Reset(w.next(now))
 	}
+}
+
+// account counts the time since the last wake, which was to last expected,
+// and makes now the last wake.
+func (w *wait) account(now time.Time, expected time.Duration) {
+	gap := now.Sub(w.last)
+	switch late := gap - expected; {
+	case late > w.period():
+		// More than a period late: the process was stopped or throttled
+		// at some point since the last wake, and none of that time
+		// counts, so that the wait goes on for at least a period after
+		// the process resumes: the reader of a reply that arrived
+		// meanwhile has not even been woken yet.
+		w.lost += gap
+		w.end = w.end.Add(gap)
+	case late > w.period()/8:
+		// Slowed: a busy process, or a throttled one whose pauses are
+		// short. The lateness does not count as waiting.
+		w.end = w.end.Add(late)
+	}
+	w.last = now
 }
 
 // next returns how long to sleep from now until the next wake: a

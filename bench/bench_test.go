@@ -68,9 +68,9 @@ func benchContenders() []contender {
 	}
 }
 
-// perfTable restricts BenchmarkAllow to the rows of the README's
-// Performance table (see tableRow); cmd/perftable sets it.
-var perfTable = flag.Bool("perftable", false, "run only the rows of the README's Performance table")
+// perfTable restricts BenchmarkAllow to the rows of the Performance table
+// in docs/performance.md (see tableRow); cmd/perftable sets it.
+var perfTable = flag.Bool("perftable", false, "run only the rows of the Performance table in docs/performance.md")
 
 // tableRow reports whether a row belongs to the Performance table: every
 // contender but the ContextTimeoutEnabled variant, at 1, 64 and 256

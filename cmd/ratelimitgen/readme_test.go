@@ -3,34 +3,50 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// readmeSnippets returns the Go code blocks of the README's sections
-// about the generator (Quick start, Directive reference, Wiring), in order.
+// snippetSections are the sections about the generator whose Go code
+// blocks the test compiles: the README's Quick start, and the pages of
+// docs/ the reference moved to. A file listed with no section contributes
+// every section.
+var snippetSections = []struct {
+	file     string
+	sections []string
+}{
+	{"README.md", []string{"Quick start"}},
+	{filepath.Join("docs", "directives.md"), nil},
+	{filepath.Join("docs", "runtime.md"), []string{"Wiring"}},
+}
+
+// readmeSnippets returns the Go code blocks of the README's and docs/'
+// sections about the generator (snippetSections), in order.
 func readmeSnippets(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	section := ""
-	lines := strings.Split(string(b), "\n")
-	for i := 0; i < len(lines); i++ {
-		if h, ok := strings.CutPrefix(lines[i], "## "); ok {
-			section = h
-			continue
+	for _, f := range snippetSections {
+		b, err := os.ReadFile(filepath.Join("..", "..", f.file))
+		if err != nil {
+			t.Fatal(err)
 		}
-		if lines[i] != "```go" || (section != "Quick start" && section != "Directive reference" && section != "Wiring") {
-			continue
+		section := ""
+		lines := strings.Split(string(b), "\n")
+		for i := 0; i < len(lines); i++ {
+			if h, ok := strings.CutPrefix(lines[i], "## "); ok {
+				section = h
+				continue
+			}
+			if lines[i] != "```go" || (f.sections != nil && !slices.Contains(f.sections, section)) {
+				continue
+			}
+			var block []string
+			for i++; i < len(lines) && lines[i] != "```"; i++ {
+				block = append(block, lines[i])
+			}
+			out = append(out, strings.Join(block, "\n")+"\n")
 		}
-		var block []string
-		for i++; i < len(lines) && lines[i] != "```"; i++ {
-			block = append(block, lines[i])
-		}
-		out = append(out, strings.Join(block, "\n")+"\n")
 	}
 	return out
 }
@@ -38,7 +54,7 @@ func readmeSnippets(t *testing.T) []string {
 // TestReadmeSnippetsCompile follows the README word for word in a new
 // module: go get -tool, the Quick start's file as package notify, go
 // generate, go mod tidy. It then compiles every other snippet of the
-// generator's sections in the context the README gives it: a block of
+// generator's sections, in the README and docs/, in the context they give it: a block of
 // directives and a method is an interface of a package of its own, a
 // directive on a type is a package of its own with the TenantOf it uses, a func
 // is a declaration and anything else is statements, both in a main
@@ -47,7 +63,7 @@ func readmeSnippets(t *testing.T) []string {
 func TestReadmeSnippetsCompile(t *testing.T) {
 	snippets := readmeSnippets(t)
 	if len(snippets) < 4 {
-		t.Fatalf("found %d Go snippets in the README's generator sections; want the Quick start's, the usage, the several-limits and the wiring ones", len(snippets))
+		t.Fatalf("found %d Go snippets in the generator sections of the README and docs/; want the Quick start's, the usage, the several-limits and the wiring ones", len(snippets))
 	}
 	dir, env := installModule(t)
 	var decls, stmts []string

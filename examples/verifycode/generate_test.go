@@ -27,15 +27,15 @@ func TestGeneratedCodeIsUpToDate(t *testing.T) {
 	assert.Empty(t, stale, "run: go generate ./... in examples/verifycode")
 }
 
-// TestReadmeManifest: the README's manifest of this example is what
-// `ratelimitgen -list ./...` prints in examples/.
+// TestReadmeManifest: the manifest of this example in docs/operating.md
+// is what `ratelimitgen -list ./...` prints in examples/.
 func TestReadmeManifest(t *testing.T) {
 	dir, err := filepath.Abs("..")
 	require.NoError(t, err)
 	man, err := generate.List(t.Context(), generate.Config{Dir: dir}, "./...")
 	require.NoError(t, err)
-	readme, err := os.ReadFile(filepath.Join(dir, "..", "README.md"))
+	readme, err := os.ReadFile(filepath.Join(dir, "..", "docs", "operating.md"))
 	require.NoError(t, err)
 	assert.Contains(t, string(readme), "```\n"+string(man.Text(dir))+"```\n",
-		"update the README's manifest with: cd examples && go tool ratelimitgen -list ./...")
+		"update the manifest in docs/operating.md with: cd examples && go tool ratelimitgen -list ./...")
 }

@@ -9,9 +9,10 @@
 //     sethvargo/go-limiter's memorystore, and golang.org/x/time/rate
 //     limiters in a sync.Map or alone (inprocess.go, inprocess_test.go).
 //
-// cmd/perftable runs the rows of the repository README's Performance table
-// and prints them as ratios to redis_rate; with -inprocess, the rows of
-// README.md's In process table, as ratios to memorystore and x/time/rate.
+// cmd/perftable runs the rows of the Performance table in the repository's
+// docs/performance.md and prints them as ratios to redis_rate; with
+// -inprocess, the rows of README.md's In process table, as ratios to
+// memorystore and x/time/rate.
 //
 // It is a module of its own so that the peers it measures never become
 // dependencies of ratelimitgen's users. It holds no API; README.md has the

@@ -1,5 +1,5 @@
 // Command perftable reproduces the Performance table of the repository's
-// README: it runs the table's rows of bench's BenchmarkAllow against one
+// docs/performance.md: it runs the table's rows of bench's BenchmarkAllow against one
 // real redis-server (started by the benchmark), count times, and prints a
 // markdown table of medians and of ratios to go-redis/redis_rate measured
 // in the same run.

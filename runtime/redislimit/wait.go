@@ -79,11 +79,10 @@ func (r *Limiter) newWait(ctx context.Context) *wait {
 
 // errSilent is a wait ending without a reply. Unless paused, Redis did not
 // answer within the budget while this process ran: evidence about Redis.
-// paused says the process itself lost half the budget or more before the
-// caller's deadline (or the hard bound) ended the wait: no evidence.
-//
 // noConn says the round trip got no connection by the end of the budget
-// (see Limiter.connectBound): unless paused, evidence too.
+// (see Limiter.connectBound). paused says the process lost time to its own
+// pauses, which makes it no evidence: half the budget or more, for a wait
+// that the caller's deadline or the hard bound ended; any, with noConn.
 type errSilent struct {
 	w              *wait
 	paused, noConn bool

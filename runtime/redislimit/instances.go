@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -73,7 +74,13 @@ func (in *instances) due(c redis.UniversalClient, now time.Time) {
 		ctx, cancel := context.WithTimeout(context.Background(), instanceTimeout)
 		defer cancel()
 		n, err := instanceScript.Run(ctx, c, []string{in.key}, in.id, instanceTTL.Milliseconds()).Int64()
-		if err != nil {
+		var refused redis.Error
+		switch {
+		case errors.As(err, &refused):
+			// Redis refuses the script (an ACL, say): the count stays as
+			// last read, and the beat is not tried again before its time.
+			return
+		case err != nil:
 			// Redis did not answer; the breaker deals with that. The
 			// count stays as last read, and the beat is tried again soon.
 			in.next.Store(time.Now().Add(instanceBeat / 10).UnixNano())

@@ -115,7 +115,8 @@ func WithFallback(l runtime.Limiter) Option {
 //
 // Without it, each limiter stamps its id in Redis (one small script every
 // 10s, in the key prefix+"instances") and counts the limiters of the same
-// prefix seen within 30s; until it has read a count, n is 1.
+// prefix seen within 30s; until it has read a count, or where Redis refuses
+// the script, n is 1.
 func WithInstances(n int) Option {
 	return func(c *config) { c.instances = max(0, n) }
 }

@@ -301,23 +301,10 @@ func (r *Limiter) check(key string, budget time.Duration) {
 func (r *Limiter) checkOnce(key string, budget time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
-	w := r.newWait(ctx)
-	f := newFlight(context.Background(), 1, r.connectBound(w))
-	rt := &roundTrip{done: make(chan struct{})}
-	go func() {
-		ctx, cancel := f.start()
-		defer cancel()
-		sent := time.Now()
-		rt.err = r.client.Do(ctx, "pttl", key).Err()
-		r.noteAnswer(sent, rt.err)
-		close(rt.done)
-	}()
-	err := w.until(ctx, rt.done)
-	f.leave()
-	if err != nil {
-		return err
-	}
-	return w.outcome(rt.err)
+	_, err := r.ask(ctx, r.newWait(ctx), func(ctx context.Context) ([]int64, error) {
+		return nil, r.client.Do(ctx, "pttl", key).Err()
+	})
+	return err
 }
 
 // decideShare asks the fallback for the call with each limit's share (see
@@ -573,6 +560,13 @@ func (r *Limiter) storageKey(l runtime.Limit, key string) string {
 // abandoned call may still be recorded when Redis answers late; that
 // over-counts, never over-admits.
 func (r *Limiter) eval(ctx context.Context, w *wait, s *script, args []any) ([]int64, error) {
+	return r.ask(ctx, w, func(ctx context.Context) ([]int64, error) { return s.run(ctx, r.client, args) })
+}
+
+// ask runs do as a round trip on a goroutine of its own and waits for it
+// as long as w allows. A round trip that got no connection while this
+// process was paused is made again.
+func (r *Limiter) ask(ctx context.Context, w *wait, do func(context.Context) ([]int64, error)) ([]int64, error) {
 	for {
 		rt := &roundTrip{done: make(chan struct{})}
 		f := newFlight(ctx, 1, r.connectBound(w))
@@ -580,7 +574,7 @@ func (r *Limiter) eval(ctx context.Context, w *wait, s *script, args []any) ([]i
 			ctx, cancel := f.start()
 			defer cancel()
 			sent := time.Now()
-			rt.res, rt.err = s.run(ctx, r.client, args)
+			rt.res, rt.err = do(ctx)
 			r.noteAnswer(sent, rt.err)
 			close(rt.done)
 		}()

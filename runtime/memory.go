@@ -5,9 +5,8 @@ import (
 	"hash/maphash"
 	"math"
 	"slices"
+	"sync/atomic"
 	"time"
-
-	"github.com/ratelimitgen/ratelimitgen/runtime/internal/sweep"
 )
 
 // MemoryLimiter is a Limiter that keeps its counts in the process. It makes
@@ -55,6 +54,9 @@ type MemoryLimiter struct {
 
 	// maxBytes is WithMaxMemory's budget.
 	maxBytes int
+
+	// idle says an idle sweep is due (see keepTidy).
+	idle atomic.Bool
 }
 
 // NewMemoryLimiter returns an in-process Limiter reading the process's
@@ -110,10 +112,18 @@ func (m *MemoryLimiter) now() int64 {
 	return m.epochMicros + int64(time.Since(m.epoch)/time.Microsecond)
 }
 
-// Allow admits a call of cost 1 under l for key if the limit has room, and
-// records it; otherwise it records nothing and reports when there will be
-// room. It is Decide for one request, without the Decisions.
+// Allow decides a call of cost 1 under l for key and returns l's Decision:
+// it is Decide for one request, without the Decisions, so a limit in
+// ModeShadow records the call only if it has room, and one in ModeOff is
+// not consulted.
 func (m *MemoryLimiter) Allow(ctx context.Context, l Limit, key string) (Decision, error) {
+	if l.Mode == ModeOff {
+		ds, err := m.Decide(ctx, Request{Limit: l, Key: key})
+		if err != nil {
+			return Decision{}, err
+		}
+		return ds.Each[0], nil
+	}
 	d, _, err := m.allowN(ctx, l, key, 1)
 	return d, err
 }
@@ -221,6 +231,7 @@ func (m *MemoryLimiter) decideLocked(s *memShard, h uint64, k *memKey, name stri
 		// A new entry is held before it goes in the table: no other call
 		// has decided on it, so the time read above serves.
 		e, forgot = s.add(h, k, name, true, now, nil)
+		m.keepTidy()
 	} else {
 		e.acquire()
 		now = m.now()
@@ -331,6 +342,9 @@ func (m *MemoryLimiter) Decide(ctx context.Context, reqs ...Request) (Decisions,
 			continue
 		}
 		e, created, f := m.shards[shardOf(hashes[i])].entry(hashes[i], &keys[i], reqs[i].Limit.Name, now, entries)
+		if created {
+			m.keepTidy()
+		}
 		entries, used = append(entries, e), append(used, !created)
 		forgot = forgot || f
 	}
@@ -374,35 +388,6 @@ func (m *MemoryLimiter) Decide(ctx context.Context, reqs ...Request) (Decisions,
 		ds.Each[i] = v.decision()
 	}
 	return ds, nil
-}
-
-// sweep deletes the expired entries of every shard, rebuilding the tables
-// that have shrunk far below their peak so that the memory really goes back
-// to the runtime, and returns how many entries remain. It locks one shard
-// at a time, so calls on the other shards go on meanwhile.
-//
-// A Redis limiter calls it on its fallback once Redis decides again: the keys
-// of an outage are then visited no more, and their shards might not sweep
-// for a long while (a shard that no call reaches never does).
-func (m *MemoryLimiter) sweep() int {
-	n := 0
-	for i := range m.shards {
-		s := &m.shards[i]
-		s.mu.Lock()
-		n += s.sweep(m.now(), nil)
-		s.mu.Unlock()
-	}
-	return n
-}
-
-func init() {
-	sweep.Memory = func(l any) (int, bool) {
-		m, ok := l.(*MemoryLimiter)
-		if !ok {
-			return 0, false
-		}
-		return m.sweep(), true
-	}
 }
 
 // Len reports how many keys the limiter currently holds, expired ones not

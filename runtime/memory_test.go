@@ -490,3 +490,16 @@ func TestMemoryHotKeyIsExact(t *testing.T) {
 		})
 	}
 }
+
+// sweep deletes the expired entries of every shard now, whatever their
+// timed sweeps, and returns how many entries remain.
+func (m *MemoryLimiter) sweep() int {
+	n := 0
+	for i := range m.shards {
+		s := &m.shards[i]
+		s.mu.Lock()
+		n += s.sweep(m.now(), nil)
+		s.mu.Unlock()
+	}
+	return n
+}

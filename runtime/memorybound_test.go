@@ -151,7 +151,10 @@ func TestMemoryFullReachesObservers(t *testing.T) {
 		}
 	}
 	require.Less(t, decided, 100_000, "the limiter never filled")
-	require.Greater(t, decided, 100, "keys were forgotten long before the budget was reached")
+	// Keys fall into 64 shards of 1 KiB each by a random seed, so the
+	// first full shard may come after a few dozen keys (56 the least in 300
+	// runs); it must not come at once.
+	require.Greater(t, decided, 16, "keys were forgotten long before the budget was reached")
 	evs := rec.take()
 	require.Len(t, evs, decided+1)
 	for _, ev := range evs[:decided] {

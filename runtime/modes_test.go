@@ -159,3 +159,23 @@ func TestUnknownModeIsInvalid(t *testing.T) {
 	_, err = mem.Decide(ctx, Request{Limit: bad, Key: "k"}, Request{Limit: Limit{Name: "Ok", Window: time.Minute, Max: 1}, Key: "k"})
 	require.Error(t, err)
 }
+
+// TestAllowAppliesModes: Allow is Decide for one request, modes included.
+func TestAllowAppliesModes(t *testing.T) {
+	ctx := context.Background()
+	mem := NewMemoryLimiter()
+	off := Limit{Name: "Allow.Off", Window: time.Hour, Max: 1, Mode: ModeOff}
+	shadow := Limit{Name: "Allow.Shadow", Window: time.Hour, Max: 1, Mode: ModeShadow}
+	for range 2 {
+		d, err := mem.Allow(ctx, off, "k")
+		require.NoError(t, err)
+		require.Equal(t, Decision{Allowed: true, Remaining: 1}, d)
+	}
+	require.Zero(t, mem.Len(), "an off limit is not consulted")
+	d, err := mem.Allow(ctx, shadow, "k")
+	require.NoError(t, err)
+	require.True(t, d.Allowed)
+	d, err = mem.Allow(ctx, shadow, "k")
+	require.NoError(t, err)
+	require.False(t, d.Allowed, "the shadow limit's own Decision says it had no room")
+}

@@ -18,14 +18,13 @@ import (
 // although no decision visits them again: an outage must not leave its keys
 // in memory for as long as the process lives.
 func TestFallbackLetsGoAfterRecovery(t *testing.T) {
+	t.Parallel() // it mostly waits
 	srv := redistest.StartServer(t)
 	client := srv.Client(t)
-	clock := newFakeClock()
 	events := &degradedLog{}
-	lim := New(client, WithClock(clock.Now), WithRetryInterval(time.Millisecond),
-		WithOnDegraded(events.record))
+	lim := New(client, WithRetryInterval(time.Millisecond), WithOnDegraded(events.record), WithInstances(1))
 	fallback := lim.fallback.(*runtime.MemoryLimiter)
-	l := runtime.Limit{Name: "fallback.sweep", Window: time.Second, Max: 3}
+	l := runtime.Limit{Name: "fallback.sweep", Window: 100 * time.Millisecond, Max: 3}
 	ctx := context.Background()
 
 	srv.Stop(t)
@@ -36,22 +35,17 @@ func TestFallbackLetsGoAfterRecovery(t *testing.T) {
 		require.True(t, d.Allowed)
 	}
 	require.Equal(t, keys, events.len(), "every decision of the outage was the fallback's")
-	require.Equal(t, keys, fallback.Len())
+	require.Positive(t, fallback.Len())
 
 	srv.Start(t)
 	awaitRedisDecides(t, lim, events, l, "back")
-	deadline := time.Now().Add(recoveryBound)
+	// A shard sweeps itself at most every 10s when no call reaches it.
+	const bound = time.Minute
+	deadline := time.Now().Add(bound)
 	for fallback.Len() > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("the fallback still holds %d keys %v after Redis came back and their window passed",
-				fallback.Len(), recoveryBound)
+			t.Fatalf("the fallback still holds %d keys %v after Redis came back", fallback.Len(), bound)
 		}
-		// Each round is a window later, so that a key the fallback takes
-		// in a round (a pooled connection to the old process may fail one
-		// decision) expires too.
-		clock.Advance(2 * l.Window)
-		_, err := lim.Allow(ctx, l, "back")
-		require.NoError(t, err)
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
 	}
 }

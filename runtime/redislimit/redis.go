@@ -16,7 +16,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
-	"github.com/ratelimitgen/ratelimitgen/runtime/internal/sweep"
 )
 
 // Limiter is a runtime.Limiter whose counts live in Redis, so that every
@@ -58,12 +57,6 @@ type Limiter struct {
 	// readsFollowCtx says the client bounds reads by the context's
 	// deadline (ContextTimeoutEnabled); see connectBound.
 	readsFollowCtx bool
-	// fallbackUsed says the fallback decided since it was last swept.
-	fallbackUsed atomic.Bool
-	// sweepAt is when (UnixNano) the fallback may next be swept; sweeping
-	// says a sweep is running.
-	sweepAt  atomic.Int64
-	sweeping atomic.Bool
 	// deny remembers Redis's denials (see WithDenyCache); nil when off.
 	deny *denyCache
 }
@@ -181,7 +174,6 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 			// a different server now.
 			r.settings.reset()
 		}
-		r.sweepFallback(start)
 		return runtime.Decisions{Allowed: committed}, nil
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
@@ -234,7 +226,6 @@ func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, cause err
 	case FailClosed:
 		err = &unavailableError{limit: reqs[0].Limit, err: cause}
 	default:
-		r.fallbackUsed.Store(true)
 		ds, err = r.decideShare(ctx, reqs)
 		if ds.Cause != nil {
 			// The fallback's own cause, such as runtime.ErrMemoryFull,
@@ -332,31 +323,6 @@ func (r *Limiter) decideShare(ctx context.Context, reqs []runtime.Request) (runt
 		}
 	}
 	return ds, nil
-}
-
-// sweepFallback lets go of the fallback's expired keys once Redis decides
-// again: the fallback of an outage may hold many keys that no decision
-// would otherwise visit. A sweep runs on its own goroutine, at most once a
-// second, until the fallback is empty.
-func (r *Limiter) sweepFallback(now time.Time) {
-	if !r.fallbackUsed.Load() || now.UnixNano() < r.sweepAt.Load() {
-		return
-	}
-	if !r.sweeping.CompareAndSwap(false, true) {
-		return
-	}
-	r.sweepAt.Store(now.Add(time.Second).UnixNano())
-	go func() {
-		defer r.sweeping.Store(false)
-		// Cleared before sweeping, so that a fallback decision made during
-		// the sweep sets it again.
-		r.fallbackUsed.Store(false)
-		// A fallback other than a runtime.MemoryLimiter manages its own
-		// memory.
-		if left, ok := sweep.Memory(r.fallback); ok && left > 0 {
-			r.fallbackUsed.Store(true)
-		}
-	}()
 }
 
 // reloadTopology makes a cluster client re-read the slot map after a

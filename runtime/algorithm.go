@@ -6,46 +6,41 @@ import (
 )
 
 // Algorithm selects how a Limit counts. The zero value is SlidingLog.
+//
+// Every algorithm runs in memory (MemoryLimiter) and in Redis (package
+// redislimit) with identical decisions; docs/runtime.md lists each one's
+// memory per key and Redis commands.
 type Algorithm string
 
 const (
 	// SlidingLog is exact: a call of cost n is admitted only if at most
-	// Max-n admissions lie in the window (now-Window, now]. It stores one
-	// entry per admitted unit, so its memory grows with Max (about 2 KB in
-	// Redis at Max 100, 116 KB at Max 1000 once past Redis's compact
-	// encoding); prefer SlidingWindow above Max 128.
+	// Max-n units were admitted in (now-Window, now], so no span of length
+	// Window ever holds more than Max. It stores every admitted unit, so
+	// its memory grows with Max; above a Max of about 128, SlidingWindow
+	// costs far less.
 	SlidingLog Algorithm = "sliding-log"
 
-	// SlidingWindow approximates SlidingLog in constant memory. The window
-	// is split into 10 buckets of ceil(Window/10) µs, aligned to the Unix
-	// epoch; a call is admitted if the admissions in the current bucket and
-	// the 10 before it, plus its cost, are at most Max. Because those 11
-	// buckets always cover the last Window, no window of length Window ever
-	// holds more than Max admissions. The price is precision in the other
-	// direction: admissions up to one bucket (Window/10) older than the
-	// window still count, so a key may be denied up to Window/10 early.
+	// SlidingWindow approximates SlidingLog in constant memory, erring
+	// strict: no span of length Window ever holds more than Max units, but
+	// admissions up to Window/10 older than the window may still count, so
+	// a key can be denied up to Window/10 early.
 	SlidingWindow Algorithm = "sliding-window"
 
-	// FixedWindow counts admissions in consecutive windows aligned to the
-	// Unix epoch ([k*Window, (k+1)*Window)) and admits a call if the current
-	// window's count plus its cost is at most Max. Cheapest, but two
-	// adjacent windows can admit up to 2*Max within one Window around their
-	// boundary.
+	// FixedWindow admits up to Max units in each window [k*Window,
+	// (k+1)*Window) aligned to the Unix epoch. A span of length Window that
+	// straddles a boundary can hold up to 2*Max.
 	FixedWindow Algorithm = "fixed-window"
 
-	// TokenBucket holds up to Burst tokens (default Max), refilled
-	// continuously at Max per Window, and admits a call of cost n if n
-	// tokens are available, taking them. Arithmetic is exact: tokens are
-	// counted in units of 1/Window-µs, so no rounding lets an extra call
-	// through. Suited to allowing short bursts while bounding the average.
+	// TokenBucket is a rate with a burst: a bucket of Burst tokens
+	// (default Max) refills at Max per Window, and a call of cost n is
+	// admitted if n tokens are left. Any span of length t admits at most
+	// Burst + Max*t/Window units.
 	TokenBucket Algorithm = "token-bucket"
 
-	// GCRA is the generic cell rate algorithm, the leaky bucket as a meter:
-	// calls are spaced by an emission interval of ceil(Window/Max) µs, with
-	// a tolerance of Burst (default Max) intervals. It decides like a token
-	// bucket with the interval rounded up to the microsecond, so it may be
-	// slightly stricter than Max per Window, never looser, and it stores a
-	// single number per key.
+	// GCRA, the generic cell rate algorithm, is the leaky bucket as a
+	// meter: units are spaced by an interval of Window/Max, rounded up to
+	// the microsecond, with a tolerance of Burst (default Max) intervals.
+	// It admits like TokenBucket, never more, and stores one time per key.
 	GCRA Algorithm = "gcra"
 )
 

@@ -8,8 +8,8 @@ type Decision struct {
 	// In a Decisions, each limit's Allowed reports whether that limit had
 	// room; the call was recorded only if Decisions.Allowed.
 	Allowed bool
-	// Remaining is how many more units the key can admit in the current
-	// window after this decision. A denied call of cost 1 sees 0.
+	// Remaining is how many more units the key could be admitted at once
+	// after this decision. A denied call of cost 1 sees 0.
 	Remaining int
 	// RetryAfter is 0 when the limit had room. Otherwise it is how long
 	// until the key has room for this call again: a caller that waits
@@ -17,7 +17,7 @@ type Decision struct {
 	// room first. It is never rounded down.
 	RetryAfter time.Duration
 	// ResetAfter is how long until the key holds no admissions at all, that
-	// is, until the full Max is available again.
+	// is, until its full capacity (see Limit.Capacity) is available again.
 	ResetAfter time.Duration
 }
 

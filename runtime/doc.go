@@ -26,6 +26,17 @@
 // admission's expiry by a few microseconds, never advance it, so it never
 // lets more than Max calls through.
 //
+// # Generated wrappers
+//
+// A method that ratelimitgen wraps makes one call to Enforce (Wait, for a
+// directive with wait=), with one Request per limit, and calls the wrapped
+// method only if that returns nil; otherwise it returns the error as it
+// is: a *LimitError for a denial, or the Limiter's error when it could not
+// decide. A limit whose cost= evaluates to 0 is left out of that call (a
+// Request's Cost of 0 is a cost of 1). A limit whose max= is an
+// expression is copied with the call's Max; a Max below 1 is the
+// Limiter's error, not a denial.
+//
 // # Writing a Limiter
 //
 // Limiter has one method, so a wrapper that embeds a Limiter and overrides

@@ -5,25 +5,21 @@ import (
 	"time"
 )
 
-// Limit is a rate-limiting policy: at most Max admissions per Window for each
-// key. The zero value is not valid; see Validate.
-//
-// A Limit is a plain value so that generated code can declare its limits as
-// package-level variables and callers can compare, log and copy them.
+// Limit is a rate-limiting policy: Max units per Window for each key,
+// counted by Algorithm, whose constant states the exact guarantee. The
+// zero value is not valid; see Validate.
 type Limit struct {
 	// Name identifies the limit in storage keys, errors and metrics, for
 	// example "Notifier.SendCode". Two limits with the same Name and key share
 	// one count, so give different policies different names.
 	Name string
-	// Window is the length of the sliding window. It must be positive; it is
-	// used with microsecond resolution.
+	// Window is the window length: the period in which Max units are
+	// admitted. It must be at least 1µs and is used in whole microseconds.
 	Window time.Duration
-	// Max is the number of admissions allowed within any Window. It must be
-	// at least 1.
+	// Max is the number of units admitted per Window. It must be at least 1.
 	Max int
 	// Algorithm selects how admissions are counted; the zero value means
-	// SlidingLog. See the Algorithm constants for each one's precision and
-	// memory.
+	// SlidingLog.
 	Algorithm Algorithm
 	// Burst is the capacity of TokenBucket and GCRA: how many units may be
 	// admitted at once after an idle period. 0 means Max. Other

@@ -3,7 +3,12 @@ package runtime
 import "slices"
 
 // swBuckets is the number of buckets per window; lua/sliding_window.lua
-// must use the same.
+// must use the same. Buckets are ceil(Window/10) µs long, aligned to the
+// Unix epoch, and a call is admitted if the current bucket and the 10
+// before it, plus its cost, hold at most Max: those 11 buckets always
+// cover the last Window, so no window holds more than Max, and admissions
+// up to one bucket older than the window still count (SlidingWindow's
+// early denials).
 const swBuckets = 10
 
 // slidingWindow is the in-memory twin of lua/sliding_window.lua: counts per

@@ -45,6 +45,8 @@ type emitter struct {
 	// them; a method's locals avoid only its own (see methodScope).
 	file, user *names
 	limitVars  map[*limit]string
+	// runtimeName is the file's import name of the runtime package.
+	runtimeName string
 }
 
 // fileGroup is what one generated file of a package declares: the
@@ -295,6 +297,9 @@ func (e *emitter) allocateImports() {
 	for _, p := range paths {
 		name := e.user.freshImport(preferred[p])
 		e.file.reserve(name)
+		if p == RuntimePath {
+			e.runtimeName = name
+		}
 		if name == realName[p] && name == path.Base(p) {
 			e.f.ImportName(p, name)
 		} else {
@@ -424,7 +429,7 @@ func (e *emitter) wrapper(w *wrapper) {
 
 	// The type, whose doc states once what every method does.
 	e.f.Line()
-	e.comment(wrapperDoc(w))
+	e.comment(wrapperDoc(w, e.runtimeName))
 	var structFields []jen.Code
 	if w.iface {
 		structFields = append(structFields, jen.Id(id.next).Add(wrapped()))
@@ -591,7 +596,7 @@ func (e *emitter) method(w *wrapper, wm *wrapperMethod, id wrapperIdents) {
 	}
 
 	e.f.Line()
-	e.comment(methodDoc(w, wm, e.limitVar))
+	e.comment(methodDoc(w, wm))
 	if len(wm.limits) == 0 {
 		e.f.Func().Params(jen.Id(recv).Add(recvType)).Id(wm.name).Add(e.signature(sig, params)).Block(forward)
 		return
@@ -660,18 +665,7 @@ func zeroValue(e *emitter, t types.Type) *jen.Statement {
 
 // comment emits text as a doc comment wrapped at 76 columns.
 func (e *emitter) comment(text string) {
-	line := ""
-	for _, word := range strings.Fields(text) {
-		if line != "" && len(line)+1+len(word) > 76 {
-			e.f.Comment(line)
-			line = ""
-		}
-		if line != "" {
-			line += " "
-		}
-		line += word
-	}
-	if line != "" {
+	for _, line := range wrapWords(text) {
 		e.f.Comment(line)
 	}
 }

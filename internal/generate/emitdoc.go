@@ -3,105 +3,115 @@ package generate
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
-// wrapperDoc is the doc comment of w's type, which says once what its
-// methods do; each method's own says which limits it uses.
-func wrapperDoc(w *wrapper) string {
-	var multi, computed, perCallMax, shadow, wait, unlimited bool
-	for _, wm := range w.methods {
-		multi = multi || len(wm.limits) > 1
-		computed = computed || slices.ContainsFunc(wm.limits, computedCost)
-		perCallMax = perCallMax || slices.ContainsFunc(wm.limits, (*limit).perCallMax)
-		shadow = shadow || slices.ContainsFunc(wm.limits, func(l *limit) bool { return l.mode == runtime.ModeShadow })
-		wait = wait || methodWait(wm) > 0
-		unlimited = unlimited || len(wm.limits) == 0
-	}
+// maxTypeDocLines is how many lines a wrapper type's doc comment may take.
+// What every wrapper does on a denial, an error or in shadow mode is the
+// runtime's, documented once on runtime.Enforce and runtime.Wait; the type
+// says only which of them its methods call.
+const maxTypeDocLines = 3
+
+// wrapperDoc is the doc comment of w's type, at most maxTypeDocLines
+// lines: what it wraps and the runtime call its limited methods make. rt
+// is the file's import name of the runtime package, so that the doc links
+// resolve.
+func wrapperDoc(w *wrapper, rt string) string {
+	wait := slices.ContainsFunc(w.methods, func(wm *wrapperMethod) bool { return methodWait(wm) > 0 })
 	owner := w.owner.Name()
-	var b strings.Builder
-	if w.iface {
-		fmt.Fprintf(&b, "%s forwards each call to the %s it wraps once a runtime.Limiter admits it under the method's limits.", w.name, owner)
-	} else {
-		fmt.Fprintf(&b, "%s embeds the %s it wraps and overrides its rate-limited methods, which forward a call once a runtime.Limiter admits it under the method's limits.", w.name, owner)
-	}
-	fmt.Fprintf(&b, " A denied call returns a *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the limiter cannot decide returns the limiter's error as it is; neither reaches the wrapped %s.", owner)
-	if multi {
-		b.WriteString(" A method with several limits counts a call in all of them or in none.")
-	}
-	if computed {
-		b.WriteString(" A limit whose computed cost is 0 is left out of the decision and counts nothing; a negative cost, or one above the limit's capacity, is an error wrapping runtime.ErrInvalidCost.")
-	}
-	if perCallMax {
-		b.WriteString(" A limit whose Max a call computes is copied and given that Max; a Max below 1 is an error from the limiter, not a denial.")
-	}
-	if shadow {
-		b.WriteString(" A limit in shadow mode is decided and counted as any other, but its denial is only reported: the call goes through unless an enforced limit denies it.")
-	}
+	enforce := fmt.Sprintf("[%s.Enforce] admits the call", rt)
 	if wait {
-		b.WriteString(" A method that waits for room sleeps as long as each denial's RetryAfter says and asks again, for up to its wait in all and never past the deadline of the call's context; it returns the context's error if the context is done meanwhile.")
+		enforce += fmt.Sprintf(" ([%s.Wait] if it waits)", rt)
 	}
-	switch {
-	case !w.iface:
-		b.WriteString(" Its other methods are promoted unchanged.")
-	case unlimited:
-		b.WriteString(" Its methods without limits forward every call unchanged.")
+	var docs []string
+	if w.iface {
+		docs = []string{
+			fmt.Sprintf("%s wraps a %s: each limited method calls the wrapped one only once %s, and returns its error otherwise.", w.name, owner, enforce),
+			fmt.Sprintf("%s wraps a %s: each limited method calls it only once %s.", w.name, owner, enforce),
+			fmt.Sprintf("%s wraps a %s with the limits of its methods.", w.name, owner),
+		}
+	} else {
+		embedded := owner
+		if !w.byValue {
+			embedded = "*" + owner
+		}
+		docs = []string{
+			fmt.Sprintf("%s embeds a %s, overriding each limited method to call the %s's only once %s and return its error otherwise.", w.name, embedded, owner, enforce),
+			fmt.Sprintf("%s embeds a %s, overriding each limited method to call it only once %s.", w.name, embedded, enforce),
+			fmt.Sprintf("%s embeds a %s and overrides its limited methods.", w.name, embedded),
+		}
 	}
-	return b.String()
+	for _, doc := range docs[:len(docs)-1] {
+		if len(wrapWords(doc)) <= maxTypeDocLines {
+			return doc
+		}
+	}
+	return docs[len(docs)-1]
 }
 
-// methodDoc is the one-sentence doc comment of a method of w: which
-// limits it forwards within, keyed by what, at what cost.
-func methodDoc(w *wrapper, wm *wrapperMethod, limitVar func(*limit) string) string {
-	target := "the wrapped " + w.owner.Name()
+// methodDoc is the one-sentence doc comment of a method of w: the limits
+// that must admit a call, by name and rule, keyed by what, at what cost,
+// e.g. `SendCode calls the wrapped SendCode if "Notifier.SendCode" admits
+// it: 3 per 1m, keyed by req.Email.`
+func methodDoc(w *wrapper, wm *wrapperMethod) string {
+	target := "the wrapped " + wm.name
 	if !w.iface {
-		target = "the embedded " + w.owner.Name()
+		target = "the embedded " + w.owner.Name() + "'s " + wm.name
 	}
 	if len(wm.limits) == 0 {
-		return fmt.Sprintf("%s forwards to %s; it has no limit.", wm.name, target)
+		return fmt.Sprintf("%s calls %s; it has no limit.", wm.name, target)
 	}
-	vars := make([]string, len(wm.limits))
-	descs := make([]string, len(wm.limits))
-	for i, l := range wm.limits {
-		vars[i] = limitVar(l)
-		var words []string
-		if len(l.key) > 0 {
-			words = append(words, "keyed by "+keyWords(l.key))
-		}
-		if l.cost != nil {
-			words = append(words, "at a cost of "+l.cost.text)
-		}
-		if l.perCallMax() {
-			words = append(words, "with its Max set to "+l.maxText)
-		}
-		if l.mode == runtime.ModeShadow {
-			words = append(words, "in shadow mode")
-		}
-		descs[i] = strings.Join(words, ", ")
-	}
-	var within string
-	if same := !slices.ContainsFunc(descs, func(d string) bool { return d != descs[0] }); same {
-		within = listWords(vars)
-		if descs[0] != "" {
-			within += ", " + descs[0]
-		}
+	var doc string
+	if len(wm.limits) == 1 {
+		doc = fmt.Sprintf("%s calls %s if %s admits it: %s", wm.name, target, strconv.Quote(wm.limits[0].name), ruleWords(wm.limits[0]))
 	} else {
-		items := make([]string, len(vars))
-		for i := range vars {
-			items[i] = vars[i]
-			if descs[i] != "" {
-				items[i] += " (" + descs[i] + ")"
-			}
+		items := make([]string, len(wm.limits))
+		for i, l := range wm.limits {
+			items[i] = fmt.Sprintf("%s (%s)", strconv.Quote(l.name), ruleWords(l))
 		}
-		within = listWords(items)
+		doc = fmt.Sprintf("%s calls %s if %s all admit it", wm.name, target, listWords(items))
 	}
-	doc := fmt.Sprintf("%s forwards to %s within %s", wm.name, target, within)
 	if w := methodWait(wm); w > 0 {
-		doc += fmt.Sprintf(", waiting up to %s for room", w)
+		doc += fmt.Sprintf(", waiting up to %s for room", shortDuration(w))
 	}
 	return doc + "."
+}
+
+// ruleWords says what l admits as the directive spells it: "3 per 1m",
+// "req.Plan.Max per 1h, gcra with burst 100, keyed by req.Tenant, at a
+// cost of len(req.Items), none when 0, in shadow mode". It has no
+// parentheses, so that a method with several limits can list each one's
+// in parentheses.
+func ruleWords(l *limit) string {
+	max := strconv.Itoa(l.max)
+	if l.perCallMax() {
+		max = l.maxText
+	}
+	s := max + " per " + shortDuration(l.window)
+	if a := l.algorithm(); a != defaultAlgorithm() {
+		s += ", " + string(a)
+	}
+	if l.burst > 0 {
+		s += " with burst " + strconv.Itoa(l.burst)
+	}
+	if len(l.key) > 0 {
+		s += ", keyed by " + keyWords(l.key)
+	}
+	if l.cost != nil {
+		s += ", at a cost of " + l.cost.text
+		if computedCost(l) {
+			// The wrapper leaves a limit out of the call when its
+			// computed cost is 0 (see limitedBody).
+			s += ", none when 0"
+		}
+	}
+	if l.mode == runtime.ModeShadow {
+		s += ", in shadow mode"
+	}
+	return s
 }
 
 // listWords joins items as a list in a sentence: "a", "a and b",
@@ -111,4 +121,24 @@ func listWords(items []string) string {
 		return strings.Join(items, "")
 	}
 	return strings.Join(items[:len(items)-1], ", ") + " and " + items[len(items)-1]
+}
+
+// wrapWords splits text into the lines of a comment wrapped at 76 columns.
+func wrapWords(text string) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(word) > 76 {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
+	}
+	if line != "" {
+		lines = append(lines, line)
+	}
+	return lines
 }

@@ -51,17 +51,11 @@ func newConfig(opts []Option) config {
 }
 
 // WithClock makes the limiter read time from now instead of the Redis
-// server's TIME, which the script reads by default so that app servers whose
-// clocks disagree still share one exact window. The caller's clock is useful
-// for deterministic tests and for deployments that trust their clock
-// synchronisation. With client clocks the
-// guarantees hold only as far as the clocks agree: a server whose clock runs
-// s ahead of another's sees that server's admissions as s older than they
-// are and lets them stop counting s early, so across both a window can admit
-// up to about twice Max when s nears Window (bench/ measures 100 admissions
-// for a limit of 50 per 3s with 2s of skew). That is why server time is the
-// default. Redis expires keys on its own clock, so with WithClock keys live
-// 1s longer than their contents count.
+// server's TIME, for deterministic tests. Decisions are then exact only as
+// far as the callers' clocks agree: admissions made by a client whose clock
+// runs s behind another's stop counting s early for the other, so across
+// both a window can admit up to about 2*Max as s nears Window. Keys expire
+// on Redis's clock, 1s after their contents stop counting.
 func WithClock(now func() time.Time) Option {
 	return func(c *config) { c.clock = now }
 }
@@ -81,10 +75,8 @@ func WithPrefix(p string) Option {
 // ends the wait in any case, and no wait lasts longer than 10*d. When a
 // wait ends without a reply, that decision follows the FailurePolicy, and a
 // check of Redis itself decides whether the breaker opens (see
-// WithRetryInterval); callers still waiting are then released at once. The
-// default leaves room for a busy 2-core machine, where the goroutine that
-// reads a reply can run well after the timer that judges it. A d <= 0 keeps
-// the default.
+// WithRetryInterval); callers still waiting are then released at once. A
+// d <= 0 keeps the default.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {

@@ -17,11 +17,9 @@ var (
 	limitCodeServiceVerifyCode = runtime.Limit{Name: "CodeService.VerifyCode", Window: 10 * time.Minute, Max: 5}
 )
 
-// RateLimitedCodeService forwards each call to the CodeService it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped CodeService.
+// RateLimitedCodeService wraps a CodeService: each limited method calls the
+// wrapped one only once [runtime.Enforce] admits the call, and returns its
+// error otherwise.
 type RateLimitedCodeService struct {
 	next    CodeService
 	limiter runtime.Limiter
@@ -35,8 +33,8 @@ func NewRateLimitedCodeService(next CodeService, limiter runtime.Limiter) *RateL
 	return &RateLimitedCodeService{next: next, limiter: limiter}
 }
 
-// SendCode forwards to the wrapped CodeService within
-// limitCodeServiceSendCode, keyed by NormalizeEmail(req.Email).
+// SendCode calls the wrapped SendCode if "CodeService.SendCode" admits it: 3
+// per 1m, keyed by NormalizeEmail(req.Email).
 func (r *RateLimitedCodeService) SendCode(ctx context.Context, req SendCodeRequest) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCodeServiceSendCode, Key: NormalizeEmail(req.Email)}); err != nil {
 		return err
@@ -44,8 +42,8 @@ func (r *RateLimitedCodeService) SendCode(ctx context.Context, req SendCodeReque
 	return r.next.SendCode(ctx, req)
 }
 
-// VerifyCode forwards to the wrapped CodeService within
-// limitCodeServiceVerifyCode, keyed by NormalizeEmail(req.Email).
+// VerifyCode calls the wrapped VerifyCode if "CodeService.VerifyCode" admits
+// it: 5 per 10m, keyed by NormalizeEmail(req.Email).
 func (r *RateLimitedCodeService) VerifyCode(ctx context.Context, req VerifyCodeRequest) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCodeServiceVerifyCode, Key: NormalizeEmail(req.Email)}); err != nil {
 		return err

@@ -24,11 +24,8 @@ var (
 	limitAPIHuge          = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Huge", Window: 24 * time.Hour, Max: 100000}
 )
 
-// RateLimitedAPI forwards each call to the API it wraps once a runtime.Limiter
-// admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped API.
+// RateLimitedAPI wraps a API: each limited method calls the wrapped one only
+// once [runtime.Enforce] admits the call, and returns its error otherwise.
 type RateLimitedAPI struct {
 	next    API
 	limiter runtime.Limiter
@@ -42,7 +39,9 @@ func NewRateLimitedAPI(next API, limiter runtime.Limiter) *RateLimitedAPI {
 	return &RateLimitedAPI{next: next, limiter: limiter}
 }
 
-// Big forwards to the wrapped API within limitAPIBig, keyed by user.
+// Big calls the wrapped Big if
+// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Big" admits it:
+// 129 per 1h, keyed by user.
 func (r *RateLimitedAPI) Big(ctx context.Context, user string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPIBig, Key: user}); err != nil {
 		return err
@@ -50,7 +49,9 @@ func (r *RateLimitedAPI) Big(ctx context.Context, user string) error {
 	return r.next.Big(ctx, user)
 }
 
-// Bucket forwards to the wrapped API within limitAPIBucket, keyed by user.
+// Bucket calls the wrapped Bucket if
+// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Bucket" admits
+// it: 50 per 1s, token-bucket with burst 100, keyed by user.
 func (r *RateLimitedAPI) Bucket(ctx context.Context, user string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPIBucket, Key: user}); err != nil {
 		return err
@@ -58,8 +59,9 @@ func (r *RateLimitedAPI) Bucket(ctx context.Context, user string) error {
 	return r.next.Bucket(ctx, user)
 }
 
-// BucketDefault forwards to the wrapped API within limitAPIBucketDefault,
-// keyed by user.
+// BucketDefault calls the wrapped BucketDefault if
+// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.BucketDefault"
+// admits it: 20 per 1m, token-bucket, keyed by user.
 func (r *RateLimitedAPI) BucketDefault(ctx context.Context, user string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPIBucketDefault, Key: user}); err != nil {
 		return err
@@ -67,7 +69,9 @@ func (r *RateLimitedAPI) BucketDefault(ctx context.Context, user string) error {
 	return r.next.BucketDefault(ctx, user)
 }
 
-// Fixed forwards to the wrapped API within limitAPIFixed, keyed by user.
+// Fixed calls the wrapped Fixed if
+// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Fixed" admits
+// it: 10 per 1s, fixed-window, keyed by user.
 func (r *RateLimitedAPI) Fixed(ctx context.Context, user string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPIFixed, Key: user}); err != nil {
 		return err
@@ -75,7 +79,9 @@ func (r *RateLimitedAPI) Fixed(ctx context.Context, user string) error {
 	return r.next.Fixed(ctx, user)
 }
 
-// Huge forwards to the wrapped API within limitAPIHuge, keyed by user.
+// Huge calls the wrapped Huge if
+// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Huge" admits
+// it: 100000 per 24h, keyed by user.
 func (r *RateLimitedAPI) Huge(ctx context.Context, user string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPIHuge, Key: user}); err != nil {
 		return err
@@ -83,7 +89,9 @@ func (r *RateLimitedAPI) Huge(ctx context.Context, user string) error {
 	return r.next.Huge(ctx, user)
 }
 
-// Log forwards to the wrapped API within limitAPILog, keyed by user.
+// Log calls the wrapped Log if
+// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Log" admits it:
+// 100 per 1m, keyed by user.
 func (r *RateLimitedAPI) Log(ctx context.Context, user string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPILog, Key: user}); err != nil {
 		return err
@@ -91,7 +99,9 @@ func (r *RateLimitedAPI) Log(ctx context.Context, user string) error {
 	return r.next.Log(ctx, user)
 }
 
-// Meter forwards to the wrapped API within limitAPIMeter, keyed by user.
+// Meter calls the wrapped Meter if
+// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Meter" admits
+// it: 5 per 1s, gcra with burst 1, keyed by user.
 func (r *RateLimitedAPI) Meter(ctx context.Context, user string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPIMeter, Key: user}); err != nil {
 		return err
@@ -99,8 +109,9 @@ func (r *RateLimitedAPI) Meter(ctx context.Context, user string) error {
 	return r.next.Meter(ctx, user)
 }
 
-// MeterDefault forwards to the wrapped API within limitAPIMeterDefault, keyed
-// by user.
+// MeterDefault calls the wrapped MeterDefault if
+// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.MeterDefault"
+// admits it: 600 per 10m, gcra, keyed by user.
 func (r *RateLimitedAPI) MeterDefault(ctx context.Context, user string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPIMeterDefault, Key: user}); err != nil {
 		return err
@@ -108,7 +119,9 @@ func (r *RateLimitedAPI) MeterDefault(ctx context.Context, user string) error {
 	return r.next.MeterDefault(ctx, user)
 }
 
-// Window forwards to the wrapped API within limitAPIWindow, keyed by user.
+// Window calls the wrapped Window if
+// "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Window" admits
+// it: 5000 per 1h, sliding-window, keyed by user.
 func (r *RateLimitedAPI) Window(ctx context.Context, user string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPIWindow, Key: user}); err != nil {
 		return err

@@ -19,11 +19,9 @@ var (
 	limitTeamsJoin   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/aliasimport.Teams.Join", Window: time.Minute, Max: 5}
 )
 
-// RateLimitedUsers forwards each call to the Users it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Users.
+// RateLimitedUsers wraps a Users: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedUsers struct {
 	next    Users
 	limiter runtime.Limiter
@@ -37,8 +35,9 @@ func NewRateLimitedUsers(next Users, limiter runtime.Limiter) *RateLimitedUsers 
 	return &RateLimitedUsers{next: next, limiter: limiter}
 }
 
-// Invite forwards to the wrapped Users within limitUsersInvite, keyed by
-// str.ToLower(email).
+// Invite calls the wrapped Invite if
+// "github.com/ratelimitgen/ratelimitgen/testmod/aliasimport.Users.Invite"
+// admits it: 5 per 1m, keyed by str.ToLower(email).
 func (r *RateLimitedUsers) Invite(ctx context.Context, email string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitUsersInvite, Key: str1.ToLower(email)}); err != nil {
 		return err
@@ -46,7 +45,9 @@ func (r *RateLimitedUsers) Invite(ctx context.Context, email string) error {
 	return r.next.Invite(ctx, email)
 }
 
-// Tag forwards to the wrapped Users within limitUsersTag, keyed by str.
+// Tag calls the wrapped Tag if
+// "github.com/ratelimitgen/ratelimitgen/testmod/aliasimport.Users.Tag" admits
+// it: 5 per 1m, keyed by str.
 func (r *RateLimitedUsers) Tag(ctx context.Context, str string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitUsersTag, Key: str}); err != nil {
 		return err
@@ -54,11 +55,9 @@ func (r *RateLimitedUsers) Tag(ctx context.Context, str string) error {
 	return r.next.Tag(ctx, str)
 }
 
-// RateLimitedTeams forwards each call to the Teams it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Teams.
+// RateLimitedTeams wraps a Teams: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedTeams struct {
 	next    Teams
 	limiter runtime.Limiter
@@ -72,8 +71,9 @@ func NewRateLimitedTeams(next Teams, limiter runtime.Limiter) *RateLimitedTeams 
 	return &RateLimitedTeams{next: next, limiter: limiter}
 }
 
-// Join forwards to the wrapped Teams within limitTeamsJoin, keyed by
-// (ToUpper(name), TrimSpace(name)).
+// Join calls the wrapped Join if
+// "github.com/ratelimitgen/ratelimitgen/testmod/aliasimport.Teams.Join" admits
+// it: 5 per 1m, keyed by (ToUpper(name), TrimSpace(name)).
 func (r *RateLimitedTeams) Join(ctx context.Context, name string) error {
 	var buf [64]byte
 	b := runtime.AppendKeyPart(buf[:0], str1.ToUpper(name))

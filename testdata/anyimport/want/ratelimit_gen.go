@@ -20,13 +20,8 @@ var (
 	limitAPISuggest = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/anyimport.API.Suggest", Window: time.Minute, Max: 10}
 )
 
-// RateLimitedAPI forwards each call to the API it wraps once a runtime.Limiter
-// admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped API. A limit whose computed cost is 0 is left out of the
-// decision and counts nothing; a negative cost, or one above the limit's
-// capacity, is an error wrapping runtime.ErrInvalidCost.
+// RateLimitedAPI wraps a API: each limited method calls the wrapped one only
+// once [runtime.Enforce] admits the call, and returns its error otherwise.
 type RateLimitedAPI struct {
 	next    API
 	limiter runtime.Limiter
@@ -40,8 +35,10 @@ func NewRateLimitedAPI(next API, limiter runtime.Limiter) *RateLimitedAPI {
 	return &RateLimitedAPI{next: next, limiter: limiter}
 }
 
-// Search forwards to the wrapped API within limitAPISearch, keyed by
-// strings.ToLower(req.Email), at a cost of len(strings.Fields(req.Query)).
+// Search calls the wrapped Search if
+// "github.com/ratelimitgen/ratelimitgen/testmod/anyimport.API.Search" admits
+// it: 100 per 1m, keyed by strings.ToLower(req.Email), at a cost of
+// len(strings.Fields(req.Query)), none when 0.
 func (r *RateLimitedAPI) Search(ctx context.Context, req Request) error {
 	if cost := int64(len(strings.Fields(req.Query))); cost != 0 {
 		if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPISearch, Key: strings.ToLower(req.Email), Cost: cost}); err != nil {
@@ -51,8 +48,10 @@ func (r *RateLimitedAPI) Search(ctx context.Context, req Request) error {
 	return r.next.Search(ctx, req)
 }
 
-// Suggest forwards to the wrapped API within limitAPISuggest, keyed by
-// (tenant.From(ctx), template.HTMLEscapeString(req.Query)).
+// Suggest calls the wrapped Suggest if
+// "github.com/ratelimitgen/ratelimitgen/testmod/anyimport.API.Suggest" admits
+// it: 10 per 1m, keyed by (tenant.From(ctx),
+// template.HTMLEscapeString(req.Query)).
 func (r *RateLimitedAPI) Suggest(ctx context.Context, req Request) error {
 	var buf [64]byte
 	b := runtime.AppendKeyPart(buf[:0], tenant.From(ctx))

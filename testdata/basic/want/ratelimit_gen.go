@@ -16,12 +16,9 @@ var (
 	limitNotifierSendCode = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/basic.Notifier.SendCode", Window: time.Minute, Max: 3}
 )
 
-// RateLimitedNotifier forwards each call to the Notifier it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Notifier. Its methods without limits forward every call
-// unchanged.
+// RateLimitedNotifier wraps a Notifier: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedNotifier struct {
 	next    Notifier
 	limiter runtime.Limiter
@@ -35,8 +32,9 @@ func NewRateLimitedNotifier(next Notifier, limiter runtime.Limiter) *RateLimited
 	return &RateLimitedNotifier{next: next, limiter: limiter}
 }
 
-// SendCode forwards to the wrapped Notifier within limitNotifierSendCode,
-// keyed by req.Email.
+// SendCode calls the wrapped SendCode if
+// "github.com/ratelimitgen/ratelimitgen/testmod/basic.Notifier.SendCode"
+// admits it: 3 per 1m, keyed by req.Email.
 func (r *RateLimitedNotifier) SendCode(ctx context.Context, req SendCodeRequest) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitNotifierSendCode, Key: req.Email}); err != nil {
 		return err
@@ -44,7 +42,7 @@ func (r *RateLimitedNotifier) SendCode(ctx context.Context, req SendCodeRequest)
 	return r.next.SendCode(ctx, req)
 }
 
-// Status forwards to the wrapped Notifier; it has no limit.
+// Status calls the wrapped Status; it has no limit.
 func (r *RateLimitedNotifier) Status(ctx context.Context) (string, error) {
 	return r.next.Status(ctx)
 }

@@ -16,11 +16,9 @@ var (
 	limitNotifierSend = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/buildtags.Notifier.Send", Window: time.Minute, Max: 3}
 )
 
-// RateLimitedNotifier forwards each call to the Notifier it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Notifier.
+// RateLimitedNotifier wraps a Notifier: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedNotifier struct {
 	next    Notifier
 	limiter runtime.Limiter
@@ -34,7 +32,9 @@ func NewRateLimitedNotifier(next Notifier, limiter runtime.Limiter) *RateLimited
 	return &RateLimitedNotifier{next: next, limiter: limiter}
 }
 
-// Send forwards to the wrapped Notifier within limitNotifierSend, keyed by to.
+// Send calls the wrapped Send if
+// "github.com/ratelimitgen/ratelimitgen/testmod/buildtags.Notifier.Send"
+// admits it: 3 per 1m, keyed by to.
 func (r *RateLimitedNotifier) Send(ctx context.Context, to string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitNotifierSend, Key: to}); err != nil {
 		return err

@@ -19,11 +19,9 @@ var (
 	limitDiskSync   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/buildtags.Disk.Sync", Window: time.Second, Max: 1}
 )
 
-// RateLimitedPoller forwards each call to the Poller it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Poller.
+// RateLimitedPoller wraps a Poller: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedPoller struct {
 	next    Poller
 	limiter runtime.Limiter
@@ -37,7 +35,9 @@ func NewRateLimitedPoller(next Poller, limiter runtime.Limiter) *RateLimitedPoll
 	return &RateLimitedPoller{next: next, limiter: limiter}
 }
 
-// Wait forwards to the wrapped Poller within limitPollerWait, keyed by fd.
+// Wait calls the wrapped Wait if
+// "github.com/ratelimitgen/ratelimitgen/testmod/buildtags.Poller.Wait" admits
+// it: 100 per 1s, keyed by fd.
 func (r *RateLimitedPoller) Wait(ctx context.Context, fd int) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitPollerWait, Key: strconv.Itoa(fd)}); err != nil {
 		return err
@@ -45,12 +45,9 @@ func (r *RateLimitedPoller) Wait(ctx context.Context, fd int) error {
 	return r.next.Wait(ctx, fd)
 }
 
-// RateLimitedDisk embeds the Disk it wraps and overrides its rate-limited
-// methods, which forward a call once a runtime.Limiter admits it under the
-// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped Disk. Its other
-// methods are promoted unchanged.
+// RateLimitedDisk embeds a *Disk, overriding each limited method to call the
+// Disk's only once [runtime.Enforce] admits the call and return its error
+// otherwise.
 type RateLimitedDisk struct {
 	*Disk
 	limiter runtime.Limiter
@@ -62,7 +59,9 @@ func NewRateLimitedDisk(next *Disk, limiter runtime.Limiter) *RateLimitedDisk {
 	return &RateLimitedDisk{Disk: next, limiter: limiter}
 }
 
-// Sync forwards to the embedded Disk within limitDiskSync.
+// Sync calls the embedded Disk's Sync if
+// "github.com/ratelimitgen/ratelimitgen/testmod/buildtags.Disk.Sync" admits
+// it: 1 per 1s.
 func (r *RateLimitedDisk) Sync(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitDiskSync}); err != nil {
 		return err

@@ -18,11 +18,9 @@ var (
 	limitSignalsRaise = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/buildtags.Signals.Raise", Window: time.Minute, Max: 5}
 )
 
-// RateLimitedSignals forwards each call to the Signals it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Signals.
+// RateLimitedSignals wraps a Signals: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedSignals struct {
 	next    Signals
 	limiter runtime.Limiter
@@ -36,8 +34,9 @@ func NewRateLimitedSignals(next Signals, limiter runtime.Limiter) *RateLimitedSi
 	return &RateLimitedSignals{next: next, limiter: limiter}
 }
 
-// Raise forwards to the wrapped Signals within limitSignalsRaise, keyed by
-// sig.
+// Raise calls the wrapped Raise if
+// "github.com/ratelimitgen/ratelimitgen/testmod/buildtags.Signals.Raise"
+// admits it: 5 per 1m, keyed by sig.
 func (r *RateLimitedSignals) Raise(ctx context.Context, sig int) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitSignalsRaise, Key: strconv.Itoa(sig)}); err != nil {
 		return err

@@ -24,15 +24,9 @@ var (
 	limitBoxPut              = runtime1.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Box.Put", Window: time1.Second, Max: 1}
 )
 
-// RateLimitedService forwards each call to the Service it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Service. A method with several limits counts a call in all of
-// them or in none. A limit whose computed cost is 0 is left out of the
-// decision and counts nothing; a negative cost, or one above the limit's
-// capacity, is an error wrapping runtime.ErrInvalidCost. Its methods without
-// limits forward every call unchanged.
+// RateLimitedService wraps a Service: each limited method calls the wrapped
+// one only once [runtime1.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedService struct {
 	next1    Service
 	limiter1 runtime1.Limiter
@@ -46,8 +40,9 @@ func NewRateLimitedService(next Service, limiter runtime1.Limiter) *RateLimitedS
 	return &RateLimitedService{next1: next, limiter1: limiter}
 }
 
-// Again forwards to the wrapped Service within limitServiceAgain, keyed by
-// (ctx, err, d, b, buf, num, zero).
+// Again calls the wrapped Again if
+// "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.Again"
+// admits it: 1 per 1m, keyed by (ctx, err, d, b, buf, num, zero).
 func (r1 *RateLimitedService) Again(ctx string, err int64, d string, b string, buf string, num int, zero uint) (int, error) {
 	var buf1 [64]byte
 	b1 := runtime1.AppendKeyPart(buf1[:0], ctx)
@@ -63,8 +58,9 @@ func (r1 *RateLimitedService) Again(ctx string, err int64, d string, b string, b
 	return r1.next1.Again(ctx, err, d, b, buf, num, zero)
 }
 
-// Do forwards to the wrapped Service within limitServiceDo1, keyed by
-// (runtime, strconv, limiter, key, next).
+// Do calls the wrapped Do if
+// "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.Do" admits
+// it: 1 per 1m, keyed by (runtime, strconv, limiter, key, next).
 func (r1 *RateLimitedService) Do(runtime string, strconv int, limiter bool, key []byte, next uint8) error {
 	var buf [64]byte
 	b := runtime1.AppendKeyPart(buf[:0], runtime)
@@ -78,9 +74,11 @@ func (r1 *RateLimitedService) Do(runtime string, strconv int, limiter bool, key 
 	return r1.next1.Do(runtime, strconv, limiter, key, next)
 }
 
-// Multi forwards to the wrapped Service within limitServiceMulti (keyed by
-// key, at a cost of rateLimitCost) and limitServiceMultiHourly1 (keyed by key,
-// at a cost of rateLimitRequestCost).
+// Multi calls the wrapped Multi if
+// "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.Multi" (3
+// per 1m, keyed by key, at a cost of rateLimitCost, none when 0) and "hourly"
+// (30 per 1h, keyed by key, at a cost of rateLimitRequestCost, none when 0)
+// all admit it.
 func (r1 *RateLimitedService) Multi(reqs string, ds string, err string, key string, cost string, rateLimitCost uint, rateLimitRequestCost int) error {
 	var reqs1 []runtime1.Request
 	if cost1 := int64(rateLimitCost); cost1 != 0 {
@@ -95,8 +93,9 @@ func (r1 *RateLimitedService) Multi(reqs string, ds string, err string, key stri
 	return r1.next1.Multi(reqs, ds, err, key, cost, rateLimitCost, rateLimitRequestCost)
 }
 
-// One forwards to the wrapped Service within limitServiceOne, keyed by d, at a
-// cost of len(cost).
+// One calls the wrapped One if
+// "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.One" admits
+// it: 3 per 1m, keyed by d, at a cost of len(cost), none when 0.
 func (r1 *RateLimitedService) One(d string, err int, cost []byte) error {
 	if cost1 := int64(len(cost)); cost1 != 0 {
 		if err1 := runtime1.Enforce(context1.Background(), r1.limiter1, runtime1.Request{Limit: limitServiceOne, Key: d, Cost: cost1}); err1 != nil {
@@ -106,8 +105,9 @@ func (r1 *RateLimitedService) One(d string, err int, cost []byte) error {
 	return r1.next1.One(d, err, cost)
 }
 
-// Str forwards to the wrapped Service within limitServiceStr, keyed by
-// (string, in1).
+// Str calls the wrapped Str if
+// "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.Str" admits
+// it: 1 per 1m, keyed by (string, in1).
 func (r1 *RateLimitedService) Str(string1 string, in1 int, in3 float64) error {
 	var buf [64]byte
 	b := runtime1.AppendKeyPart(buf[:0], string1)
@@ -118,7 +118,9 @@ func (r1 *RateLimitedService) Str(string1 string, in1 int, in3 float64) error {
 	return r1.next1.Str(string1, in1, in3)
 }
 
-// When forwards to the wrapped Service within limitServiceWhen, keyed by time.
+// When calls the wrapped When if
+// "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Service.When"
+// admits it: 1 per 1m, keyed by time.
 func (r1 *RateLimitedService) When(context context1.Context, time int) error {
 	if err := runtime1.Enforce(context, r1.limiter1, runtime1.Request{Limit: limitServiceWhen, Key: strconv1.Itoa(time)}); err != nil {
 		return err
@@ -126,21 +128,18 @@ func (r1 *RateLimitedService) When(context context1.Context, time int) error {
 	return r1.next1.When(context, time)
 }
 
-// limiter forwards to the wrapped Service; it has no limit.
+// limiter calls the wrapped limiter; it has no limit.
 func (r1 *RateLimitedService) limiter() error {
 	return r1.next1.limiter()
 }
 
-// next forwards to the wrapped Service; it has no limit.
+// next calls the wrapped next; it has no limit.
 func (r1 *RateLimitedService) next() error {
 	return r1.next1.next()
 }
 
-// RateLimitedBox forwards each call to the Box it wraps once a runtime.Limiter
-// admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Box.
+// RateLimitedBox wraps a Box: each limited method calls the wrapped one only
+// once [runtime1.Enforce] admits the call, and returns its error otherwise.
 type RateLimitedBox[runtime any] struct {
 	next    Box[runtime]
 	limiter runtime1.Limiter
@@ -156,7 +155,9 @@ func NewRateLimitedBox[runtime any](next Box[runtime], limiter runtime1.Limiter)
 	return &RateLimitedBox[runtime]{next: next, limiter: limiter}
 }
 
-// Put forwards to the wrapped Box within limitBoxPut.
+// Put calls the wrapped Put if
+// "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Box.Put" admits it:
+// 1 per 1s.
 func (r1 *RateLimitedBox[runtime]) Put(v runtime) (runtime, error) {
 	if err := runtime1.Enforce(context1.Background(), r1.limiter, runtime1.Request{Limit: limitBoxPut}); err != nil {
 		var zero runtime

@@ -26,11 +26,9 @@ var (
 	limitAccountsZone    = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Zone", Window: time.Minute, Max: 5}
 )
 
-// RateLimitedAccounts forwards each call to the Accounts it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Accounts.
+// RateLimitedAccounts wraps a Accounts: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedAccounts struct {
 	next    Accounts
 	limiter runtime.Limiter
@@ -44,8 +42,9 @@ func NewRateLimitedAccounts(next Accounts, limiter runtime.Limiter) *RateLimited
 	return &RateLimitedAccounts{next: next, limiter: limiter}
 }
 
-// Admin forwards to the wrapped Accounts within limitAccountsAdmin, keyed by
-// user.Admin.
+// Admin calls the wrapped Admin if
+// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Admin"
+// admits it: 5 per 1m, keyed by user.Admin.
 func (r *RateLimitedAccounts) Admin(ctx context.Context, user User) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAccountsAdmin, Key: strconv.FormatBool(user.Admin)}); err != nil {
 		return err
@@ -53,8 +52,9 @@ func (r *RateLimitedAccounts) Admin(ctx context.Context, user User) error {
 	return r.next.Admin(ctx, user)
 }
 
-// Count forwards to the wrapped Accounts within limitAccountsCount, keyed by
-// user.Count.
+// Count calls the wrapped Count if
+// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Count"
+// admits it: 5 per 1m, keyed by user.Count.
 func (r *RateLimitedAccounts) Count(ctx context.Context, user User) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAccountsCount, Key: strconv.Itoa(user.Count)}); err != nil {
 		return err
@@ -62,8 +62,9 @@ func (r *RateLimitedAccounts) Count(ctx context.Context, user User) error {
 	return r.next.Count(ctx, user)
 }
 
-// Move forwards to the wrapped Accounts within limitAccountsMove, keyed by
-// user.Region.
+// Move calls the wrapped Move if
+// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Move"
+// admits it: 5 per 1m, keyed by user.Region.
 func (r *RateLimitedAccounts) Move(ctx context.Context, user User) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAccountsMove, Key: user.Region.String()}); err != nil {
 		return err
@@ -71,8 +72,9 @@ func (r *RateLimitedAccounts) Move(ctx context.Context, user User) error {
 	return r.next.Move(ctx, user)
 }
 
-// Raw forwards to the wrapped Accounts within limitAccountsRaw, keyed by
-// user.Raw.
+// Raw calls the wrapped Raw if
+// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Raw"
+// admits it: 5 per 1m, keyed by user.Raw.
 func (r *RateLimitedAccounts) Raw(ctx context.Context, user User) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAccountsRaw, Key: string(user.Raw)}); err != nil {
 		return err
@@ -80,8 +82,9 @@ func (r *RateLimitedAccounts) Raw(ctx context.Context, user User) error {
 	return r.next.Raw(ctx, user)
 }
 
-// Seq forwards to the wrapped Accounts within limitAccountsSeq, keyed by
-// user.Seq.
+// Seq calls the wrapped Seq if
+// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Seq"
+// admits it: 5 per 1m, keyed by user.Seq.
 func (r *RateLimitedAccounts) Seq(ctx context.Context, user User) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAccountsSeq, Key: strconv.FormatUint(user.Seq, 10)}); err != nil {
 		return err
@@ -89,8 +92,9 @@ func (r *RateLimitedAccounts) Seq(ctx context.Context, user User) error {
 	return r.next.Seq(ctx, user)
 }
 
-// Tenant forwards to the wrapped Accounts within limitAccountsTenant, keyed by
-// user.Tenant.
+// Tenant calls the wrapped Tenant if
+// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Tenant"
+// admits it: 5 per 1m, keyed by user.Tenant.
 func (r *RateLimitedAccounts) Tenant(ctx context.Context, user User) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAccountsTenant, Key: string(user.Tenant)}); err != nil {
 		return err
@@ -98,9 +102,11 @@ func (r *RateLimitedAccounts) Tenant(ctx context.Context, user User) error {
 	return r.next.Tenant(ctx, user)
 }
 
-// Update forwards to the wrapped Accounts within limitAccountsUpdate, keyed by
-// (user.Tenant, user.ID, user.Admin, user.Raw, user.Region, user.Age, plan,
-// zone, strings.ToLower(user.Name)+"/"+string(user.Tenant)).
+// Update calls the wrapped Update if
+// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Update"
+// admits it: 5 per 1m, keyed by (user.Tenant, user.ID, user.Admin, user.Raw,
+// user.Region, user.Age, plan, zone,
+// strings.ToLower(user.Name)+"/"+string(user.Tenant)).
 func (r *RateLimitedAccounts) Update(ctx context.Context, user User, plan Plan, zone Zone) error {
 	var buf [64]byte
 	b := runtime.AppendKeyPart(buf[:0], string(user.Tenant))
@@ -118,8 +124,9 @@ func (r *RateLimitedAccounts) Update(ctx context.Context, user User, plan Plan, 
 	return r.next.Update(ctx, user, plan, zone)
 }
 
-// Upgrade forwards to the wrapped Accounts within limitAccountsUpgrade, keyed
-// by plan.
+// Upgrade calls the wrapped Upgrade if
+// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Upgrade"
+// admits it: 5 per 1m, keyed by plan.
 func (r *RateLimitedAccounts) Upgrade(ctx context.Context, plan Plan) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAccountsUpgrade, Key: strconv.FormatInt(int64(plan), 10)}); err != nil {
 		return err
@@ -127,7 +134,9 @@ func (r *RateLimitedAccounts) Upgrade(ctx context.Context, plan Plan) error {
 	return r.next.Upgrade(ctx, plan)
 }
 
-// Zone forwards to the wrapped Accounts within limitAccountsZone, keyed by *z.
+// Zone calls the wrapped Zone if
+// "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Zone"
+// admits it: 5 per 1m, keyed by *z.
 func (r *RateLimitedAccounts) Zone(ctx context.Context, z *Zone) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAccountsZone, Key: (*z).String()}); err != nil {
 		return err

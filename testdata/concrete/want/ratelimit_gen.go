@@ -17,12 +17,9 @@ var (
 	limitMailerCount = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/concrete.Mailer.Count", Window: time.Second, Max: 10}
 )
 
-// RateLimitedMailer embeds the Mailer it wraps and overrides its rate-limited
-// methods, which forward a call once a runtime.Limiter admits it under the
-// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped Mailer. Its other
-// methods are promoted unchanged.
+// RateLimitedMailer embeds a *Mailer, overriding each limited method to call
+// the Mailer's only once [runtime.Enforce] admits the call and return its
+// error otherwise.
 type RateLimitedMailer struct {
 	*Mailer
 	limiter runtime.Limiter
@@ -34,7 +31,9 @@ func NewRateLimitedMailer(next *Mailer, limiter runtime.Limiter) *RateLimitedMai
 	return &RateLimitedMailer{Mailer: next, limiter: limiter}
 }
 
-// Count forwards to the embedded Mailer within limitMailerCount.
+// Count calls the embedded Mailer's Count if
+// "github.com/ratelimitgen/ratelimitgen/testmod/concrete.Mailer.Count" admits
+// it: 10 per 1s.
 func (r *RateLimitedMailer) Count() (int, error) {
 	if err := runtime.Enforce(context.Background(), r.limiter, runtime.Request{Limit: limitMailerCount}); err != nil {
 		return 0, err
@@ -42,7 +41,9 @@ func (r *RateLimitedMailer) Count() (int, error) {
 	return r.Mailer.Count()
 }
 
-// Send forwards to the embedded Mailer within limitMailerSend, keyed by to.
+// Send calls the embedded Mailer's Send if
+// "github.com/ratelimitgen/ratelimitgen/testmod/concrete.Mailer.Send" admits
+// it: 100 per 1h, keyed by to.
 func (r *RateLimitedMailer) Send(ctx context.Context, to string, body []byte) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitMailerSend, Key: to}); err != nil {
 		return err

@@ -25,13 +25,9 @@ var (
 	limitMeterRecord  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/cost.Meter.Record", Window: time.Second, Max: 64, Algorithm: runtime.SlidingWindow}
 )
 
-// RateLimitedBatcher forwards each call to the Batcher it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Batcher. A limit whose computed cost is 0 is left out of the
-// decision and counts nothing; a negative cost, or one above the limit's
-// capacity, is an error wrapping runtime.ErrInvalidCost.
+// RateLimitedBatcher wraps a Batcher: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedBatcher struct {
 	next    Batcher
 	limiter runtime.Limiter
@@ -45,8 +41,10 @@ func NewRateLimitedBatcher(next Batcher, limiter runtime.Limiter) *RateLimitedBa
 	return &RateLimitedBatcher{next: next, limiter: limiter}
 }
 
-// Count forwards to the wrapped Batcher within limitBatcherCount, keyed by n,
-// at a cost of bytes2.Count(b, sep)+1.
+// Count calls the wrapped Count if
+// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Count" admits it:
+// 10 per 1m, fixed-window, keyed by n, at a cost of bytes2.Count(b, sep)+1,
+// none when 0.
 func (r *RateLimitedBatcher) Count(n string, b []byte, sep []byte) (int, error) {
 	if cost := int64(bytes2.Count(b, sep) + 1); cost != 0 {
 		if err := runtime.Enforce(context.Background(), r.limiter, runtime.Request{Limit: limitBatcherCount, Key: n, Cost: cost}); err != nil {
@@ -56,8 +54,9 @@ func (r *RateLimitedBatcher) Count(n string, b []byte, sep []byte) (int, error) 
 	return r.next.Count(n, b, sep)
 }
 
-// Heavy forwards to the wrapped Batcher within limitBatcherHeavy, keyed by
-// tenant, at a cost of weight.
+// Heavy calls the wrapped Heavy if
+// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Heavy" admits it:
+// 10 per 1m, fixed-window, keyed by tenant, at a cost of weight.
 func (r *RateLimitedBatcher) Heavy(ctx context.Context, tenant string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitBatcherHeavy, Key: tenant, Cost: weight}); err != nil {
 		return err
@@ -65,8 +64,10 @@ func (r *RateLimitedBatcher) Heavy(ctx context.Context, tenant string) error {
 	return r.next.Heavy(ctx, tenant)
 }
 
-// Parts forwards to the wrapped Batcher within limitBatcherParts, keyed by
-// (up.Owner, up.Parts), at a cost of up.Parts.
+// Parts calls the wrapped Parts if
+// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Parts" admits it:
+// 100 per 1m, gcra with burst 50, keyed by (up.Owner, up.Parts), at a cost of
+// up.Parts, none when 0.
 func (r *RateLimitedBatcher) Parts(ctx context.Context, up Upload) error {
 	if up.Parts != 0 {
 		var buf [64]byte
@@ -79,8 +80,10 @@ func (r *RateLimitedBatcher) Parts(ctx context.Context, up Upload) error {
 	return r.next.Parts(ctx, up)
 }
 
-// Send forwards to the wrapped Batcher within limitBatcherSend, keyed by
-// tenant, at a cost of len(items).
+// Send calls the wrapped Send if
+// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Send" admits it:
+// 1000 per 1m, sliding-window, keyed by tenant, at a cost of len(items), none
+// when 0.
 func (r *RateLimitedBatcher) Send(ctx context.Context, tenant string, items []Item) error {
 	if cost := int64(len(items)); cost != 0 {
 		if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitBatcherSend, Key: tenant, Cost: cost}); err != nil {
@@ -90,8 +93,9 @@ func (r *RateLimitedBatcher) Send(ctx context.Context, tenant string, items []It
 	return r.next.Send(ctx, tenant, items)
 }
 
-// Small forwards to the wrapped Batcher within limitBatcherSmall, at a cost of
-// up.Small.
+// Small calls the wrapped Small if
+// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Small" admits it:
+// 300 per 1m, fixed-window, at a cost of up.Small, none when 0.
 func (r *RateLimitedBatcher) Small(ctx context.Context, up Upload) error {
 	if cost := int64(up.Small); cost != 0 {
 		if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitBatcherSmall, Cost: cost}); err != nil {
@@ -101,8 +105,10 @@ func (r *RateLimitedBatcher) Small(ctx context.Context, up Upload) error {
 	return r.next.Small(ctx, up)
 }
 
-// Store forwards to the wrapped Batcher within limitBatcherStore, keyed by
-// up.Owner, at a cost of up.Size.
+// Store calls the wrapped Store if
+// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Store" admits it:
+// 1000000000 per 1h, sliding-window, keyed by up.Owner, at a cost of up.Size,
+// none when 0.
 func (r *RateLimitedBatcher) Store(ctx context.Context, up Upload) error {
 	if cost := int64(up.Size); cost != 0 {
 		if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitBatcherStore, Key: up.Owner, Cost: cost}); err != nil {
@@ -112,8 +118,9 @@ func (r *RateLimitedBatcher) Store(ctx context.Context, up Upload) error {
 	return r.next.Store(ctx, up)
 }
 
-// Typed forwards to the wrapped Batcher within limitBatcherTyped, keyed by
-// tenant, at a cost of units.
+// Typed calls the wrapped Typed if
+// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Batcher.Typed" admits it:
+// 10 per 1m, fixed-window, keyed by tenant, at a cost of units.
 func (r *RateLimitedBatcher) Typed(ctx context.Context, tenant string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitBatcherTyped, Key: tenant, Cost: int64(units)}); err != nil {
 		return err
@@ -121,13 +128,9 @@ func (r *RateLimitedBatcher) Typed(ctx context.Context, tenant string) error {
 	return r.next.Typed(ctx, tenant)
 }
 
-// RateLimitedQueue forwards each call to the Queue it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Queue. A limit whose computed cost is 0 is left out of the
-// decision and counts nothing; a negative cost, or one above the limit's
-// capacity, is an error wrapping runtime.ErrInvalidCost.
+// RateLimitedQueue wraps a Queue: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedQueue[N ~int32 | ~uint32] struct {
 	next    Queue[N]
 	limiter runtime.Limiter
@@ -143,7 +146,9 @@ func NewRateLimitedQueue[N ~int32 | ~uint32](next Queue[N], limiter runtime.Limi
 	return &RateLimitedQueue[N]{next: next, limiter: limiter}
 }
 
-// Push forwards to the wrapped Queue within limitQueuePush, at a cost of n.
+// Push calls the wrapped Push if
+// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Queue.Push" admits it:
+// 100 per 1s, token-bucket with burst 200, at a cost of n, none when 0.
 func (r *RateLimitedQueue[N]) Push(ctx context.Context, n N) error {
 	if cost := int64(n); cost != 0 {
 		if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitQueuePush, Cost: cost}); err != nil {
@@ -153,14 +158,9 @@ func (r *RateLimitedQueue[N]) Push(ctx context.Context, n N) error {
 	return r.next.Push(ctx, n)
 }
 
-// RateLimitedMeter embeds the Meter it wraps and overrides its rate-limited
-// methods, which forward a call once a runtime.Limiter admits it under the
-// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped Meter. A limit whose
-// computed cost is 0 is left out of the decision and counts nothing; a
-// negative cost, or one above the limit's capacity, is an error wrapping
-// runtime.ErrInvalidCost. Its other methods are promoted unchanged.
+// RateLimitedMeter embeds a *Meter, overriding each limited method to call the
+// Meter's only once [runtime.Enforce] admits the call and return its error
+// otherwise.
 type RateLimitedMeter struct {
 	*Meter
 	limiter runtime.Limiter
@@ -172,8 +172,10 @@ func NewRateLimitedMeter(next *Meter, limiter runtime.Limiter) *RateLimitedMeter
 	return &RateLimitedMeter{Meter: next, limiter: limiter}
 }
 
-// Record forwards to the embedded Meter within limitMeterRecord, keyed by
-// name, at a cost of len(name).
+// Record calls the embedded Meter's Record if
+// "github.com/ratelimitgen/ratelimitgen/testmod/cost.Meter.Record" admits it:
+// 64 per 1s, sliding-window, keyed by name, at a cost of len(name), none when
+// 0.
 func (r *RateLimitedMeter) Record(name string) error {
 	if cost := int64(len(name)); cost != 0 {
 		if err := runtime.Enforce(context.Background(), r.limiter, runtime.Request{Limit: limitMeterRecord, Key: name, Cost: cost}); err != nil {

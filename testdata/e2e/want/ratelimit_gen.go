@@ -53,11 +53,9 @@ var (
 	limitServiceGet1   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices.Service.Get", Window: time.Minute, Max: 2}
 )
 
-// RateLimitedCatalog forwards each call to the Catalog it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Catalog.
+// RateLimitedCatalog wraps a Catalog: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedCatalog struct {
 	next    Catalog
 	limiter runtime.Limiter
@@ -71,8 +69,9 @@ func NewRateLimitedCatalog(next Catalog, limiter runtime.Limiter) *RateLimitedCa
 	return &RateLimitedCatalog{next: next, limiter: limiter}
 }
 
-// Lookup forwards to the wrapped Catalog within limitCatalogLookup, keyed by
-// sku.
+// Lookup calls the wrapped Lookup if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Catalog.Lookup" admits it:
+// 2 per 1m, keyed by sku.
 func (r *RateLimitedCatalog) Lookup(ctx context.Context, sku string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCatalogLookup, Key: sku}); err != nil {
 		return err
@@ -80,7 +79,9 @@ func (r *RateLimitedCatalog) Lookup(ctx context.Context, sku string) error {
 	return r.next.Lookup(ctx, sku)
 }
 
-// Read forwards to the wrapped Catalog within limitStoreRead, keyed by id.
+// Read calls the wrapped Read if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Store.Read" admits
+// it: 2 per 1m, keyed by id.
 func (r *RateLimitedCatalog) Read(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreRead, Key: id}); err != nil {
 		return err
@@ -88,12 +89,9 @@ func (r *RateLimitedCatalog) Read(ctx context.Context, id string) error {
 	return r.next.Read(ctx, id)
 }
 
-// RateLimitedShop embeds the Shop it wraps and overrides its rate-limited
-// methods, which forward a call once a runtime.Limiter admits it under the
-// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped Shop. Its other
-// methods are promoted unchanged.
+// RateLimitedShop embeds a *Shop, overriding each limited method to call the
+// Shop's only once [runtime.Enforce] admits the call and return its error
+// otherwise.
 type RateLimitedShop struct {
 	*Shop
 	limiter runtime.Limiter
@@ -105,7 +103,9 @@ func NewRateLimitedShop(next *Shop, limiter runtime.Limiter) *RateLimitedShop {
 	return &RateLimitedShop{Shop: next, limiter: limiter}
 }
 
-// Audit forwards to the embedded Shop within limitAuditorAudit, keyed by id.
+// Audit calls the embedded Shop's Audit if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Auditor.Audit"
+// admits it: 2 per 1m, keyed by id.
 func (r *RateLimitedShop) Audit(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAuditorAudit, Key: id}); err != nil {
 		return err
@@ -113,7 +113,9 @@ func (r *RateLimitedShop) Audit(ctx context.Context, id string) error {
 	return r.Shop.Audit(ctx, id)
 }
 
-// Buy forwards to the embedded Shop within limitShopBuy, keyed by sku.
+// Buy calls the embedded Shop's Buy if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Shop.Buy" admits it: 2 per
+// 1m, keyed by sku.
 func (r *RateLimitedShop) Buy(ctx context.Context, sku string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitShopBuy, Key: sku}); err != nil {
 		return err
@@ -121,11 +123,9 @@ func (r *RateLimitedShop) Buy(ctx context.Context, sku string) error {
 	return r.Shop.Buy(ctx, sku)
 }
 
-// RateLimitedIndex forwards each call to the Index it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Index.
+// RateLimitedIndex wraps a Index: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedIndex struct {
 	next    Index
 	limiter runtime.Limiter
@@ -139,7 +139,9 @@ func NewRateLimitedIndex(next Index, limiter runtime.Limiter) *RateLimitedIndex 
 	return &RateLimitedIndex{next: next, limiter: limiter}
 }
 
-// Find forwards to the wrapped Index within limitIndexFind, keyed by term.
+// Find calls the wrapped Find if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Index.Find" admits it: 2
+// per 1m, keyed by term.
 func (r *RateLimitedIndex) Find(ctx context.Context, term string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitIndexFind, Key: term}); err != nil {
 		return err
@@ -147,7 +149,9 @@ func (r *RateLimitedIndex) Find(ctx context.Context, term string) error {
 	return r.next.Find(ctx, term)
 }
 
-// Read forwards to the wrapped Index within limitStoreRead, keyed by id.
+// Read calls the wrapped Read if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Store.Read" admits
+// it: 2 per 1m, keyed by id.
 func (r *RateLimitedIndex) Read(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreRead, Key: id}); err != nil {
 		return err
@@ -155,11 +159,8 @@ func (r *RateLimitedIndex) Read(ctx context.Context, id string) error {
 	return r.next.Read(ctx, id)
 }
 
-// RateLimitedMemo forwards each call to the Memo it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Memo.
+// RateLimitedMemo wraps a Memo: each limited method calls the wrapped one only
+// once [runtime.Enforce] admits the call, and returns its error otherwise.
 type RateLimitedMemo[T any] struct {
 	next    Memo[T]
 	limiter runtime.Limiter
@@ -175,7 +176,9 @@ func NewRateLimitedMemo[T any](next Memo[T], limiter runtime.Limiter) *RateLimit
 	return &RateLimitedMemo[T]{next: next, limiter: limiter}
 }
 
-// Forget forwards to the wrapped Memo within limitMemoForget, keyed by key.
+// Forget calls the wrapped Forget if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Memo.Forget" admits it: 2
+// per 1m, keyed by key.
 func (r *RateLimitedMemo[T]) Forget(ctx context.Context, key string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitMemoForget, Key: key}); err != nil {
 		return err
@@ -183,7 +186,9 @@ func (r *RateLimitedMemo[T]) Forget(ctx context.Context, key string) error {
 	return r.next.Forget(ctx, key)
 }
 
-// Get forwards to the wrapped Memo within limitCacheGet1, keyed by key.
+// Get calls the wrapped Get if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Cache.Get" admits
+// it: 2 per 1m, keyed by key.
 func (r *RateLimitedMemo[T]) Get(ctx context.Context, key string) (T, error) {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCacheGet1, Key: key}); err != nil {
 		var zero T
@@ -192,12 +197,9 @@ func (r *RateLimitedMemo[T]) Get(ctx context.Context, key string) (T, error) {
 	return r.next.Get(ctx, key)
 }
 
-// RateLimitedLot embeds the Lot it wraps and overrides its rate-limited
-// methods, which forward a call once a runtime.Limiter admits it under the
-// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped Lot. Its other methods
-// are promoted unchanged.
+// RateLimitedLot embeds a *Lot, overriding each limited method to call the
+// Lot's only once [runtime.Enforce] admits the call and return its error
+// otherwise.
 type RateLimitedLot struct {
 	*Lot
 	limiter runtime.Limiter
@@ -209,7 +211,9 @@ func NewRateLimitedLot(next *Lot, limiter runtime.Limiter) *RateLimitedLot {
 	return &RateLimitedLot{Lot: next, limiter: limiter}
 }
 
-// Count forwards to the embedded Lot within limitLotCount.
+// Count calls the embedded Lot's Count if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Lot.Count" admits it: 2
+// per 1m.
 func (r *RateLimitedLot) Count(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitLotCount}); err != nil {
 		return err
@@ -217,7 +221,9 @@ func (r *RateLimitedLot) Count(ctx context.Context) error {
 	return r.Lot.Count(ctx)
 }
 
-// Take forwards to the embedded Lot within limitPoolTake, keyed by owner.
+// Take calls the embedded Lot's Take if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Pool.Take" admits
+// it: 2 per 1m, keyed by owner.
 func (r *RateLimitedLot) Take(ctx context.Context, owner string) (int, error) {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitPoolTake, Key: owner}); err != nil {
 		return 0, err
@@ -225,12 +231,9 @@ func (r *RateLimitedLot) Take(ctx context.Context, owner string) (int, error) {
 	return r.Lot.Take(ctx, owner)
 }
 
-// RateLimitedDesk embeds the Desk it wraps and overrides its rate-limited
-// methods, which forward a call once a runtime.Limiter admits it under the
-// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped Desk. Its other
-// methods are promoted unchanged.
+// RateLimitedDesk embeds a *Desk, overriding each limited method to call the
+// Desk's only once [runtime.Enforce] admits the call and return its error
+// otherwise.
 type RateLimitedDesk struct {
 	*Desk
 	limiter runtime.Limiter
@@ -242,7 +245,9 @@ func NewRateLimitedDesk(next *Desk, limiter runtime.Limiter) *RateLimitedDesk {
 	return &RateLimitedDesk{Desk: next, limiter: limiter}
 }
 
-// Open forwards to the embedded Desk within limitDeskOpen.
+// Open calls the embedded Desk's Open if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Desk.Open" admits it: 2
+// per 1m.
 func (r *RateLimitedDesk) Open(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitDeskOpen}); err != nil {
 		return err
@@ -250,7 +255,9 @@ func (r *RateLimitedDesk) Open(ctx context.Context) error {
 	return r.Desk.Open(ctx)
 }
 
-// Read forwards to the embedded Desk within limitStoreRead, keyed by id.
+// Read calls the embedded Desk's Read if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Store.Read" admits
+// it: 2 per 1m, keyed by id.
 func (r *RateLimitedDesk) Read(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreRead, Key: id}); err != nil {
 		return err
@@ -258,12 +265,9 @@ func (r *RateLimitedDesk) Read(ctx context.Context, id string) error {
 	return r.Desk.Read(ctx, id)
 }
 
-// RateLimitedCounter embeds the Counter it wraps and overrides its
-// rate-limited methods, which forward a call once a runtime.Limiter admits it
-// under the method's limits. A denied call returns a *runtime.LimitError
-// (errors.Is(err, runtime.ErrLimited)), and a call the limiter cannot decide
-// returns the limiter's error as it is; neither reaches the wrapped Counter.
-// Its other methods are promoted unchanged.
+// RateLimitedCounter embeds a *Counter, overriding each limited method to call
+// the Counter's only once [runtime.Enforce] admits the call and return its
+// error otherwise.
 type RateLimitedCounter struct {
 	*Counter
 	limiter runtime.Limiter
@@ -275,8 +279,9 @@ func NewRateLimitedCounter(next *Counter, limiter runtime.Limiter) *RateLimitedC
 	return &RateLimitedCounter{Counter: next, limiter: limiter}
 }
 
-// Audit forwards to the embedded Counter within limitAuditorAudit, keyed by
-// id.
+// Audit calls the embedded Counter's Audit if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Auditor.Audit"
+// admits it: 2 per 1m, keyed by id.
 func (r *RateLimitedCounter) Audit(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAuditorAudit, Key: id}); err != nil {
 		return err
@@ -284,7 +289,9 @@ func (r *RateLimitedCounter) Audit(ctx context.Context, id string) error {
 	return r.Counter.Audit(ctx, id)
 }
 
-// Tally forwards to the embedded Counter within limitCounterTally.
+// Tally calls the embedded Counter's Tally if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Counter.Tally" admits it:
+// 2 per 1m.
 func (r *RateLimitedCounter) Tally(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCounterTally}); err != nil {
 		return err
@@ -292,11 +299,9 @@ func (r *RateLimitedCounter) Tally(ctx context.Context) error {
 	return r.Counter.Tally(ctx)
 }
 
-// RateLimitedNotifier forwards each call to the Notifier it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Notifier.
+// RateLimitedNotifier wraps a Notifier: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedNotifier struct {
 	next    Notifier
 	limiter runtime.Limiter
@@ -310,8 +315,9 @@ func NewRateLimitedNotifier(next Notifier, limiter runtime.Limiter) *RateLimited
 	return &RateLimitedNotifier{next: next, limiter: limiter}
 }
 
-// Charge forwards to the wrapped Notifier within limitNotifierCharge, keyed by
-// (acct.Tenant, acct.ID).
+// Charge calls the wrapped Charge if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.Charge" admits
+// it: 3 per 1m, keyed by (acct.Tenant, acct.ID).
 func (r *RateLimitedNotifier) Charge(ctx context.Context, acct Account, cents int) (int, error) {
 	var buf [64]byte
 	b := runtime.AppendKeyPart(buf[:0], acct.Tenant)
@@ -322,8 +328,9 @@ func (r *RateLimitedNotifier) Charge(ctx context.Context, acct Account, cents in
 	return r.next.Charge(ctx, acct, cents)
 }
 
-// Lookup forwards to the wrapped Notifier within limitNotifierLookup, keyed by
-// id.
+// Lookup calls the wrapped Lookup if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.Lookup" admits
+// it: 3 per 1m, keyed by id.
 func (r *RateLimitedNotifier) Lookup(ctx context.Context, id int64) (string, error) {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitNotifierLookup, Key: strconv.FormatInt(id, 10)}); err != nil {
 		return "", err
@@ -331,8 +338,9 @@ func (r *RateLimitedNotifier) Lookup(ctx context.Context, id int64) (string, err
 	return r.next.Lookup(ctx, id)
 }
 
-// SendCode forwards to the wrapped Notifier within limitNotifierSendCode,
-// keyed by req.Email.
+// SendCode calls the wrapped SendCode if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Notifier.SendCode" admits
+// it: 3 per 1m, keyed by req.Email.
 func (r *RateLimitedNotifier) SendCode(ctx context.Context, req SendCodeRequest) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitNotifierSendCode, Key: req.Email}); err != nil {
 		return err
@@ -340,14 +348,9 @@ func (r *RateLimitedNotifier) SendCode(ctx context.Context, req SendCodeRequest)
 	return r.next.SendCode(ctx, req)
 }
 
-// RateLimitedAlerts forwards each call to the Alerts it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Alerts. A method with several limits counts a call in all of
-// them or in none. A limit whose computed cost is 0 is left out of the
-// decision and counts nothing; a negative cost, or one above the limit's
-// capacity, is an error wrapping runtime.ErrInvalidCost.
+// RateLimitedAlerts wraps a Alerts: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedAlerts struct {
 	next    Alerts
 	limiter runtime.Limiter
@@ -361,8 +364,9 @@ func NewRateLimitedAlerts(next Alerts, limiter runtime.Limiter) *RateLimitedAler
 	return &RateLimitedAlerts{next: next, limiter: limiter}
 }
 
-// Adjust forwards to the wrapped Alerts within limitAlertsAdjust, keyed by to,
-// at a cost of units.
+// Adjust calls the wrapped Adjust if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Adjust" admits it:
+// 10 per 1m, fixed-window, keyed by to, at a cost of units, none when 0.
 func (r *RateLimitedAlerts) Adjust(ctx context.Context, to string, units int64) error {
 	if units != 0 {
 		if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAlertsAdjust, Key: to, Cost: units}); err != nil {
@@ -372,8 +376,11 @@ func (r *RateLimitedAlerts) Adjust(ctx context.Context, to string, units int64) 
 	return r.next.Adjust(ctx, to, units)
 }
 
-// Bulk forwards to the wrapped Alerts within limitAlertsBulk (keyed by to, at
-// a cost of n) and limitAlertsBulkTotal (at a cost of n).
+// Bulk calls the wrapped Bulk if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Bulk" (10 per 1m,
+// fixed-window, keyed by to, at a cost of n, none when 0) and
+// "Alerts.Bulk.total" (100 per 1m, gcra, at a cost of n, none when 0) all
+// admit it.
 func (r *RateLimitedAlerts) Bulk(ctx context.Context, to string, n uint64) error {
 	if cost := int64(n); cost != 0 {
 		if err := runtime.Enforce(ctx, r.limiter,
@@ -386,8 +393,10 @@ func (r *RateLimitedAlerts) Bulk(ctx context.Context, to string, n uint64) error
 	return r.next.Bulk(ctx, to, n)
 }
 
-// Digest forwards to the wrapped Alerts within limitAlertsDigest, keyed by to,
-// at a cost of len(lines).
+// Digest calls the wrapped Digest if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Digest" admits it:
+// 10 per 1m, token-bucket with burst 4, keyed by to, at a cost of len(lines),
+// none when 0.
 func (r *RateLimitedAlerts) Digest(ctx context.Context, to string, lines []string) error {
 	if cost := int64(len(lines)); cost != 0 {
 		if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAlertsDigest, Key: to, Cost: cost}); err != nil {
@@ -397,8 +406,9 @@ func (r *RateLimitedAlerts) Digest(ctx context.Context, to string, lines []strin
 	return r.next.Digest(ctx, to, lines)
 }
 
-// Page forwards to the wrapped Alerts within limitAlertsPage and
-// limitAlertsPageHourly, keyed by to.
+// Page calls the wrapped Page if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Page" (3 per 1m,
+// keyed by to) and "Alerts.Page.hourly" (5 per 1h, keyed by to) all admit it.
 func (r *RateLimitedAlerts) Page(ctx context.Context, to string) error {
 	if err := runtime.Enforce(ctx, r.limiter,
 		runtime.Request{Limit: limitAlertsPage, Key: to},
@@ -409,8 +419,9 @@ func (r *RateLimitedAlerts) Page(ctx context.Context, to string) error {
 	return r.next.Page(ctx, to)
 }
 
-// Upload forwards to the wrapped Alerts within limitAlertsUpload, keyed by to,
-// at a cost of size.
+// Upload calls the wrapped Upload if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Alerts.Upload" admits it:
+// 1000 per 1m, sliding-window, keyed by to, at a cost of size, none when 0.
 func (r *RateLimitedAlerts) Upload(ctx context.Context, to string, size uint64) error {
 	if cost := int64(size); cost != 0 {
 		if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAlertsUpload, Key: to, Cost: cost}); err != nil {
@@ -420,11 +431,9 @@ func (r *RateLimitedAlerts) Upload(ctx context.Context, to string, size uint64) 
 	return r.next.Upload(ctx, to, size)
 }
 
-// RateLimitedSlots forwards each call to the Slots it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Slots.
+// RateLimitedSlots wraps a Slots: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedSlots struct {
 	next    Slots
 	limiter runtime.Limiter
@@ -438,7 +447,9 @@ func NewRateLimitedSlots(next Slots, limiter runtime.Limiter) *RateLimitedSlots 
 	return &RateLimitedSlots{next: next, limiter: limiter}
 }
 
-// Book forwards to the wrapped Slots within limitSlotsBook, keyed by at.
+// Book calls the wrapped Book if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Slots.Book" admits it: 1
+// per 1m, keyed by at.
 func (r *RateLimitedSlots) Book(ctx context.Context, at time.Time) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitSlotsBook, Key: strconv.FormatInt(at.UnixNano(), 10)}); err != nil {
 		return err
@@ -446,8 +457,9 @@ func (r *RateLimitedSlots) Book(ctx context.Context, at time.Time) error {
 	return r.next.Book(ctx, at)
 }
 
-// BookRoom forwards to the wrapped Slots within limitSlotsBookRoom, keyed by
-// (room, at).
+// BookRoom calls the wrapped BookRoom if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Slots.BookRoom" admits it:
+// 1 per 1m, keyed by (room, at).
 func (r *RateLimitedSlots) BookRoom(ctx context.Context, room string, at time.Time) error {
 	var buf [64]byte
 	b := runtime.AppendKeyPart(buf[:0], room)
@@ -458,12 +470,9 @@ func (r *RateLimitedSlots) BookRoom(ctx context.Context, room string, at time.Ti
 	return r.next.BookRoom(ctx, room, at)
 }
 
-// RateLimitedTenants forwards each call to the Tenants it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Tenants. A method with several limits counts a call in all of
-// them or in none. Its methods without limits forward every call unchanged.
+// RateLimitedTenants wraps a Tenants: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedTenants struct {
 	next    Tenants
 	limiter runtime.Limiter
@@ -477,8 +486,11 @@ func NewRateLimitedTenants(next Tenants, limiter runtime.Limiter) *RateLimitedTe
 	return &RateLimitedTenants{next: next, limiter: limiter}
 }
 
-// Get forwards to the wrapped Tenants within limitTenants (keyed by
-// TenantOf(ctx)) and limitTenantsGet (keyed by id).
+// Get calls the wrapped Get if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Tenants" (3 per 1m, keyed
+// by TenantOf(ctx)) and
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Tenants.Get" (2 per 1m,
+// keyed by id) all admit it.
 func (r *RateLimitedTenants) Get(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter,
 		runtime.Request{Limit: limitTenants, Key: TenantOf(ctx)},
@@ -489,8 +501,9 @@ func (r *RateLimitedTenants) Get(ctx context.Context, id string) error {
 	return r.next.Get(ctx, id)
 }
 
-// List forwards to the wrapped Tenants within limitTenants, keyed by
-// TenantOf(ctx).
+// List calls the wrapped List if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Tenants" admits it: 3 per
+// 1m, keyed by TenantOf(ctx).
 func (r *RateLimitedTenants) List(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitTenants, Key: TenantOf(ctx)}); err != nil {
 		return err
@@ -498,20 +511,14 @@ func (r *RateLimitedTenants) List(ctx context.Context) error {
 	return r.next.List(ctx)
 }
 
-// Ping forwards to the wrapped Tenants; it has no limit.
+// Ping calls the wrapped Ping; it has no limit.
 func (r *RateLimitedTenants) Ping(ctx context.Context) error {
 	return r.next.Ping(ctx)
 }
 
-// RateLimitedOutbound forwards each call to the Outbound it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Outbound. A method with several limits counts a call in all of
-// them or in none. A method that waits for room sleeps as long as each
-// denial's RetryAfter says and asks again, for up to its wait in all and never
-// past the deadline of the call's context; it returns the context's error if
-// the context is done meanwhile.
+// RateLimitedOutbound wraps a Outbound: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call ([runtime.Wait] if it
+// waits), and returns its error otherwise.
 type RateLimitedOutbound struct {
 	next    Outbound
 	limiter runtime.Limiter
@@ -525,8 +532,9 @@ func NewRateLimitedOutbound(next Outbound, limiter runtime.Limiter) *RateLimited
 	return &RateLimitedOutbound{next: next, limiter: limiter}
 }
 
-// Call forwards to the wrapped Outbound within limitOutboundCall, waiting up
-// to 10s for room.
+// Call calls the wrapped Call if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Call" admits it:
+// 1 per 50ms, waiting up to 10s for room.
 func (r *RateLimitedOutbound) Call(ctx context.Context) error {
 	if err := runtime.Wait(ctx, r.limiter, 10*time.Second, runtime.Request{Limit: limitOutboundCall}); err != nil {
 		return err
@@ -534,8 +542,9 @@ func (r *RateLimitedOutbound) Call(ctx context.Context) error {
 	return r.next.Call(ctx)
 }
 
-// Long forwards to the wrapped Outbound within limitOutboundLong, waiting up
-// to 2h0m0s for room.
+// Long calls the wrapped Long if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Long" admits it:
+// 1 per 1h, waiting up to 2h for room.
 func (r *RateLimitedOutbound) Long(ctx context.Context) error {
 	if err := runtime.Wait(ctx, r.limiter, 2*time.Hour, runtime.Request{Limit: limitOutboundLong}); err != nil {
 		return err
@@ -543,8 +552,10 @@ func (r *RateLimitedOutbound) Long(ctx context.Context) error {
 	return r.next.Long(ctx)
 }
 
-// Multi forwards to the wrapped Outbound within limitOutboundMulti (keyed by
-// id) and limitOutboundMultiTotal, waiting up to 10s for room.
+// Multi calls the wrapped Multi if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Multi" (1 per
+// 50ms, keyed by id) and "Outbound.Multi.total" (100 per 1h) all admit it,
+// waiting up to 10s for room.
 func (r *RateLimitedOutbound) Multi(ctx context.Context, id string) error {
 	if err := runtime.Wait(ctx, r.limiter, 10*time.Second,
 		runtime.Request{Limit: limitOutboundMulti, Key: id},
@@ -555,8 +566,9 @@ func (r *RateLimitedOutbound) Multi(ctx context.Context, id string) error {
 	return r.next.Multi(ctx, id)
 }
 
-// Short forwards to the wrapped Outbound within limitOutboundShort, waiting up
-// to 10ms for room.
+// Short calls the wrapped Short if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Short" admits it:
+// 1 per 1h, waiting up to 10ms for room.
 func (r *RateLimitedOutbound) Short(ctx context.Context) error {
 	if err := runtime.Wait(ctx, r.limiter, 10*time.Millisecond, runtime.Request{Limit: limitOutboundShort}); err != nil {
 		return err
@@ -564,11 +576,9 @@ func (r *RateLimitedOutbound) Short(ctx context.Context) error {
 	return r.next.Short(ctx)
 }
 
-// RateLimitedCache forwards each call to the Cache it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Cache.
+// RateLimitedCache wraps a Cache: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedCache[V any] struct {
 	next    Cache[V]
 	limiter runtime.Limiter
@@ -584,7 +594,9 @@ func NewRateLimitedCache[V any](next Cache[V], limiter runtime.Limiter) *RateLim
 	return &RateLimitedCache[V]{next: next, limiter: limiter}
 }
 
-// Get forwards to the wrapped Cache within limitCacheGet, keyed by key.
+// Get calls the wrapped Get if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Cache.Get" admits it: 2
+// per 1m, keyed by key.
 func (r *RateLimitedCache[V]) Get(ctx context.Context, key string) (V, error) {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCacheGet, Key: key}); err != nil {
 		var zero V
@@ -593,14 +605,9 @@ func (r *RateLimitedCache[V]) Get(ctx context.Context, key string) (V, error) {
 	return r.next.Get(ctx, key)
 }
 
-// RateLimitedReports forwards each call to the Reports it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Reports. A limit whose Max a call computes is copied and given
-// that Max; a Max below 1 is an error from the limiter, not a denial. A limit
-// in shadow mode is decided and counted as any other, but its denial is only
-// reported: the call goes through unless an enforced limit denies it.
+// RateLimitedReports wraps a Reports: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedReports struct {
 	next    Reports
 	limiter runtime.Limiter
@@ -614,8 +621,9 @@ func NewRateLimitedReports(next Reports, limiter runtime.Limiter) *RateLimitedRe
 	return &RateLimitedReports{next: next, limiter: limiter}
 }
 
-// Export forwards to the wrapped Reports within limitReportsExport, keyed by
-// q.Tenant, with its Max set to q.Max, in shadow mode.
+// Export calls the wrapped Export if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Reports.Export" admits it:
+// q.Max per 1m, keyed by q.Tenant, in shadow mode.
 func (r *RateLimitedReports) Export(ctx context.Context, q Quota) error {
 	limit := limitReportsExport
 	limit.Max = int(q.Max)
@@ -625,8 +633,9 @@ func (r *RateLimitedReports) Export(ctx context.Context, q Quota) error {
 	return r.next.Export(ctx, q)
 }
 
-// Run forwards to the wrapped Reports within limitReportsRun, keyed by
-// TenantOf(ctx), with its Max set to PlanLimit(ctx).
+// Run calls the wrapped Run if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Reports.Run" admits it:
+// PlanLimit(ctx) per 1m, keyed by TenantOf(ctx).
 func (r *RateLimitedReports) Run(ctx context.Context, name string) error {
 	limit := limitReportsRun
 	limit.Max = PlanLimit(ctx)
@@ -636,12 +645,9 @@ func (r *RateLimitedReports) Run(ctx context.Context, name string) error {
 	return r.next.Run(ctx, name)
 }
 
-// RateLimitedGateway embeds the Gateway it wraps and overrides its
-// rate-limited methods, which forward a call once a runtime.Limiter admits it
-// under the method's limits. A denied call returns a *runtime.LimitError
-// (errors.Is(err, runtime.ErrLimited)), and a call the limiter cannot decide
-// returns the limiter's error as it is; neither reaches the wrapped Gateway.
-// Its other methods are promoted unchanged.
+// RateLimitedGateway embeds a Gateway, overriding each limited method to call
+// the Gateway's only once [runtime.Enforce] admits the call and return its
+// error otherwise.
 type RateLimitedGateway struct {
 	Gateway
 	limiter runtime.Limiter
@@ -653,7 +659,9 @@ func NewRateLimitedGateway(next Gateway, limiter runtime.Limiter) *RateLimitedGa
 	return &RateLimitedGateway{Gateway: next, limiter: limiter}
 }
 
-// Get forwards to the embedded Gateway within limitServiceGet, keyed by id.
+// Get calls the embedded Gateway's Get if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e/orders.Service.Get" admits
+// it: 2 per 1m, keyed by id.
 func (r *RateLimitedGateway) Get(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitServiceGet, Key: id}); err != nil {
 		return err
@@ -661,12 +669,9 @@ func (r *RateLimitedGateway) Get(ctx context.Context, id string) error {
 	return r.Gateway.Get(ctx, id)
 }
 
-// RateLimitedHolder embeds the Holder it wraps and overrides its rate-limited
-// methods, which forward a call once a runtime.Limiter admits it under the
-// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped Holder. Its other
-// methods are promoted unchanged.
+// RateLimitedHolder embeds a Holder, overriding each limited method to call
+// the Holder's only once [runtime.Enforce] admits the call and return its
+// error otherwise.
 type RateLimitedHolder struct {
 	Holder
 	limiter runtime.Limiter
@@ -678,7 +683,9 @@ func NewRateLimitedHolder(next Holder, limiter runtime.Limiter) *RateLimitedHold
 	return &RateLimitedHolder{Holder: next, limiter: limiter}
 }
 
-// Read forwards to the embedded Holder within limitStoreRead, keyed by id.
+// Read calls the embedded Holder's Read if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Store.Read" admits
+// it: 2 per 1m, keyed by id.
 func (r *RateLimitedHolder) Read(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreRead, Key: id}); err != nil {
 		return err
@@ -686,12 +693,9 @@ func (r *RateLimitedHolder) Read(ctx context.Context, id string) error {
 	return r.Holder.Read(ctx, id)
 }
 
-// RateLimitedLookups forwards each call to the Lookups it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Lookups. Its methods without limits forward every call
-// unchanged.
+// RateLimitedLookups wraps a Lookups: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedLookups struct {
 	next    Lookups
 	limiter runtime.Limiter
@@ -705,12 +709,14 @@ func NewRateLimitedLookups(next Lookups, limiter runtime.Limiter) *RateLimitedLo
 	return &RateLimitedLookups{next: next, limiter: limiter}
 }
 
-// Count forwards to the wrapped Lookups; it has no limit.
+// Count calls the wrapped Count; it has no limit.
 func (r *RateLimitedLookups) Count(ctx context.Context) (int, error) {
 	return r.next.Count(ctx)
 }
 
-// Get forwards to the wrapped Lookups within limitServiceGet1, keyed by id.
+// Get calls the wrapped Get if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices.Service.Get"
+// admits it: 2 per 1m, keyed by id.
 func (r *RateLimitedLookups) Get(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitServiceGet1, Key: id}); err != nil {
 		return err

@@ -31,11 +31,9 @@ var (
 	limitMetered        = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Metered", Window: time.Minute, Max: 2}
 )
 
-// RateLimitedCatalog forwards each call to the Catalog it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Catalog.
+// RateLimitedCatalog wraps a Catalog: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedCatalog struct {
 	next    Catalog
 	limiter runtime.Limiter
@@ -49,8 +47,9 @@ func NewRateLimitedCatalog(next Catalog, limiter runtime.Limiter) *RateLimitedCa
 	return &RateLimitedCatalog{next: next, limiter: limiter}
 }
 
-// Lookup forwards to the wrapped Catalog within limitCatalogLookup, keyed by
-// sku.
+// Lookup calls the wrapped Lookup if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross.Catalog.Lookup"
+// admits it: 2 per 1m, keyed by sku.
 func (r *RateLimitedCatalog) Lookup(ctx context.Context, sku string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCatalogLookup, Key: sku}); err != nil {
 		return err
@@ -58,7 +57,9 @@ func (r *RateLimitedCatalog) Lookup(ctx context.Context, sku string) error {
 	return r.next.Lookup(ctx, sku)
 }
 
-// Read forwards to the wrapped Catalog within limitStoreRead, keyed by id.
+// Read calls the wrapped Read if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Store.Read"
+// admits it: 2 per 1m, keyed by id.
 func (r *RateLimitedCatalog) Read(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreRead, Key: id}); err != nil {
 		return err
@@ -66,11 +67,9 @@ func (r *RateLimitedCatalog) Read(ctx context.Context, id string) error {
 	return r.next.Read(ctx, id)
 }
 
-// RateLimitedIndex forwards each call to the Index it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Index.
+// RateLimitedIndex wraps a Index: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedIndex struct {
 	next    Index
 	limiter runtime.Limiter
@@ -84,7 +83,9 @@ func NewRateLimitedIndex(next Index, limiter runtime.Limiter) *RateLimitedIndex 
 	return &RateLimitedIndex{next: next, limiter: limiter}
 }
 
-// Find forwards to the wrapped Index within limitIndexFind, keyed by term.
+// Find calls the wrapped Find if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross.Index.Find" admits
+// it: 2 per 1m, keyed by term.
 func (r *RateLimitedIndex) Find(ctx context.Context, term string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitIndexFind, Key: term}); err != nil {
 		return err
@@ -92,7 +93,9 @@ func (r *RateLimitedIndex) Find(ctx context.Context, term string) error {
 	return r.next.Find(ctx, term)
 }
 
-// Read forwards to the wrapped Index within limitStoreRead, keyed by id.
+// Read calls the wrapped Read if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Store.Read"
+// admits it: 2 per 1m, keyed by id.
 func (r *RateLimitedIndex) Read(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreRead, Key: id}); err != nil {
 		return err
@@ -100,11 +103,9 @@ func (r *RateLimitedIndex) Read(ctx context.Context, id string) error {
 	return r.next.Read(ctx, id)
 }
 
-// RateLimitedNames forwards each call to the Names it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Names.
+// RateLimitedNames wraps a Names: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedNames struct {
 	next    Names
 	limiter runtime.Limiter
@@ -118,7 +119,9 @@ func NewRateLimitedNames(next Names, limiter runtime.Limiter) *RateLimitedNames 
 	return &RateLimitedNames{next: next, limiter: limiter}
 }
 
-// Get forwards to the wrapped Names within limitCacheGet, keyed by key.
+// Get calls the wrapped Get if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Cache.Get"
+// admits it: 2 per 1m, keyed by key.
 func (r *RateLimitedNames) Get(ctx context.Context, key string) (string, error) {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCacheGet, Key: key}); err != nil {
 		return "", err
@@ -126,7 +129,9 @@ func (r *RateLimitedNames) Get(ctx context.Context, key string) (string, error) 
 	return r.next.Get(ctx, key)
 }
 
-// Reset forwards to the wrapped Names within limitNamesReset.
+// Reset calls the wrapped Reset if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross.Names.Reset"
+// admits it: 2 per 1m.
 func (r *RateLimitedNames) Reset(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitNamesReset}); err != nil {
 		return err
@@ -134,11 +139,8 @@ func (r *RateLimitedNames) Reset(ctx context.Context) error {
 	return r.next.Reset(ctx)
 }
 
-// RateLimitedMemo forwards each call to the Memo it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Memo.
+// RateLimitedMemo wraps a Memo: each limited method calls the wrapped one only
+// once [runtime.Enforce] admits the call, and returns its error otherwise.
 type RateLimitedMemo[T any] struct {
 	next    Memo[T]
 	limiter runtime.Limiter
@@ -154,7 +156,9 @@ func NewRateLimitedMemo[T any](next Memo[T], limiter runtime.Limiter) *RateLimit
 	return &RateLimitedMemo[T]{next: next, limiter: limiter}
 }
 
-// Forget forwards to the wrapped Memo within limitMemoForget, keyed by key.
+// Forget calls the wrapped Forget if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross.Memo.Forget"
+// admits it: 2 per 1m, keyed by key.
 func (r *RateLimitedMemo[T]) Forget(ctx context.Context, key string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitMemoForget, Key: key}); err != nil {
 		return err
@@ -162,7 +166,9 @@ func (r *RateLimitedMemo[T]) Forget(ctx context.Context, key string) error {
 	return r.next.Forget(ctx, key)
 }
 
-// Get forwards to the wrapped Memo within limitCacheGet, keyed by key.
+// Get calls the wrapped Get if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Cache.Get"
+// admits it: 2 per 1m, keyed by key.
 func (r *RateLimitedMemo[T]) Get(ctx context.Context, key string) (T, error) {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCacheGet, Key: key}); err != nil {
 		var zero T
@@ -171,12 +177,9 @@ func (r *RateLimitedMemo[T]) Get(ctx context.Context, key string) (T, error) {
 	return r.next.Get(ctx, key)
 }
 
-// RateLimitedLot embeds the Lot it wraps and overrides its rate-limited
-// methods, which forward a call once a runtime.Limiter admits it under the
-// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped Lot. Its other methods
-// are promoted unchanged.
+// RateLimitedLot embeds a *Lot, overriding each limited method to call the
+// Lot's only once [runtime.Enforce] admits the call and return its error
+// otherwise.
 type RateLimitedLot struct {
 	*Lot
 	limiter runtime.Limiter
@@ -188,7 +191,9 @@ func NewRateLimitedLot(next *Lot, limiter runtime.Limiter) *RateLimitedLot {
 	return &RateLimitedLot{Lot: next, limiter: limiter}
 }
 
-// Count forwards to the embedded Lot within limitLotCount.
+// Count calls the embedded Lot's Count if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross.Lot.Count" admits
+// it: 2 per 1m.
 func (r *RateLimitedLot) Count(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitLotCount}); err != nil {
 		return err
@@ -196,7 +201,9 @@ func (r *RateLimitedLot) Count(ctx context.Context) error {
 	return r.Lot.Count(ctx)
 }
 
-// Take forwards to the embedded Lot within limitPoolTake, keyed by owner.
+// Take calls the embedded Lot's Take if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Pool.Take"
+// admits it: 2 per 1m, keyed by owner.
 func (r *RateLimitedLot) Take(ctx context.Context, owner string) (int, error) {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitPoolTake, Key: owner}); err != nil {
 		return 0, err
@@ -204,12 +211,9 @@ func (r *RateLimitedLot) Take(ctx context.Context, owner string) (int, error) {
 	return r.Lot.Take(ctx, owner)
 }
 
-// RateLimitedDesk embeds the Desk it wraps and overrides its rate-limited
-// methods, which forward a call once a runtime.Limiter admits it under the
-// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped Desk. Its other
-// methods are promoted unchanged.
+// RateLimitedDesk embeds a *Desk, overriding each limited method to call the
+// Desk's only once [runtime.Enforce] admits the call and return its error
+// otherwise.
 type RateLimitedDesk struct {
 	*Desk
 	limiter runtime.Limiter
@@ -221,7 +225,9 @@ func NewRateLimitedDesk(next *Desk, limiter runtime.Limiter) *RateLimitedDesk {
 	return &RateLimitedDesk{Desk: next, limiter: limiter}
 }
 
-// Open forwards to the embedded Desk within limitDeskOpen.
+// Open calls the embedded Desk's Open if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross.Desk.Open" admits
+// it: 2 per 1m.
 func (r *RateLimitedDesk) Open(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitDeskOpen}); err != nil {
 		return err
@@ -229,7 +235,9 @@ func (r *RateLimitedDesk) Open(ctx context.Context) error {
 	return r.Desk.Open(ctx)
 }
 
-// Read forwards to the embedded Desk within limitStoreRead, keyed by id.
+// Read calls the embedded Desk's Read if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Store.Read"
+// admits it: 2 per 1m, keyed by id.
 func (r *RateLimitedDesk) Read(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreRead, Key: id}); err != nil {
 		return err
@@ -237,11 +245,9 @@ func (r *RateLimitedDesk) Read(ctx context.Context, id string) error {
 	return r.Desk.Read(ctx, id)
 }
 
-// RateLimitedArchive forwards each call to the Archive it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Archive.
+// RateLimitedArchive wraps a Archive: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedArchive struct {
 	next    Archive
 	limiter runtime.Limiter
@@ -255,7 +261,9 @@ func NewRateLimitedArchive(next Archive, limiter runtime.Limiter) *RateLimitedAr
 	return &RateLimitedArchive{next: next, limiter: limiter}
 }
 
-// Read forwards to the wrapped Archive within limitStoreRead, keyed by id.
+// Read calls the wrapped Read if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Store.Read"
+// admits it: 2 per 1m, keyed by id.
 func (r *RateLimitedArchive) Read(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreRead, Key: id}); err != nil {
 		return err
@@ -263,8 +271,9 @@ func (r *RateLimitedArchive) Read(ctx context.Context, id string) error {
 	return r.next.Read(ctx, id)
 }
 
-// Restore forwards to the wrapped Archive within limitArchiveRestore, keyed by
-// id.
+// Restore calls the wrapped Restore if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross.Archive.Restore"
+// admits it: 2 per 1m, keyed by id.
 func (r *RateLimitedArchive) Restore(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitArchiveRestore, Key: id}); err != nil {
 		return err
@@ -272,11 +281,9 @@ func (r *RateLimitedArchive) Restore(ctx context.Context, id string) error {
 	return r.next.Restore(ctx, id)
 }
 
-// RateLimitedProbe forwards each call to the Probe it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Probe.
+// RateLimitedProbe wraps a Probe: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedProbe struct {
 	next    Probe
 	limiter runtime.Limiter
@@ -290,7 +297,9 @@ func NewRateLimitedProbe(next Probe, limiter runtime.Limiter) *RateLimitedProbe 
 	return &RateLimitedProbe{next: next, limiter: limiter}
 }
 
-// Check forwards to the wrapped Probe within limitProbeCheck.
+// Check calls the wrapped Check if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross.Probe.Check"
+// admits it: 2 per 1m.
 func (r *RateLimitedProbe) Check(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitProbeCheck}); err != nil {
 		return err
@@ -298,7 +307,9 @@ func (r *RateLimitedProbe) Check(ctx context.Context) error {
 	return r.next.Check(ctx)
 }
 
-// Ping forwards to the wrapped Probe within limitMetered.
+// Ping calls the wrapped Ping if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Metered"
+// admits it: 2 per 1m.
 func (r *RateLimitedProbe) Ping(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitMetered}); err != nil {
 		return err
@@ -306,12 +317,9 @@ func (r *RateLimitedProbe) Ping(ctx context.Context) error {
 	return r.next.Ping(ctx)
 }
 
-// RateLimitedHolder embeds the Holder it wraps and overrides its rate-limited
-// methods, which forward a call once a runtime.Limiter admits it under the
-// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped Holder. Its other
-// methods are promoted unchanged.
+// RateLimitedHolder embeds a Holder, overriding each limited method to call
+// the Holder's only once [runtime.Enforce] admits the call and return its
+// error otherwise.
 type RateLimitedHolder struct {
 	Holder
 	limiter runtime.Limiter
@@ -323,7 +331,9 @@ func NewRateLimitedHolder(next Holder, limiter runtime.Limiter) *RateLimitedHold
 	return &RateLimitedHolder{Holder: next, limiter: limiter}
 }
 
-// Read forwards to the embedded Holder within limitStoreRead, keyed by id.
+// Read calls the embedded Holder's Read if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Store.Read"
+// admits it: 2 per 1m, keyed by id.
 func (r *RateLimitedHolder) Read(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreRead, Key: id}); err != nil {
 		return err

@@ -17,12 +17,9 @@ var (
 	limitKioskWake = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedacross.Kiosk.Wake", Window: time.Minute, Max: 2}
 )
 
-// RateLimitedShop embeds the Shop it wraps and overrides its rate-limited
-// methods, which forward a call once a runtime.Limiter admits it under the
-// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped Shop. Its other
-// methods are promoted unchanged.
+// RateLimitedShop embeds a *Shop, overriding each limited method to call the
+// Shop's only once [runtime.Enforce] admits the call and return its error
+// otherwise.
 type RateLimitedShop struct {
 	*Shop
 	limiter runtime.Limiter
@@ -34,7 +31,9 @@ func NewRateLimitedShop(next *Shop, limiter runtime.Limiter) *RateLimitedShop {
 	return &RateLimitedShop{Shop: next, limiter: limiter}
 }
 
-// Audit forwards to the embedded Shop within limitAuditorAudit, keyed by id.
+// Audit calls the embedded Shop's Audit if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Auditor.Audit"
+// admits it: 2 per 1m, keyed by id.
 func (r *RateLimitedShop) Audit(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAuditorAudit, Key: id}); err != nil {
 		return err
@@ -42,7 +41,9 @@ func (r *RateLimitedShop) Audit(ctx context.Context, id string) error {
 	return r.Shop.Audit(ctx, id)
 }
 
-// Buy forwards to the embedded Shop within limitShopBuy, keyed by sku.
+// Buy calls the embedded Shop's Buy if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross.Shop.Buy" admits
+// it: 2 per 1m, keyed by sku.
 func (r *RateLimitedShop) Buy(ctx context.Context, sku string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitShopBuy, Key: sku}); err != nil {
 		return err
@@ -50,7 +51,9 @@ func (r *RateLimitedShop) Buy(ctx context.Context, sku string) error {
 	return r.Shop.Buy(ctx, sku)
 }
 
-// Trace forwards to the embedded Shop within limitAuditorTrace, keyed by id.
+// Trace calls the embedded Shop's Trace if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Auditor.Trace"
+// admits it: 2 per 1m, keyed by id.
 func (r *RateLimitedShop) Trace(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAuditorTrace, Key: id}); err != nil {
 		return err
@@ -58,12 +61,9 @@ func (r *RateLimitedShop) Trace(ctx context.Context, id string) error {
 	return r.Shop.Trace(ctx, id)
 }
 
-// RateLimitedCounter embeds the Counter it wraps and overrides its
-// rate-limited methods, which forward a call once a runtime.Limiter admits it
-// under the method's limits. A denied call returns a *runtime.LimitError
-// (errors.Is(err, runtime.ErrLimited)), and a call the limiter cannot decide
-// returns the limiter's error as it is; neither reaches the wrapped Counter.
-// Its other methods are promoted unchanged.
+// RateLimitedCounter embeds a *Counter, overriding each limited method to call
+// the Counter's only once [runtime.Enforce] admits the call and return its
+// error otherwise.
 type RateLimitedCounter struct {
 	*Counter
 	limiter runtime.Limiter
@@ -75,8 +75,9 @@ func NewRateLimitedCounter(next *Counter, limiter runtime.Limiter) *RateLimitedC
 	return &RateLimitedCounter{Counter: next, limiter: limiter}
 }
 
-// Audit forwards to the embedded Counter within limitAuditorAudit, keyed by
-// id.
+// Audit calls the embedded Counter's Audit if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Auditor.Audit"
+// admits it: 2 per 1m, keyed by id.
 func (r *RateLimitedCounter) Audit(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAuditorAudit, Key: id}); err != nil {
 		return err
@@ -84,7 +85,9 @@ func (r *RateLimitedCounter) Audit(ctx context.Context, id string) error {
 	return r.Counter.Audit(ctx, id)
 }
 
-// Tally forwards to the embedded Counter within limitCounterTally.
+// Tally calls the embedded Counter's Tally if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross.Counter.Tally"
+// admits it: 2 per 1m.
 func (r *RateLimitedCounter) Tally(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCounterTally}); err != nil {
 		return err
@@ -92,8 +95,9 @@ func (r *RateLimitedCounter) Tally(ctx context.Context) error {
 	return r.Counter.Tally(ctx)
 }
 
-// Trace forwards to the embedded Counter within limitAuditorTrace, keyed by
-// id.
+// Trace calls the embedded Counter's Trace if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Auditor.Trace"
+// admits it: 2 per 1m, keyed by id.
 func (r *RateLimitedCounter) Trace(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAuditorTrace, Key: id}); err != nil {
 		return err
@@ -101,11 +105,9 @@ func (r *RateLimitedCounter) Trace(ctx context.Context, id string) error {
 	return r.Counter.Trace(ctx, id)
 }
 
-// RateLimitedKiosk forwards each call to the Kiosk it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Kiosk.
+// RateLimitedKiosk wraps a Kiosk: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedKiosk struct {
 	next    Kiosk
 	limiter runtime.Limiter
@@ -119,7 +121,9 @@ func NewRateLimitedKiosk(next Kiosk, limiter runtime.Limiter) *RateLimitedKiosk 
 	return &RateLimitedKiosk{next: next, limiter: limiter}
 }
 
-// Read forwards to the wrapped Kiosk within limitStoreRead, keyed by id.
+// Read calls the wrapped Read if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Store.Read"
+// admits it: 2 per 1m, keyed by id.
 func (r *RateLimitedKiosk) Read(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreRead, Key: id}); err != nil {
 		return err
@@ -127,7 +131,9 @@ func (r *RateLimitedKiosk) Read(ctx context.Context, id string) error {
 	return r.next.Read(ctx, id)
 }
 
-// Wake forwards to the wrapped Kiosk within limitKioskWake.
+// Wake calls the wrapped Wake if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross.Kiosk.Wake" admits
+// it: 2 per 1m.
 func (r *RateLimitedKiosk) Wake(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitKioskWake}); err != nil {
 		return err

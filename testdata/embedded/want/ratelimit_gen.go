@@ -17,11 +17,9 @@ var (
 	limitReadWriterWrite = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedded.ReadWriter.Write", Window: time.Second, Max: 2}
 )
 
-// RateLimitedReader forwards each call to the Reader it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Reader.
+// RateLimitedReader wraps a Reader: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedReader struct {
 	next    Reader
 	limiter runtime.Limiter
@@ -35,7 +33,9 @@ func NewRateLimitedReader(next Reader, limiter runtime.Limiter) *RateLimitedRead
 	return &RateLimitedReader{next: next, limiter: limiter}
 }
 
-// Read forwards to the wrapped Reader within limitReaderRead, keyed by id.
+// Read calls the wrapped Read if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedded.Reader.Read" admits
+// it: 5 per 1s, keyed by id.
 func (r *RateLimitedReader) Read(ctx context.Context, id string) ([]byte, error) {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitReaderRead, Key: id}); err != nil {
 		return nil, err
@@ -43,12 +43,9 @@ func (r *RateLimitedReader) Read(ctx context.Context, id string) ([]byte, error)
 	return r.next.Read(ctx, id)
 }
 
-// RateLimitedReadWriter forwards each call to the ReadWriter it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped ReadWriter. Its methods without limits forward every call
-// unchanged.
+// RateLimitedReadWriter wraps a ReadWriter: each limited method calls the
+// wrapped one only once [runtime.Enforce] admits the call, and returns its
+// error otherwise.
 type RateLimitedReadWriter struct {
 	next    ReadWriter
 	limiter runtime.Limiter
@@ -62,12 +59,14 @@ func NewRateLimitedReadWriter(next ReadWriter, limiter runtime.Limiter) *RateLim
 	return &RateLimitedReadWriter{next: next, limiter: limiter}
 }
 
-// Close forwards to the wrapped ReadWriter; it has no limit.
+// Close calls the wrapped Close; it has no limit.
 func (r *RateLimitedReadWriter) Close() error {
 	return r.next.Close()
 }
 
-// Read forwards to the wrapped ReadWriter within limitReaderRead, keyed by id.
+// Read calls the wrapped Read if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedded.Reader.Read" admits
+// it: 5 per 1s, keyed by id.
 func (r *RateLimitedReadWriter) Read(ctx context.Context, id string) ([]byte, error) {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitReaderRead, Key: id}); err != nil {
 		return nil, err
@@ -75,8 +74,9 @@ func (r *RateLimitedReadWriter) Read(ctx context.Context, id string) ([]byte, er
 	return r.next.Read(ctx, id)
 }
 
-// Write forwards to the wrapped ReadWriter within limitReadWriterWrite, keyed
-// by id.
+// Write calls the wrapped Write if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedded.ReadWriter.Write"
+// admits it: 2 per 1s, keyed by id.
 func (r *RateLimitedReadWriter) Write(ctx context.Context, id string, b []byte) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitReadWriterWrite, Key: id}); err != nil {
 		return err

@@ -22,11 +22,9 @@ var (
 	limitTenanted   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Tenanted", Window: time.Minute, Max: 10}
 )
 
-// RateLimitedLocal forwards each call to the Local it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Local.
+// RateLimitedLocal wraps a Local: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedLocal struct {
 	next    Local
 	limiter runtime.Limiter
@@ -40,7 +38,9 @@ func NewRateLimitedLocal(next Local, limiter runtime.Limiter) *RateLimitedLocal 
 	return &RateLimitedLocal{next: next, limiter: limiter}
 }
 
-// Ping forwards to the wrapped Local within limitLocalPing.
+// Ping calls the wrapped Ping if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedding.Local.Ping" admits
+// it: 1 per 1s.
 func (r *RateLimitedLocal) Ping(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitLocalPing}); err != nil {
 		return err
@@ -48,11 +48,9 @@ func (r *RateLimitedLocal) Ping(ctx context.Context) error {
 	return r.next.Ping(ctx)
 }
 
-// RateLimitedCounted forwards each call to the Counted it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Counted.
+// RateLimitedCounted wraps a Counted: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedCounted struct {
 	next    Counted
 	limiter runtime.Limiter
@@ -66,7 +64,9 @@ func NewRateLimitedCounted(next Counted, limiter runtime.Limiter) *RateLimitedCo
 	return &RateLimitedCounted{next: next, limiter: limiter}
 }
 
-// Run forwards to the wrapped Counted within limitCounted.
+// Run calls the wrapped Run if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedding.Counted" admits it:
+// 20 per 1s.
 func (r *RateLimitedCounted) Run(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCounted}); err != nil {
 		return err
@@ -74,13 +74,9 @@ func (r *RateLimitedCounted) Run(ctx context.Context) error {
 	return r.next.Run(ctx)
 }
 
-// RateLimitedFront embeds the Front it wraps and overrides its rate-limited
-// methods, which forward a call once a runtime.Limiter admits it under the
-// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped Front. A method with
-// several limits counts a call in all of them or in none. Its other methods
-// are promoted unchanged.
+// RateLimitedFront embeds a *Front, overriding each limited method to call the
+// Front's only once [runtime.Enforce] admits the call and return its error
+// otherwise.
 type RateLimitedFront struct {
 	*Front
 	limiter runtime.Limiter
@@ -92,8 +88,11 @@ func NewRateLimitedFront(next *Front, limiter runtime.Limiter) *RateLimitedFront
 	return &RateLimitedFront{Front: next, limiter: limiter}
 }
 
-// Get forwards to the embedded Front within limitFront and limitServiceGet
-// (keyed by Normalize(id)).
+// Get calls the embedded Front's Get if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedding.Front" (100 per 1s)
+// and
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Service.Get" (2
+// per 1m, keyed by Normalize(id)) all admit it.
 func (r *RateLimitedFront) Get(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter,
 		runtime.Request{Limit: limitFront},
@@ -104,7 +103,9 @@ func (r *RateLimitedFront) Get(ctx context.Context, id string) error {
 	return r.Front.Get(ctx, id)
 }
 
-// Hello forwards to the embedded Front within limitFront.
+// Hello calls the embedded Front's Hello if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedding.Front" admits it:
+// 100 per 1s.
 func (r *RateLimitedFront) Hello(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitFront}); err != nil {
 		return err
@@ -112,11 +113,9 @@ func (r *RateLimitedFront) Hello(ctx context.Context) error {
 	return r.Front.Hello(ctx)
 }
 
-// RateLimitedCache forwards each call to the Cache it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Cache. Its methods without limits forward every call unchanged.
+// RateLimitedCache wraps a Cache: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedCache struct {
 	next    Cache
 	limiter runtime.Limiter
@@ -130,12 +129,14 @@ func NewRateLimitedCache(next Cache, limiter runtime.Limiter) *RateLimitedCache 
 	return &RateLimitedCache{next: next, limiter: limiter}
 }
 
-// Flush forwards to the wrapped Cache; it has no limit.
+// Flush calls the wrapped Flush; it has no limit.
 func (r *RateLimitedCache) Flush(ctx context.Context) error {
 	return r.next.Flush(ctx)
 }
 
-// Load forwards to the wrapped Cache within limitStoreLoad, keyed by id.
+// Load calls the wrapped Load if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Store.Load"
+// admits it: 3 per 1m, keyed by id.
 func (r *RateLimitedCache) Load(ctx context.Context, id string) ([]byte, error) {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreLoad, Key: id}); err != nil {
 		return nil, err
@@ -143,12 +144,9 @@ func (r *RateLimitedCache) Load(ctx context.Context, id string) ([]byte, error) 
 	return r.next.Load(ctx, id)
 }
 
-// RateLimitedJob embeds the Job it wraps and overrides its rate-limited
-// methods, which forward a call once a runtime.Limiter admits it under the
-// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped Job. Its other methods
-// are promoted unchanged.
+// RateLimitedJob embeds a Job, overriding each limited method to call the
+// Job's only once [runtime.Enforce] admits the call and return its error
+// otherwise.
 type RateLimitedJob struct {
 	Job
 	limiter runtime.Limiter
@@ -160,8 +158,9 @@ func NewRateLimitedJob(next Job, limiter runtime.Limiter) *RateLimitedJob {
 	return &RateLimitedJob{Job: next, limiter: limiter}
 }
 
-// Do forwards to the embedded Job within limitTenanted, keyed by
-// TenantOf(ctx).
+// Do calls the embedded Job's Do if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Tenanted"
+// admits it: 10 per 1m, keyed by TenantOf(ctx).
 func (r *RateLimitedJob) Do(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitTenanted, Key: base.TenantOf(ctx)}); err != nil {
 		return err
@@ -169,11 +168,9 @@ func (r *RateLimitedJob) Do(ctx context.Context) error {
 	return r.Job.Do(ctx)
 }
 
-// RateLimitedOuter forwards each call to the Outer it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Outer. Its methods without limits forward every call unchanged.
+// RateLimitedOuter wraps a Outer: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedOuter struct {
 	next    Outer
 	limiter runtime.Limiter
@@ -187,12 +184,14 @@ func NewRateLimitedOuter(next Outer, limiter runtime.Limiter) *RateLimitedOuter 
 	return &RateLimitedOuter{next: next, limiter: limiter}
 }
 
-// Close forwards to the wrapped Outer; it has no limit.
+// Close calls the wrapped Close; it has no limit.
 func (r *RateLimitedOuter) Close() error {
 	return r.next.Close()
 }
 
-// Ping forwards to the wrapped Outer within limitLocalPing.
+// Ping calls the wrapped Ping if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedding.Local.Ping" admits
+// it: 1 per 1s.
 func (r *RateLimitedOuter) Ping(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitLocalPing}); err != nil {
 		return err
@@ -200,12 +199,9 @@ func (r *RateLimitedOuter) Ping(ctx context.Context) error {
 	return r.next.Ping(ctx)
 }
 
-// RateLimitedRunner embeds the Runner it wraps and overrides its rate-limited
-// methods, which forward a call once a runtime.Limiter admits it under the
-// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped Runner. Its other
-// methods are promoted unchanged.
+// RateLimitedRunner embeds a Runner, overriding each limited method to call
+// the Runner's only once [runtime.Enforce] admits the call and return its
+// error otherwise.
 type RateLimitedRunner struct {
 	Runner
 	limiter runtime.Limiter
@@ -217,7 +213,9 @@ func NewRateLimitedRunner(next Runner, limiter runtime.Limiter) *RateLimitedRunn
 	return &RateLimitedRunner{Runner: next, limiter: limiter}
 }
 
-// Run forwards to the embedded Runner within limitCounted.
+// Run calls the embedded Runner's Run if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedding.Counted" admits it:
+// 20 per 1s.
 func (r *RateLimitedRunner) Run(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCounted}); err != nil {
 		return err
@@ -225,12 +223,9 @@ func (r *RateLimitedRunner) Run(ctx context.Context) error {
 	return r.Runner.Run(ctx)
 }
 
-// RateLimitedServer embeds the Server it wraps and overrides its rate-limited
-// methods, which forward a call once a runtime.Limiter admits it under the
-// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped Server. Its other
-// methods are promoted unchanged.
+// RateLimitedServer embeds a Server, overriding each limited method to call
+// the Server's only once [runtime.Enforce] admits the call and return its
+// error otherwise.
 type RateLimitedServer struct {
 	Server
 	limiter runtime.Limiter
@@ -242,8 +237,9 @@ func NewRateLimitedServer(next Server, limiter runtime.Limiter) *RateLimitedServ
 	return &RateLimitedServer{Server: next, limiter: limiter}
 }
 
-// Get forwards to the embedded Server within limitServiceGet, keyed by
-// Normalize(id).
+// Get calls the embedded Server's Get if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Service.Get"
+// admits it: 2 per 1m, keyed by Normalize(id).
 func (r *RateLimitedServer) Get(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitServiceGet, Key: base.Normalize(id)}); err != nil {
 		return err

@@ -21,14 +21,9 @@ var (
 	limitCounterSum = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/generic.Counter.Sum", Window: time.Second, Max: 1}
 )
 
-// RateLimitedStore forwards each call to the Store it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Store. A limit whose computed cost is 0 is left out of the
-// decision and counts nothing; a negative cost, or one above the limit's
-// capacity, is an error wrapping runtime.ErrInvalidCost. Its methods without
-// limits forward every call unchanged.
+// RateLimitedStore wraps a Store: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedStore[K comparable, V fmt.Stringer] struct {
 	next    Store[K, V]
 	limiter runtime.Limiter
@@ -44,7 +39,9 @@ func NewRateLimitedStore[K comparable, V fmt.Stringer](next Store[K, V], limiter
 	return &RateLimitedStore[K, V]{next: next, limiter: limiter}
 }
 
-// Get forwards to the wrapped Store within limitStoreGet, keyed by id.
+// Get calls the wrapped Get if
+// "github.com/ratelimitgen/ratelimitgen/testmod/generic.Store.Get" admits it:
+// 5 per 1m, keyed by id.
 func (r *RateLimitedStore[K, V]) Get(ctx context.Context, id string) (V, error) {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreGet, Key: id}); err != nil {
 		var zero V
@@ -53,12 +50,14 @@ func (r *RateLimitedStore[K, V]) Get(ctx context.Context, id string) (V, error) 
 	return r.next.Get(ctx, id)
 }
 
-// Keys forwards to the wrapped Store; it has no limit.
+// Keys calls the wrapped Keys; it has no limit.
 func (r *RateLimitedStore[K, V]) Keys() []K {
 	return r.next.Keys()
 }
 
-// Put forwards to the wrapped Store within limitStorePut, keyed by item.
+// Put calls the wrapped Put if
+// "github.com/ratelimitgen/ratelimitgen/testmod/generic.Store.Put" admits it:
+// 5 per 1m, keyed by item.
 func (r *RateLimitedStore[K, V]) Put(ctx context.Context, k K, item V) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStorePut, Key: item.String()}); err != nil {
 		return err
@@ -66,8 +65,9 @@ func (r *RateLimitedStore[K, V]) Put(ctx context.Context, k K, item V) error {
 	return r.next.Put(ctx, k, item)
 }
 
-// Take forwards to the wrapped Store within limitStoreTake, at a cost of
-// len(ids).
+// Take calls the wrapped Take if
+// "github.com/ratelimitgen/ratelimitgen/testmod/generic.Store.Take" admits it:
+// 5 per 1m, at a cost of len(ids), none when 0.
 func (r *RateLimitedStore[K, V]) Take(ctx context.Context, ids []K) (V, error) {
 	if cost := int64(len(ids)); cost != 0 {
 		if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreTake, Cost: cost}); err != nil {
@@ -78,12 +78,9 @@ func (r *RateLimitedStore[K, V]) Take(ctx context.Context, ids []K) (V, error) {
 	return r.next.Take(ctx, ids)
 }
 
-// RateLimitedCounter embeds the Counter it wraps and overrides its
-// rate-limited methods, which forward a call once a runtime.Limiter admits it
-// under the method's limits. A denied call returns a *runtime.LimitError
-// (errors.Is(err, runtime.ErrLimited)), and a call the limiter cannot decide
-// returns the limiter's error as it is; neither reaches the wrapped Counter.
-// Its other methods are promoted unchanged.
+// RateLimitedCounter embeds a *Counter, overriding each limited method to call
+// the Counter's only once [runtime.Enforce] admits the call and return its
+// error otherwise.
 type RateLimitedCounter[N Number, M interface{ ~string }] struct {
 	*Counter[N, M]
 	limiter runtime.Limiter
@@ -95,7 +92,9 @@ func NewRateLimitedCounter[N Number, M interface{ ~string }](next *Counter[N, M]
 	return &RateLimitedCounter[N, M]{Counter: next, limiter: limiter}
 }
 
-// Add forwards to the embedded Counter within limitCounterAdd, keyed by label.
+// Add calls the embedded Counter's Add if
+// "github.com/ratelimitgen/ratelimitgen/testmod/generic.Counter.Add" admits
+// it: 10 per 1s, keyed by label.
 func (r *RateLimitedCounter[N, M]) Add(label M, n N) (N, error) {
 	if err := runtime.Enforce(context.Background(), r.limiter, runtime.Request{Limit: limitCounterAdd, Key: string(label)}); err != nil {
 		var zero N
@@ -104,7 +103,9 @@ func (r *RateLimitedCounter[N, M]) Add(label M, n N) (N, error) {
 	return r.Counter.Add(label, n)
 }
 
-// Sum forwards to the embedded Counter within limitCounterSum.
+// Sum calls the embedded Counter's Sum if
+// "github.com/ratelimitgen/ratelimitgen/testmod/generic.Counter.Sum" admits
+// it: 1 per 1s.
 func (r *RateLimitedCounter[A, B]) Sum(labels ...B) (A, map[B]A, error) {
 	if err := runtime.Enforce(context.Background(), r.limiter, runtime.Request{Limit: limitCounterSum}); err != nil {
 		var zero A

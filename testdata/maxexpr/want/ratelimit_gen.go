@@ -36,21 +36,9 @@ var (
 	limitSharedGet = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/maxexpr.Shared.Get", Window: time.Minute, Max: int(units)}
 )
 
-// RateLimitedTenants forwards each call to the Tenants it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Tenants. A method with several limits counts a call in all of
-// them or in none. A limit whose computed cost is 0 is left out of the
-// decision and counts nothing; a negative cost, or one above the limit's
-// capacity, is an error wrapping runtime.ErrInvalidCost. A limit whose Max a
-// call computes is copied and given that Max; a Max below 1 is an error from
-// the limiter, not a denial. A limit in shadow mode is decided and counted as
-// any other, but its denial is only reported: the call goes through unless an
-// enforced limit denies it. A method that waits for room sleeps as long as
-// each denial's RetryAfter says and asks again, for up to its wait in all and
-// never past the deadline of the call's context; it returns the context's
-// error if the context is done meanwhile.
+// RateLimitedTenants wraps a Tenants: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call ([runtime.Wait] if it
+// waits), and returns its error otherwise.
 type RateLimitedTenants struct {
 	next    Tenants
 	limiter runtime.Limiter
@@ -64,8 +52,10 @@ func NewRateLimitedTenants(next Tenants, limiter runtime.Limiter) *RateLimitedTe
 	return &RateLimitedTenants{next: next, limiter: limiter}
 }
 
-// Batch forwards to the wrapped Tenants within limitTenantsBatch, keyed by
-// req.Tenant, at a cost of len(req.Items), with its Max set to req.Plan.Max.
+// Batch calls the wrapped Batch if
+// "github.com/ratelimitgen/ratelimitgen/testmod/maxexpr.Tenants.Batch" admits
+// it: req.Plan.Max per 1m, token-bucket, keyed by req.Tenant, at a cost of
+// len(req.Items), none when 0.
 func (r *RateLimitedTenants) Batch(ctx context.Context, req Request) error {
 	if cost := int64(len(req.Items)); cost != 0 {
 		limit := limitTenantsBatch
@@ -77,8 +67,10 @@ func (r *RateLimitedTenants) Batch(ctx context.Context, req Request) error {
 	return r.next.Batch(ctx, req)
 }
 
-// Default forwards to the wrapped Tenants within limitTenantsDefault, keyed by
-// TenantOf(ctx), in shadow mode, waiting up to 2s for room.
+// Default calls the wrapped Default if
+// "github.com/ratelimitgen/ratelimitgen/testmod/maxexpr.Tenants.Default"
+// admits it: 20 per 1m, keyed by TenantOf(ctx), in shadow mode, waiting up to
+// 2s for room.
 func (r *RateLimitedTenants) Default(ctx context.Context) error {
 	if err := runtime.Wait(ctx, r.limiter, 2*time.Second, runtime.Request{Limit: limitTenantsDefault, Key: TenantOf(ctx)}); err != nil {
 		return err
@@ -86,10 +78,11 @@ func (r *RateLimitedTenants) Default(ctx context.Context) error {
 	return r.next.Default(ctx)
 }
 
-// Export forwards to the wrapped Tenants within limitTenantsExport (keyed by
-// req.Tenant, with its Max set to planLimit(ctx)), limitTenantsExportHourly
-// (keyed by req.Tenant, with its Max set to req.Plan.Max*10) and
-// limitTenantsExportGlobal.
+// Export calls the wrapped Export if
+// "github.com/ratelimitgen/ratelimitgen/testmod/maxexpr.Tenants.Export"
+// (planLimit(ctx) per 1m, keyed by req.Tenant), "Tenants.Export.hourly"
+// (req.Plan.Max*10 per 1h, sliding-window, keyed by req.Tenant) and
+// "Tenants.Export.global" (100 per 1s) all admit it.
 func (r *RateLimitedTenants) Export(ctx context.Context, req Request, limit int) error {
 	limit1 := limitTenantsExport
 	limit1.Max = planLimit(ctx)
@@ -105,9 +98,11 @@ func (r *RateLimitedTenants) Export(ctx context.Context, req Request, limit int)
 	return r.next.Export(ctx, req, limit)
 }
 
-// Import forwards to the wrapped Tenants within limitTenantsImport (keyed by
-// req.Tenant, at a cost of len(req.Items), with its Max set to req.Plan.Max)
-// and limitTenantsImportGlobal.
+// Import calls the wrapped Import if
+// "github.com/ratelimitgen/ratelimitgen/testmod/maxexpr.Tenants.Import"
+// (req.Plan.Max per 1m, gcra with burst 100, keyed by req.Tenant, at a cost of
+// len(req.Items), none when 0) and "Tenants.Import.global" (100 per 1s) all
+// admit it.
 func (r *RateLimitedTenants) Import(ctx context.Context, req Request) error {
 	reqs := []runtime.Request{
 		{Limit: limitTenantsImportGlobal},
@@ -123,8 +118,9 @@ func (r *RateLimitedTenants) Import(ctx context.Context, req Request) error {
 	return r.next.Import(ctx, req)
 }
 
-// Query forwards to the wrapped Tenants within limitTenantsQuery, keyed by
-// TenantOf(ctx), with its Max set to planLimit(ctx).
+// Query calls the wrapped Query if
+// "github.com/ratelimitgen/ratelimitgen/testmod/maxexpr.Tenants.Query" admits
+// it: planLimit(ctx) per 1m, keyed by TenantOf(ctx).
 func (r *RateLimitedTenants) Query(ctx context.Context, q string) error {
 	limit := limitTenantsQuery
 	limit.Max = planLimit(ctx)
@@ -134,8 +130,9 @@ func (r *RateLimitedTenants) Query(ctx context.Context, q string) error {
 	return r.next.Query(ctx, q)
 }
 
-// Search forwards to the wrapped Tenants within limitTenantsSearch, keyed by
-// req.Tenant, with its Max set to req.Plan.Max.
+// Search calls the wrapped Search if
+// "github.com/ratelimitgen/ratelimitgen/testmod/maxexpr.Tenants.Search" admits
+// it: req.Plan.Max per 1m, keyed by req.Tenant.
 func (r *RateLimitedTenants) Search(ctx context.Context, req Request) error {
 	limit := limitTenantsSearch
 	limit.Max = int(req.Plan.Max)
@@ -145,13 +142,9 @@ func (r *RateLimitedTenants) Search(ctx context.Context, req Request) error {
 	return r.next.Search(ctx, req)
 }
 
-// RateLimitedStore embeds the Store it wraps and overrides its rate-limited
-// methods, which forward a call once a runtime.Limiter admits it under the
-// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped Store. A limit whose
-// Max a call computes is copied and given that Max; a Max below 1 is an error
-// from the limiter, not a denial. Its other methods are promoted unchanged.
+// RateLimitedStore embeds a *Store, overriding each limited method to call the
+// Store's only once [runtime.Enforce] admits the call and return its error
+// otherwise.
 type RateLimitedStore struct {
 	*Store
 	limiter runtime.Limiter
@@ -163,8 +156,9 @@ func NewRateLimitedStore(next *Store, limiter runtime.Limiter) *RateLimitedStore
 	return &RateLimitedStore{Store: next, limiter: limiter}
 }
 
-// Get forwards to the embedded Store within limitStore, keyed by
-// TenantOf(ctx), with its Max set to quota(ctx).
+// Get calls the embedded Store's Get if
+// "github.com/ratelimitgen/ratelimitgen/testmod/maxexpr.Store" admits it:
+// quota(ctx) per 1s, gcra, keyed by TenantOf(ctx).
 func (r *RateLimitedStore) Get(ctx context.Context, id string) ([]byte, error) {
 	limit := limitStore
 	limit.Max = int(quota(ctx))
@@ -174,8 +168,9 @@ func (r *RateLimitedStore) Get(ctx context.Context, id string) ([]byte, error) {
 	return r.Store.Get(ctx, id)
 }
 
-// Put forwards to the embedded Store within limitStore, keyed by
-// TenantOf(ctx), with its Max set to quota(ctx).
+// Put calls the embedded Store's Put if
+// "github.com/ratelimitgen/ratelimitgen/testmod/maxexpr.Store" admits it:
+// quota(ctx) per 1s, gcra, keyed by TenantOf(ctx).
 func (r *RateLimitedStore) Put(ctx context.Context, id string, b []byte) error {
 	limit := limitStore
 	limit.Max = int(quota(ctx))
@@ -185,12 +180,9 @@ func (r *RateLimitedStore) Put(ctx context.Context, id string, b []byte) error {
 	return r.Store.Put(ctx, id, b)
 }
 
-// RateLimitedQueue forwards each call to the Queue it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Queue. A limit whose Max a call computes is copied and given
-// that Max; a Max below 1 is an error from the limiter, not a denial.
+// RateLimitedQueue wraps a Queue: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedQueue[N ~int32 | ~uint16] struct {
 	next    Queue[N]
 	limiter runtime.Limiter
@@ -206,8 +198,9 @@ func NewRateLimitedQueue[N ~int32 | ~uint16](next Queue[N], limiter runtime.Limi
 	return &RateLimitedQueue[N]{next: next, limiter: limiter}
 }
 
-// Push forwards to the wrapped Queue within limitQueuePush, with its Max set
-// to n.
+// Push calls the wrapped Push if
+// "github.com/ratelimitgen/ratelimitgen/testmod/maxexpr.Queue.Push" admits it:
+// n per 1s.
 func (r *RateLimitedQueue[N]) Push(ctx context.Context, n N) error {
 	limit := limitQueuePush
 	limit.Max = int(n)
@@ -217,12 +210,9 @@ func (r *RateLimitedQueue[N]) Push(ctx context.Context, n N) error {
 	return r.next.Push(ctx, n)
 }
 
-// RateLimitedShared forwards each call to the Shared it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Shared. A method with several limits counts a call in all of
-// them or in none.
+// RateLimitedShared wraps a Shared: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedShared struct {
 	next    Shared
 	limiter runtime.Limiter
@@ -236,8 +226,11 @@ func NewRateLimitedShared(next Shared, limiter runtime.Limiter) *RateLimitedShar
 	return &RateLimitedShared{next: next, limiter: limiter}
 }
 
-// Get forwards to the wrapped Shared within limitShared and limitSharedGet
-// (keyed by id).
+// Get calls the wrapped Get if
+// "github.com/ratelimitgen/ratelimitgen/testmod/maxexpr.Shared" (40 per 1s,
+// sliding-window) and
+// "github.com/ratelimitgen/ratelimitgen/testmod/maxexpr.Shared.Get" (40 per
+// 1m, keyed by id) all admit it.
 func (r *RateLimitedShared) Get(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter,
 		runtime.Request{Limit: limitShared},
@@ -248,7 +241,9 @@ func (r *RateLimitedShared) Get(ctx context.Context, id string) error {
 	return r.next.Get(ctx, id)
 }
 
-// List forwards to the wrapped Shared within limitShared.
+// List calls the wrapped List if
+// "github.com/ratelimitgen/ratelimitgen/testmod/maxexpr.Shared" admits it: 40
+// per 1s, sliding-window.
 func (r *RateLimitedShared) List(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitShared}); err != nil {
 		return err

@@ -19,14 +19,9 @@ var (
 	limitIndex              = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/mode.Index", Window: time.Second, Max: 500, Algorithm: runtime.GCRA, Burst: 50, Mode: runtime.ModeShadow}
 )
 
-// RateLimitedSearch forwards each call to the Search it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Search. A method with several limits counts a call in all of
-// them or in none. A limit in shadow mode is decided and counted as any other,
-// but its denial is only reported: the call goes through unless an enforced
-// limit denies it.
+// RateLimitedSearch wraps a Search: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedSearch struct {
 	next    Search
 	limiter runtime.Limiter
@@ -40,8 +35,9 @@ func NewRateLimitedSearch(next Search, limiter runtime.Limiter) *RateLimitedSear
 	return &RateLimitedSearch{next: next, limiter: limiter}
 }
 
-// Query forwards to the wrapped Search within limitSearchQuery, keyed by
-// req.User, in shadow mode.
+// Query calls the wrapped Query if
+// "github.com/ratelimitgen/ratelimitgen/testmod/mode.Search.Query" admits it:
+// 30 per 1m, keyed by req.User, in shadow mode.
 func (r *RateLimitedSearch) Query(ctx context.Context, req Request) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitSearchQuery, Key: req.User}); err != nil {
 		return err
@@ -49,8 +45,10 @@ func (r *RateLimitedSearch) Query(ctx context.Context, req Request) error {
 	return r.next.Query(ctx, req)
 }
 
-// Suggest forwards to the wrapped Search within limitSearchSuggest (keyed by
-// req.User) and limitSearchSuggestDaily (keyed by req.User, in shadow mode).
+// Suggest calls the wrapped Suggest if
+// "github.com/ratelimitgen/ratelimitgen/testmod/mode.Search.Suggest" (60 per
+// 1m, keyed by req.User) and "Search.Suggest.daily" (1000 per 24h,
+// sliding-window, keyed by req.User, in shadow mode) all admit it.
 func (r *RateLimitedSearch) Suggest(ctx context.Context, req Request) ([]string, error) {
 	if err := runtime.Enforce(ctx, r.limiter,
 		runtime.Request{Limit: limitSearchSuggest, Key: req.User},
@@ -61,13 +59,9 @@ func (r *RateLimitedSearch) Suggest(ctx context.Context, req Request) ([]string,
 	return r.next.Suggest(ctx, req)
 }
 
-// RateLimitedIndex forwards each call to the Index it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Index. A limit in shadow mode is decided and counted as any
-// other, but its denial is only reported: the call goes through unless an
-// enforced limit denies it.
+// RateLimitedIndex wraps a Index: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedIndex struct {
 	next    Index
 	limiter runtime.Limiter
@@ -81,7 +75,9 @@ func NewRateLimitedIndex(next Index, limiter runtime.Limiter) *RateLimitedIndex 
 	return &RateLimitedIndex{next: next, limiter: limiter}
 }
 
-// Add forwards to the wrapped Index within limitIndex, in shadow mode.
+// Add calls the wrapped Add if
+// "github.com/ratelimitgen/ratelimitgen/testmod/mode.Index" admits it: 500 per
+// 1s, gcra with burst 50, in shadow mode.
 func (r *RateLimitedIndex) Add(ctx context.Context, doc string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitIndex}); err != nil {
 		return err
@@ -89,7 +85,9 @@ func (r *RateLimitedIndex) Add(ctx context.Context, doc string) error {
 	return r.next.Add(ctx, doc)
 }
 
-// Remove forwards to the wrapped Index within limitIndex, in shadow mode.
+// Remove calls the wrapped Remove if
+// "github.com/ratelimitgen/ratelimitgen/testmod/mode.Index" admits it: 500 per
+// 1s, gcra with burst 50, in shadow mode.
 func (r *RateLimitedIndex) Remove(ctx context.Context, doc string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitIndex}); err != nil {
 		return err

@@ -27,14 +27,9 @@ var (
 	limitWorkerBatchTotal                = runtime.Limit{Name: "Worker.Batch.total", Window: time.Second, Max: 500, Algorithm: runtime.SlidingWindow}
 )
 
-// RateLimitedNotifier forwards each call to the Notifier it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Notifier. A method with several limits counts a call in all of
-// them or in none. A limit whose computed cost is 0 is left out of the
-// decision and counts nothing; a negative cost, or one above the limit's
-// capacity, is an error wrapping runtime.ErrInvalidCost.
+// RateLimitedNotifier wraps a Notifier: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedNotifier struct {
 	next    Notifier
 	limiter runtime.Limiter
@@ -48,10 +43,12 @@ func NewRateLimitedNotifier(next Notifier, limiter runtime.Limiter) *RateLimited
 	return &RateLimitedNotifier{next: next, limiter: limiter}
 }
 
-// Broadcast forwards to the wrapped Notifier within limitNotifierBroadcast
-// (keyed by m.Tenant, at a cost of len(m.Parts)),
-// limitNotifierBroadcastBroadcastTotal and limitNotifierBroadcastPerRecipient
-// (keyed by (m.Tenant, m.Email)).
+// Broadcast calls the wrapped Broadcast if
+// "github.com/ratelimitgen/ratelimitgen/testmod/multilimit.Notifier.Broadcast"
+// (50 per 1s, token-bucket with burst 100, keyed by m.Tenant, at a cost of
+// len(m.Parts), none when 0), "broadcast-total" (1000 per 1s, sliding-window)
+// and "Notifier.Broadcast.per-recipient" (5 per 1m, gcra, keyed by (m.Tenant,
+// m.Email)) all admit it.
 func (r *RateLimitedNotifier) Broadcast(ctx context.Context, m Message) (int, error) {
 	var buf [64]byte
 	b := runtime.AppendKeyPart(buf[:0], m.Tenant)
@@ -69,9 +66,11 @@ func (r *RateLimitedNotifier) Broadcast(ctx context.Context, m Message) (int, er
 	return r.next.Broadcast(ctx, m)
 }
 
-// Charge forwards to the wrapped Notifier within limitNotifierCharge (keyed by
-// tenant, at a cost of 2) and limitNotifierChargeBytes (keyed by tenant, at a
-// cost of bytes).
+// Charge calls the wrapped Charge if
+// "github.com/ratelimitgen/ratelimitgen/testmod/multilimit.Notifier.Charge"
+// (10 per 1m, fixed-window, keyed by tenant, at a cost of 2) and
+// "Notifier.Charge.bytes" (1000 per 1h, sliding-window, keyed by tenant, at a
+// cost of bytes, none when 0) all admit it.
 func (r *RateLimitedNotifier) Charge(ctx context.Context, tenant string, bytes uint64) error {
 	reqs := []runtime.Request{
 		{Limit: limitNotifierCharge, Key: tenant, Cost: 2},
@@ -85,8 +84,10 @@ func (r *RateLimitedNotifier) Charge(ctx context.Context, tenant string, bytes u
 	return r.next.Charge(ctx, tenant, bytes)
 }
 
-// SendCode forwards to the wrapped Notifier within limitNotifierSendCode and
-// limitNotifierSendCodeDaily, keyed by strings.ToLower(m.Email).
+// SendCode calls the wrapped SendCode if
+// "github.com/ratelimitgen/ratelimitgen/testmod/multilimit.Notifier.SendCode"
+// (3 per 1m, keyed by strings.ToLower(m.Email)) and "Notifier.SendCode.daily"
+// (10 per 24h, keyed by strings.ToLower(m.Email)) all admit it.
 func (r *RateLimitedNotifier) SendCode(ctx context.Context, m Message) error {
 	key := strings.ToLower(m.Email)
 	if err := runtime.Enforce(ctx, r.limiter,
@@ -98,15 +99,9 @@ func (r *RateLimitedNotifier) SendCode(ctx context.Context, m Message) error {
 	return r.next.SendCode(ctx, m)
 }
 
-// RateLimitedWorker embeds the Worker it wraps and overrides its rate-limited
-// methods, which forward a call once a runtime.Limiter admits it under the
-// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped Worker. A method with
-// several limits counts a call in all of them or in none. A limit whose
-// computed cost is 0 is left out of the decision and counts nothing; a
-// negative cost, or one above the limit's capacity, is an error wrapping
-// runtime.ErrInvalidCost. Its other methods are promoted unchanged.
+// RateLimitedWorker embeds a *Worker, overriding each limited method to call
+// the Worker's only once [runtime.Enforce] admits the call and return its
+// error otherwise.
 type RateLimitedWorker struct {
 	*Worker
 	limiter runtime.Limiter
@@ -118,9 +113,11 @@ func NewRateLimitedWorker(next *Worker, limiter runtime.Limiter) *RateLimitedWor
 	return &RateLimitedWorker{Worker: next, limiter: limiter}
 }
 
-// Batch forwards to the embedded Worker within limitWorkerBatch (keyed by job,
-// at a cost of len(strings.Fields(job))) and limitWorkerBatchTotal (at a cost
-// of len(strings.Fields(job))).
+// Batch calls the embedded Worker's Batch if
+// "github.com/ratelimitgen/ratelimitgen/testmod/multilimit.Worker.Batch" (50
+// per 1s, keyed by job, at a cost of len(strings.Fields(job)), none when 0)
+// and "Worker.Batch.total" (500 per 1s, sliding-window, at a cost of
+// len(strings.Fields(job)), none when 0) all admit it.
 func (r *RateLimitedWorker) Batch(ctx context.Context, job string) error {
 	if cost := int64(len(strings.Fields(job))); cost != 0 {
 		if err := runtime.Enforce(ctx, r.limiter,
@@ -133,8 +130,9 @@ func (r *RateLimitedWorker) Batch(ctx context.Context, job string) error {
 	return r.Worker.Batch(ctx, job)
 }
 
-// Run forwards to the embedded Worker within limitWorkerRun and
-// limitWorkerRunMinute.
+// Run calls the embedded Worker's Run if
+// "github.com/ratelimitgen/ratelimitgen/testmod/multilimit.Worker.Run" (5 per
+// 1s, gcra) and "Worker.Run.minute" (100 per 1m) all admit it.
 func (r *RateLimitedWorker) Run(ctx context.Context, job string) error {
 	if err := runtime.Enforce(ctx, r.limiter,
 		runtime.Request{Limit: limitWorkerRun},

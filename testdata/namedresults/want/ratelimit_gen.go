@@ -19,11 +19,9 @@ var (
 	limitDirectoryEntries = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/namedresults.Directory.Entries", Window: time.Minute, Max: 30}
 )
 
-// RateLimitedDirectory forwards each call to the Directory it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Directory.
+// RateLimitedDirectory wraps a Directory: each limited method calls the
+// wrapped one only once [runtime.Enforce] admits the call, and returns its
+// error otherwise.
 type RateLimitedDirectory struct {
 	next    Directory
 	limiter runtime.Limiter
@@ -37,8 +35,9 @@ func NewRateLimitedDirectory(next Directory, limiter runtime.Limiter) *RateLimit
 	return &RateLimitedDirectory{next: next, limiter: limiter}
 }
 
-// Entries forwards to the wrapped Directory within limitDirectoryEntries,
-// keyed by id.
+// Entries calls the wrapped Entries if
+// "github.com/ratelimitgen/ratelimitgen/testmod/namedresults.Directory.Entries"
+// admits it: 30 per 1m, keyed by id.
 func (r *RateLimitedDirectory) Entries(ctx context.Context, id int64) (Entry, []Entry, map[string]*Entry, [2]Entry, func() error, unsafe.Pointer, chan<- int, interface{ Close() error }, time.Duration, error) {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitDirectoryEntries, Key: strconv.FormatInt(id, 10)}); err != nil {
 		return Entry{}, nil, nil, [2]Entry{}, nil, nil, nil, nil, 0, err
@@ -46,8 +45,9 @@ func (r *RateLimitedDirectory) Entries(ctx context.Context, id int64) (Entry, []
 	return r.next.Entries(ctx, id)
 }
 
-// Lookup forwards to the wrapped Directory within limitDirectoryLookup, keyed
-// by id.
+// Lookup calls the wrapped Lookup if
+// "github.com/ratelimitgen/ratelimitgen/testmod/namedresults.Directory.Lookup"
+// admits it: 30 per 1m, keyed by id.
 func (r *RateLimitedDirectory) Lookup(ctx context.Context, id int64) (string, bool, Level, error) {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitDirectoryLookup, Key: strconv.FormatInt(id, 10)}); err != nil {
 		return "", false, 0, err

@@ -17,11 +17,9 @@ var (
 	limitLoginCode     = runtime.Limit{Name: "login.password", Window: 15 * time.Minute, Max: 5}
 )
 
-// RateLimitedLogin forwards each call to the Login it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Login.
+// RateLimitedLogin wraps a Login: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedLogin struct {
 	next    Login
 	limiter runtime.Limiter
@@ -35,7 +33,8 @@ func NewRateLimitedLogin(next Login, limiter runtime.Limiter) *RateLimitedLogin 
 	return &RateLimitedLogin{next: next, limiter: limiter}
 }
 
-// Code forwards to the wrapped Login within limitLoginCode, keyed by email.
+// Code calls the wrapped Code if "login.password" admits it: 5 per 15m, keyed
+// by email.
 func (r *RateLimitedLogin) Code(ctx context.Context, email string, code string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitLoginCode, Key: email}); err != nil {
 		return err
@@ -43,8 +42,8 @@ func (r *RateLimitedLogin) Code(ctx context.Context, email string, code string) 
 	return r.next.Code(ctx, email, code)
 }
 
-// Password forwards to the wrapped Login within limitLoginPassword, keyed by
-// email.
+// Password calls the wrapped Password if "login.password" admits it: 5 per
+// 15m, keyed by email.
 func (r *RateLimitedLogin) Password(ctx context.Context, email string, password string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitLoginPassword, Key: email}); err != nil {
 		return err

@@ -18,11 +18,8 @@ var (
 	limitJobsTick  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/nocontext.Jobs.Tick", Window: time.Second, Max: 1}
 )
 
-// RateLimitedJobs forwards each call to the Jobs it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Jobs.
+// RateLimitedJobs wraps a Jobs: each limited method calls the wrapped one only
+// once [runtime.Enforce] admits the call, and returns its error otherwise.
 type RateLimitedJobs struct {
 	next    Jobs
 	limiter runtime.Limiter
@@ -36,7 +33,9 @@ func NewRateLimitedJobs(next Jobs, limiter runtime.Limiter) *RateLimitedJobs {
 	return &RateLimitedJobs{next: next, limiter: limiter}
 }
 
-// Later forwards to the wrapped Jobs within limitJobsLater, keyed by id.
+// Later calls the wrapped Later if
+// "github.com/ratelimitgen/ratelimitgen/testmod/nocontext.Jobs.Later" admits
+// it: 1 per 1s, keyed by id.
 func (r *RateLimitedJobs) Later(id string, ctx context.Context) error {
 	if err := runtime.Enforce(context.Background(), r.limiter, runtime.Request{Limit: limitJobsLater, Key: id}); err != nil {
 		return err
@@ -44,7 +43,9 @@ func (r *RateLimitedJobs) Later(id string, ctx context.Context) error {
 	return r.next.Later(id, ctx)
 }
 
-// Run forwards to the wrapped Jobs within limitJobsRun, keyed by id.
+// Run calls the wrapped Run if
+// "github.com/ratelimitgen/ratelimitgen/testmod/nocontext.Jobs.Run" admits it:
+// 1 per 1s, keyed by id.
 func (r *RateLimitedJobs) Run(id string) error {
 	if err := runtime.Enforce(context.Background(), r.limiter, runtime.Request{Limit: limitJobsRun, Key: id}); err != nil {
 		return err
@@ -52,7 +53,9 @@ func (r *RateLimitedJobs) Run(id string) error {
 	return r.next.Run(id)
 }
 
-// Tick forwards to the wrapped Jobs within limitJobsTick.
+// Tick calls the wrapped Tick if
+// "github.com/ratelimitgen/ratelimitgen/testmod/nocontext.Jobs.Tick" admits
+// it: 1 per 1s.
 func (r *RateLimitedJobs) Tick() error {
 	if err := runtime.Enforce(context.Background(), r.limiter, runtime.Request{Limit: limitJobsTick}); err != nil {
 		return err

@@ -20,11 +20,9 @@ var (
 	limitGlobalMicro  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/nokey.Global.Micro", Window: 250 * time.Microsecond, Max: 1}
 )
 
-// RateLimitedGlobal forwards each call to the Global it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Global.
+// RateLimitedGlobal wraps a Global: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedGlobal struct {
 	next    Global
 	limiter runtime.Limiter
@@ -38,7 +36,9 @@ func NewRateLimitedGlobal(next Global, limiter runtime.Limiter) *RateLimitedGlob
 	return &RateLimitedGlobal{next: next, limiter: limiter}
 }
 
-// Hourly forwards to the wrapped Global within limitGlobalHourly.
+// Hourly calls the wrapped Hourly if
+// "github.com/ratelimitgen/ratelimitgen/testmod/nokey.Global.Hourly" admits
+// it: 1 per 2h.
 func (r *RateLimitedGlobal) Hourly(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitGlobalHourly}); err != nil {
 		return err
@@ -46,7 +46,9 @@ func (r *RateLimitedGlobal) Hourly(ctx context.Context) error {
 	return r.next.Hourly(ctx)
 }
 
-// Micro forwards to the wrapped Global within limitGlobalMicro.
+// Micro calls the wrapped Micro if
+// "github.com/ratelimitgen/ratelimitgen/testmod/nokey.Global.Micro" admits it:
+// 1 per 250µs.
 func (r *RateLimitedGlobal) Micro(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitGlobalMicro}); err != nil {
 		return err
@@ -54,7 +56,9 @@ func (r *RateLimitedGlobal) Micro(ctx context.Context) error {
 	return r.next.Micro(ctx)
 }
 
-// Ninety forwards to the wrapped Global within limitGlobalNinety.
+// Ninety calls the wrapped Ninety if
+// "github.com/ratelimitgen/ratelimitgen/testmod/nokey.Global.Ninety" admits
+// it: 1 per 1m30s.
 func (r *RateLimitedGlobal) Ninety(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitGlobalNinety}); err != nil {
 		return err
@@ -62,7 +66,9 @@ func (r *RateLimitedGlobal) Ninety(ctx context.Context) error {
 	return r.next.Ninety(ctx)
 }
 
-// Ping forwards to the wrapped Global within limitGlobalPing.
+// Ping calls the wrapped Ping if
+// "github.com/ratelimitgen/ratelimitgen/testmod/nokey.Global.Ping" admits it:
+// 100 per 1s.
 func (r *RateLimitedGlobal) Ping(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitGlobalPing}); err != nil {
 		return err
@@ -70,7 +76,9 @@ func (r *RateLimitedGlobal) Ping(ctx context.Context) error {
 	return r.next.Ping(ctx)
 }
 
-// Slow forwards to the wrapped Global within limitGlobalSlow.
+// Slow calls the wrapped Slow if
+// "github.com/ratelimitgen/ratelimitgen/testmod/nokey.Global.Slow" admits it:
+// 1 per 1.5s.
 func (r *RateLimitedGlobal) Slow(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitGlobalSlow}); err != nil {
 		return err

@@ -21,11 +21,8 @@ var (
 	limitAPIUpload = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/othertypes.API.Upload", Window: time.Minute, Max: 5}
 )
 
-// RateLimitedAPI forwards each call to the API it wraps once a runtime.Limiter
-// admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped API. Its methods without limits forward every call unchanged.
+// RateLimitedAPI wraps a API: each limited method calls the wrapped one only
+// once [runtime.Enforce] admits the call, and returns its error otherwise.
 type RateLimitedAPI struct {
 	next    API
 	limiter runtime.Limiter
@@ -39,7 +36,9 @@ func NewRateLimitedAPI(next API, limiter runtime.Limiter) *RateLimitedAPI {
 	return &RateLimitedAPI{next: next, limiter: limiter}
 }
 
-// Call forwards to the wrapped API within limitAPICall, keyed by req.User.ID.
+// Call calls the wrapped Call if
+// "github.com/ratelimitgen/ratelimitgen/testmod/othertypes.API.Call" admits
+// it: 5 per 1m, keyed by req.User.ID.
 func (r *RateLimitedAPI) Call(ctx context.Context, req *model.Request) (*model.Response, error) {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPICall, Key: strconv.FormatInt(req.User.ID, 10)}); err != nil {
 		return nil, err
@@ -47,8 +46,9 @@ func (r *RateLimitedAPI) Call(ctx context.Context, req *model.Request) (*model.R
 	return r.next.Call(ctx, req)
 }
 
-// Upload forwards to the wrapped API within limitAPIUpload, keyed by
-// (model.Normalize(owner.Email), at.Weekday()).
+// Upload calls the wrapped Upload if
+// "github.com/ratelimitgen/ratelimitgen/testmod/othertypes.API.Upload" admits
+// it: 5 per 1m, keyed by (model.Normalize(owner.Email), at.Weekday()).
 func (r1 *RateLimitedAPI) Upload(ctx context.Context, owner model.User, r io.Reader, at time.Time, rng *rand.Rand) (map[string]model.User, error) {
 	var buf [64]byte
 	b := runtime.AppendKeyPart(buf[:0], model.Normalize(owner.Email))
@@ -59,7 +59,7 @@ func (r1 *RateLimitedAPI) Upload(ctx context.Context, owner model.User, r io.Rea
 	return r1.next.Upload(ctx, owner, r, at, rng)
 }
 
-// Watch forwards to the wrapped API; it has no limit.
+// Watch calls the wrapped Watch; it has no limit.
 func (r *RateLimitedAPI) Watch(ctx context.Context, since time.Duration) (<-chan model.Response, func(), error) {
 	return r.next.Watch(ctx, since)
 }

@@ -28,16 +28,9 @@ var (
 	limitAccountsPlanDaily = runtime.Limit{Name: "Accounts.Plan.daily", Window: time.Hour}
 )
 
-// RateLimitedAccounts forwards each call to the Accounts it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Accounts. A method with several limits counts a call in all of
-// them or in none. A limit whose computed cost is 0 is left out of the
-// decision and counts nothing; a negative cost, or one above the limit's
-// capacity, is an error wrapping runtime.ErrInvalidCost. A limit whose Max a
-// call computes is copied and given that Max; a Max below 1 is an error from
-// the limiter, not a denial.
+// RateLimitedAccounts wraps a Accounts: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedAccounts struct {
 	next    Accounts
 	limiter runtime.Limiter
@@ -51,8 +44,9 @@ func NewRateLimitedAccounts(next Accounts, limiter runtime.Limiter) *RateLimited
 	return &RateLimitedAccounts{next: next, limiter: limiter}
 }
 
-// Admin forwards to the wrapped Accounts within limitAccountsAdmin, keyed by
-// (tenant, b).
+// Admin calls the wrapped Admin if
+// "github.com/ratelimitgen/ratelimitgen/testmod/scoping.Accounts.Admin" admits
+// it: 3 per 1m, keyed by (tenant, b).
 func (r *RateLimitedAccounts) Admin(ctx context.Context, tenant string, b int) error {
 	var buf [64]byte
 	b1 := runtime.AppendKeyPart(buf[:0], tenant)
@@ -63,8 +57,9 @@ func (r *RateLimitedAccounts) Admin(ctx context.Context, tenant string, b int) e
 	return r.next.Admin(ctx, tenant, b)
 }
 
-// Copy forwards to the wrapped Accounts within limitAccountsCopy, keyed by to,
-// at a cost of len(items).
+// Copy calls the wrapped Copy if
+// "github.com/ratelimitgen/ratelimitgen/testmod/scoping.Accounts.Copy" admits
+// it: 10 per 1m, keyed by to, at a cost of len(items), none when 0.
 func (r *RateLimitedAccounts) Copy(ctx context.Context, to string, items []string) error {
 	if cost := int64(len(items)); cost != 0 {
 		if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAccountsCopy, Key: to, Cost: cost}); err != nil {
@@ -74,8 +69,9 @@ func (r *RateLimitedAccounts) Copy(ctx context.Context, to string, items []strin
 	return r.next.Copy(ctx, to, items)
 }
 
-// Invite forwards to the wrapped Accounts within limitAccountsInvite, keyed by
-// (tenant, email).
+// Invite calls the wrapped Invite if
+// "github.com/ratelimitgen/ratelimitgen/testmod/scoping.Accounts.Invite"
+// admits it: 3 per 1m, keyed by (tenant, email).
 func (r *RateLimitedAccounts) Invite(ctx context.Context, tenant string, email string) error {
 	var buf [64]byte
 	b := runtime.AppendKeyPart(buf[:0], tenant)
@@ -86,8 +82,9 @@ func (r *RateLimitedAccounts) Invite(ctx context.Context, tenant string, email s
 	return r.next.Invite(ctx, tenant, email)
 }
 
-// Move forwards to the wrapped Accounts within limitAccountsMove, keyed by to,
-// at a cost of len(err).
+// Move calls the wrapped Move if
+// "github.com/ratelimitgen/ratelimitgen/testmod/scoping.Accounts.Move" admits
+// it: 10 per 1m, keyed by to, at a cost of len(err), none when 0.
 func (r *RateLimitedAccounts) Move(ctx context.Context, to string, err []string) error {
 	if cost := int64(len(err)); cost != 0 {
 		if err1 := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAccountsMove, Key: to, Cost: cost}); err1 != nil {
@@ -97,9 +94,10 @@ func (r *RateLimitedAccounts) Move(ctx context.Context, to string, err []string)
 	return r.next.Move(ctx, to, err)
 }
 
-// Plan forwards to the wrapped Accounts within limitAccountsPlan (keyed by
-// tenant, with its Max set to n) and limitAccountsPlanDaily (keyed by tenant,
-// with its Max set to n*10).
+// Plan calls the wrapped Plan if
+// "github.com/ratelimitgen/ratelimitgen/testmod/scoping.Accounts.Plan" (n per
+// 1m, keyed by tenant) and "Accounts.Plan.daily" (n*10 per 1h, keyed by
+// tenant) all admit it.
 func (r *RateLimitedAccounts) Plan(ctx context.Context, tenant string, n int) error {
 	limit := limitAccountsPlan
 	limit.Max = n
@@ -114,9 +112,10 @@ func (r *RateLimitedAccounts) Plan(ctx context.Context, tenant string, n int) er
 	return r.next.Plan(ctx, tenant, n)
 }
 
-// Quota forwards to the wrapped Accounts within limitAccountsQuota (keyed by
-// tenant, with its Max set to limit) and limitAccountsQuotaDaily (keyed by
-// tenant, with its Max set to dailyLimit).
+// Quota calls the wrapped Quota if
+// "github.com/ratelimitgen/ratelimitgen/testmod/scoping.Accounts.Quota" (limit
+// per 1m, keyed by tenant) and "Accounts.Quota.daily" (dailyLimit per 1h,
+// keyed by tenant) all admit it.
 func (r *RateLimitedAccounts) Quota(ctx context.Context, tenant string, limit int, dailyLimit int) error {
 	limit1 := limitAccountsQuota
 	limit1.Max = limit
@@ -131,8 +130,9 @@ func (r *RateLimitedAccounts) Quota(ctx context.Context, tenant string, limit in
 	return r.next.Quota(ctx, tenant, limit, dailyLimit)
 }
 
-// Rename forwards to the wrapped Accounts within limitAccountsRename, keyed by
-// r.
+// Rename calls the wrapped Rename if
+// "github.com/ratelimitgen/ratelimitgen/testmod/scoping.Accounts.Rename"
+// admits it: 3 per 1m, keyed by r.
 func (r1 *RateLimitedAccounts) Rename(ctx context.Context, r string) error {
 	if err := runtime.Enforce(ctx, r1.limiter, runtime.Request{Limit: limitAccountsRename, Key: r}); err != nil {
 		return err

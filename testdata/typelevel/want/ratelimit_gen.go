@@ -21,12 +21,9 @@ var (
 	limitFolded          = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/typelevel.Folded", Window: time.Minute, Max: 10}
 )
 
-// RateLimitedStore forwards each call to the Store it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Store. A method with several limits counts a call in all of them
-// or in none. Its methods without limits forward every call unchanged.
+// RateLimitedStore wraps a Store: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedStore struct {
 	next    Store
 	limiter runtime.Limiter
@@ -40,8 +37,11 @@ func NewRateLimitedStore(next Store, limiter runtime.Limiter) *RateLimitedStore 
 	return &RateLimitedStore{next: next, limiter: limiter}
 }
 
-// Get forwards to the wrapped Store within limitStore (keyed by Tenant(ctx))
-// and limitStoreGet (keyed by id).
+// Get calls the wrapped Get if
+// "github.com/ratelimitgen/ratelimitgen/testmod/typelevel.Store" (100 per 1m,
+// keyed by Tenant(ctx)) and
+// "github.com/ratelimitgen/ratelimitgen/testmod/typelevel.Store.Get" (5 per
+// 1m, keyed by id) all admit it.
 func (r *RateLimitedStore) Get(ctx context.Context, id string) ([]byte, error) {
 	if err := runtime.Enforce(ctx, r.limiter,
 		runtime.Request{Limit: limitStore, Key: Tenant(ctx)},
@@ -52,12 +52,14 @@ func (r *RateLimitedStore) Get(ctx context.Context, id string) ([]byte, error) {
 	return r.next.Get(ctx, id)
 }
 
-// Health forwards to the wrapped Store; it has no limit.
+// Health calls the wrapped Health; it has no limit.
 func (r *RateLimitedStore) Health(ctx context.Context) error {
 	return r.next.Health(ctx)
 }
 
-// Put forwards to the wrapped Store within limitStore, keyed by Tenant(ctx).
+// Put calls the wrapped Put if
+// "github.com/ratelimitgen/ratelimitgen/testmod/typelevel.Store" admits it:
+// 100 per 1m, keyed by Tenant(ctx).
 func (r *RateLimitedStore) Put(ctx context.Context, id string, b []byte) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStore, Key: Tenant(ctx)}); err != nil {
 		return err
@@ -65,13 +67,9 @@ func (r *RateLimitedStore) Put(ctx context.Context, id string, b []byte) error {
 	return r.next.Put(ctx, id, b)
 }
 
-// RateLimitedClient embeds the Client it wraps and overrides its rate-limited
-// methods, which forward a call once a runtime.Limiter admits it under the
-// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped Client. A method with
-// several limits counts a call in all of them or in none. Its other methods
-// are promoted unchanged.
+// RateLimitedClient embeds a *Client, overriding each limited method to call
+// the Client's only once [runtime.Enforce] admits the call and return its
+// error otherwise.
 type RateLimitedClient struct {
 	*Client
 	limiter runtime.Limiter
@@ -83,8 +81,9 @@ func NewRateLimitedClient(next *Client, limiter runtime.Limiter) *RateLimitedCli
 	return &RateLimitedClient{Client: next, limiter: limiter}
 }
 
-// Call forwards to the embedded Client within limitClient and
-// limitClientPerTenant (keyed by Tenant(ctx)).
+// Call calls the embedded Client's Call if
+// "github.com/ratelimitgen/ratelimitgen/testmod/typelevel.Client" (10 per 1s)
+// and "Client.perTenant" (50 per 1m, gcra, keyed by Tenant(ctx)) all admit it.
 func (r *RateLimitedClient) Call(ctx context.Context, op string) error {
 	if err := runtime.Enforce(ctx, r.limiter,
 		runtime.Request{Limit: limitClient},
@@ -95,11 +94,9 @@ func (r *RateLimitedClient) Call(ctx context.Context, op string) error {
 	return r.Client.Call(ctx, op)
 }
 
-// RateLimitedFolded forwards each call to the Folded it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Folded.
+// RateLimitedFolded wraps a Folded: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedFolded struct {
 	next    Folded
 	limiter runtime.Limiter
@@ -113,8 +110,9 @@ func NewRateLimitedFolded(next Folded, limiter runtime.Limiter) *RateLimitedFold
 	return &RateLimitedFolded{next: next, limiter: limiter}
 }
 
-// A forwards to the wrapped Folded within limitFolded, keyed by
-// strings.ToLower(Tenant(ctx)).
+// A calls the wrapped A if
+// "github.com/ratelimitgen/ratelimitgen/testmod/typelevel.Folded" admits it:
+// 10 per 1m, keyed by strings.ToLower(Tenant(ctx)).
 func (r *RateLimitedFolded) A(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitFolded, Key: strings.ToLower(Tenant(ctx))}); err != nil {
 		return err
@@ -122,8 +120,9 @@ func (r *RateLimitedFolded) A(ctx context.Context) error {
 	return r.next.A(ctx)
 }
 
-// B forwards to the wrapped Folded within limitFolded, keyed by
-// strings.ToLower(Tenant(ctx)).
+// B calls the wrapped B if
+// "github.com/ratelimitgen/ratelimitgen/testmod/typelevel.Folded" admits it:
+// 10 per 1m, keyed by strings.ToLower(Tenant(ctx)).
 func (r *RateLimitedFolded) B(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitFolded, Key: strings.ToLower(Tenant(ctx))}); err != nil {
 		return err

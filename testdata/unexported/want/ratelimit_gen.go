@@ -16,11 +16,9 @@ var (
 	limitStoreGet = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/unexported.store.get", Window: time.Second, Max: 1}
 )
 
-// rateLimitedStore forwards each call to the store it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped store.
+// rateLimitedStore wraps a store: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type rateLimitedStore struct {
 	next    store
 	limiter runtime.Limiter
@@ -34,7 +32,9 @@ func newRateLimitedStore(next store, limiter runtime.Limiter) *rateLimitedStore 
 	return &rateLimitedStore{next: next, limiter: limiter}
 }
 
-// get forwards to the wrapped store within limitStoreGet, keyed by id.
+// get calls the wrapped get if
+// "github.com/ratelimitgen/ratelimitgen/testmod/unexported.store.get" admits
+// it: 1 per 1s, keyed by id.
 func (r *rateLimitedStore) get(id string) ([]byte, error) {
 	if err := runtime.Enforce(context.Background(), r.limiter, runtime.Request{Limit: limitStoreGet, Key: id}); err != nil {
 		return nil, err

@@ -18,14 +18,9 @@ var (
 	limitCacheWatch = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/unnamed.Cache.Watch", Window: time.Second, Max: 5}
 )
 
-// RateLimitedCache forwards each call to the Cache it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Cache. A limit whose computed cost is 0 is left out of the
-// decision and counts nothing; a negative cost, or one above the limit's
-// capacity, is an error wrapping runtime.ErrInvalidCost. Its methods without
-// limits forward every call unchanged.
+// RateLimitedCache wraps a Cache: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedCache struct {
 	next    Cache
 	limiter runtime.Limiter
@@ -39,12 +34,14 @@ func NewRateLimitedCache(next Cache, limiter runtime.Limiter) *RateLimitedCache 
 	return &RateLimitedCache{next: next, limiter: limiter}
 }
 
-// Delete forwards to the wrapped Cache; it has no limit.
+// Delete calls the wrapped Delete; it has no limit.
 func (r *RateLimitedCache) Delete(ctx context.Context, in ...string) error {
 	return r.next.Delete(ctx, in...)
 }
 
-// Get forwards to the wrapped Cache within limitCacheGet, keyed by in.
+// Get calls the wrapped Get if
+// "github.com/ratelimitgen/ratelimitgen/testmod/unnamed.Cache.Get" admits it:
+// 1000 per 1s, keyed by in.
 func (r *RateLimitedCache) Get(ctx context.Context, in string) ([]byte, error) {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCacheGet, Key: in}); err != nil {
 		return nil, err
@@ -52,7 +49,9 @@ func (r *RateLimitedCache) Get(ctx context.Context, in string) ([]byte, error) {
 	return r.next.Get(ctx, in)
 }
 
-// Set forwards to the wrapped Cache within limitCacheSet, keyed by key.
+// Set calls the wrapped Set if
+// "github.com/ratelimitgen/ratelimitgen/testmod/unnamed.Cache.Set" admits it:
+// 10 per 1s, keyed by key.
 func (r *RateLimitedCache) Set(ctx context.Context, key string, in2 []byte, in3 ...int) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCacheSet, Key: key}); err != nil {
 		return err
@@ -60,8 +59,9 @@ func (r *RateLimitedCache) Set(ctx context.Context, key string, in2 []byte, in3 
 	return r.next.Set(ctx, key, in2, in3...)
 }
 
-// Watch forwards to the wrapped Cache within limitCacheWatch, keyed by
-// in+":"+in2.Topic(), at a cost of in3.
+// Watch calls the wrapped Watch if
+// "github.com/ratelimitgen/ratelimitgen/testmod/unnamed.Cache.Watch" admits
+// it: 5 per 1s, keyed by in+":"+in2.Topic(), at a cost of in3, none when 0.
 func (r *RateLimitedCache) Watch(in string, in2 Stream, in3 int) error {
 	if cost := int64(in3); cost != 0 {
 		if err := runtime.Enforce(in2.Context(), r.limiter, runtime.Request{Limit: limitCacheWatch, Key: in + ":" + in2.Topic(), Cost: cost}); err != nil {

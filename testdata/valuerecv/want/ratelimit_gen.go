@@ -16,12 +16,9 @@ var (
 	limitGeoLookup = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/valuerecv.Geo.Lookup", Window: 500 * time.Millisecond, Max: 2}
 )
 
-// RateLimitedGeo embeds the Geo it wraps and overrides its rate-limited
-// methods, which forward a call once a runtime.Limiter admits it under the
-// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped Geo. Its other methods
-// are promoted unchanged.
+// RateLimitedGeo embeds a Geo, overriding each limited method to call the
+// Geo's only once [runtime.Enforce] admits the call and return its error
+// otherwise.
 type RateLimitedGeo struct {
 	Geo
 	limiter runtime.Limiter
@@ -33,7 +30,9 @@ func NewRateLimitedGeo(next Geo, limiter runtime.Limiter) *RateLimitedGeo {
 	return &RateLimitedGeo{Geo: next, limiter: limiter}
 }
 
-// Lookup forwards to the embedded Geo within limitGeoLookup, keyed by name.
+// Lookup calls the embedded Geo's Lookup if
+// "github.com/ratelimitgen/ratelimitgen/testmod/valuerecv.Geo.Lookup" admits
+// it: 2 per 500ms, keyed by name.
 func (r *RateLimitedGeo) Lookup(name string) (float64, float64, error) {
 	if err := runtime.Enforce(context.Background(), r.limiter, runtime.Request{Limit: limitGeoLookup, Key: name}); err != nil {
 		return 0, 0, err

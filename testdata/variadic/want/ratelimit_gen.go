@@ -18,11 +18,8 @@ var (
 	limitBusPublishAll = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/variadic.Bus.PublishAll", Window: time.Second, Max: 10}
 )
 
-// RateLimitedBus forwards each call to the Bus it wraps once a runtime.Limiter
-// admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Bus. Its methods without limits forward every call unchanged.
+// RateLimitedBus wraps a Bus: each limited method calls the wrapped one only
+// once [runtime.Enforce] admits the call, and returns its error otherwise.
 type RateLimitedBus struct {
 	next    Bus
 	limiter runtime.Limiter
@@ -36,7 +33,9 @@ func NewRateLimitedBus(next Bus, limiter runtime.Limiter) *RateLimitedBus {
 	return &RateLimitedBus{next: next, limiter: limiter}
 }
 
-// Publish forwards to the wrapped Bus within limitBusPublish, keyed by topic.
+// Publish calls the wrapped Publish if
+// "github.com/ratelimitgen/ratelimitgen/testmod/variadic.Bus.Publish" admits
+// it: 100 per 1s, keyed by topic.
 func (r *RateLimitedBus) Publish(ctx context.Context, topic string, msgs ...[]byte) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitBusPublish, Key: topic}); err != nil {
 		return err
@@ -44,8 +43,9 @@ func (r *RateLimitedBus) Publish(ctx context.Context, topic string, msgs ...[]by
 	return r.next.Publish(ctx, topic, msgs...)
 }
 
-// PublishAll forwards to the wrapped Bus within limitBusPublishAll, keyed by
-// len(topics).
+// PublishAll calls the wrapped PublishAll if
+// "github.com/ratelimitgen/ratelimitgen/testmod/variadic.Bus.PublishAll"
+// admits it: 10 per 1s, keyed by len(topics).
 func (r *RateLimitedBus) PublishAll(ctx context.Context, topics ...string) (int, error) {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitBusPublishAll, Key: strconv.Itoa(len(topics))}); err != nil {
 		return 0, err
@@ -53,7 +53,7 @@ func (r *RateLimitedBus) PublishAll(ctx context.Context, topics ...string) (int,
 	return r.next.PublishAll(ctx, topics...)
 }
 
-// Subscribe forwards to the wrapped Bus; it has no limit.
+// Subscribe calls the wrapped Subscribe; it has no limit.
 func (r *RateLimitedBus) Subscribe(topics ...string) (<-chan []byte, error) {
 	return r.next.Subscribe(topics...)
 }

@@ -19,15 +19,9 @@ var (
 	limitClientNoContext  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/wait.Client.NoContext", Window: time.Second, Max: 1}
 )
 
-// RateLimitedClient forwards each call to the Client it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Client. A method with several limits counts a call in all of
-// them or in none. A method that waits for room sleeps as long as each
-// denial's RetryAfter says and asks again, for up to its wait in all and never
-// past the deadline of the call's context; it returns the context's error if
-// the context is done meanwhile.
+// RateLimitedClient wraps a Client: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call ([runtime.Wait] if it waits),
+// and returns its error otherwise.
 type RateLimitedClient struct {
 	next    Client
 	limiter runtime.Limiter
@@ -41,8 +35,9 @@ func NewRateLimitedClient(next Client, limiter runtime.Limiter) *RateLimitedClie
 	return &RateLimitedClient{next: next, limiter: limiter}
 }
 
-// Call forwards to the wrapped Client within limitClientCall, waiting up to 2s
-// for room.
+// Call calls the wrapped Call if
+// "github.com/ratelimitgen/ratelimitgen/testmod/wait.Client.Call" admits it:
+// 10 per 1s, waiting up to 2s for room.
 func (r *RateLimitedClient) Call(ctx context.Context, op string) error {
 	if err := runtime.Wait(ctx, r.limiter, 2*time.Second, runtime.Request{Limit: limitClientCall}); err != nil {
 		return err
@@ -50,8 +45,10 @@ func (r *RateLimitedClient) Call(ctx context.Context, op string) error {
 	return r.next.Call(ctx, op)
 }
 
-// Fetch forwards to the wrapped Client within limitClientFetch (keyed by op)
-// and limitClientFetchTotal, waiting up to 500ms for room.
+// Fetch calls the wrapped Fetch if
+// "github.com/ratelimitgen/ratelimitgen/testmod/wait.Client.Fetch" (3 per 1m,
+// keyed by op) and "Client.Fetch.total" (100 per 1s) all admit it, waiting up
+// to 500ms for room.
 func (r *RateLimitedClient) Fetch(ctx context.Context, op string) ([]byte, error) {
 	if err := runtime.Wait(ctx, r.limiter, 500*time.Millisecond,
 		runtime.Request{Limit: limitClientFetch, Key: op},
@@ -62,8 +59,9 @@ func (r *RateLimitedClient) Fetch(ctx context.Context, op string) ([]byte, error
 	return r.next.Fetch(ctx, op)
 }
 
-// NoContext forwards to the wrapped Client within limitClientNoContext,
-// waiting up to 1s for room.
+// NoContext calls the wrapped NoContext if
+// "github.com/ratelimitgen/ratelimitgen/testmod/wait.Client.NoContext" admits
+// it: 1 per 1s, waiting up to 1s for room.
 func (r *RateLimitedClient) NoContext(op string) error {
 	if err := runtime.Wait(context.Background(), r.limiter, time.Second, runtime.Request{Limit: limitClientNoContext}); err != nil {
 		return err

@@ -22,12 +22,9 @@ var (
 	limitVerifierServerWatchCodes                  = runtime.Limit{Name: "Verifier.WatchCodes", Window: time.Minute, Max: 2}
 )
 
-// RateLimitedVerifierClient forwards each call to the VerifierClient it wraps
-// once a runtime.Limiter admits it under the method's limits. A denied call
-// returns a *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a
-// call the limiter cannot decide returns the limiter's error as it is; neither
-// reaches the wrapped VerifierClient. A method with several limits counts a
-// call in all of them or in none.
+// RateLimitedVerifierClient wraps a VerifierClient: each limited method calls
+// the wrapped one only once [runtime.Enforce] admits the call, and returns its
+// error otherwise.
 type RateLimitedVerifierClient struct {
 	next    VerifierClient
 	limiter runtime.Limiter
@@ -41,9 +38,8 @@ func NewRateLimitedVerifierClient(next VerifierClient, limiter runtime.Limiter) 
 	return &RateLimitedVerifierClient{next: next, limiter: limiter}
 }
 
-// SendCode forwards to the wrapped VerifierClient within
-// limitVerifierClientSendCode (keyed by in.GetEmail()) and
-// limitVerifierClientSendCodeVerifierSendCodeAll.
+// SendCode calls the wrapped SendCode if "Verifier.SendCode" (3 per 1m, keyed
+// by in.GetEmail()) and "Verifier.SendCode.all" (100 per 1s) all admit it.
 func (r *RateLimitedVerifierClient) SendCode(ctx context.Context, in *SendCodeRequest, opts ...grpc.CallOption) (*SendCodeResponse, error) {
 	if err := runtime.Enforce(ctx, r.limiter,
 		runtime.Request{Limit: limitVerifierClientSendCode, Key: in.GetEmail()},
@@ -54,8 +50,8 @@ func (r *RateLimitedVerifierClient) SendCode(ctx context.Context, in *SendCodeRe
 	return r.next.SendCode(ctx, in, opts...)
 }
 
-// WatchCodes forwards to the wrapped VerifierClient within
-// limitVerifierClientWatchCodes, keyed by in.GetEmail().
+// WatchCodes calls the wrapped WatchCodes if "Verifier.WatchCodes" admits it:
+// 2 per 1m, keyed by in.GetEmail().
 func (r *RateLimitedVerifierClient) WatchCodes(ctx context.Context, in *WatchCodesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CodeEvent], error) {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitVerifierClientWatchCodes, Key: in.GetEmail()}); err != nil {
 		return nil, err
@@ -63,13 +59,9 @@ func (r *RateLimitedVerifierClient) WatchCodes(ctx context.Context, in *WatchCod
 	return r.next.WatchCodes(ctx, in, opts...)
 }
 
-// RateLimitedVerifierServer forwards each call to the VerifierServer it wraps
-// once a runtime.Limiter admits it under the method's limits. A denied call
-// returns a *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a
-// call the limiter cannot decide returns the limiter's error as it is; neither
-// reaches the wrapped VerifierServer. A method with several limits counts a
-// call in all of them or in none. Its methods without limits forward every
-// call unchanged.
+// RateLimitedVerifierServer wraps a VerifierServer: each limited method calls
+// the wrapped one only once [runtime.Enforce] admits the call, and returns its
+// error otherwise.
 type RateLimitedVerifierServer struct {
 	next    VerifierServer
 	limiter runtime.Limiter
@@ -83,9 +75,8 @@ func NewRateLimitedVerifierServer(next VerifierServer, limiter runtime.Limiter) 
 	return &RateLimitedVerifierServer{next: next, limiter: limiter}
 }
 
-// SendCode forwards to the wrapped VerifierServer within
-// limitVerifierServerSendCode (keyed by in.GetEmail()) and
-// limitVerifierServerSendCodeVerifierSendCodeAll.
+// SendCode calls the wrapped SendCode if "Verifier.SendCode" (3 per 1m, keyed
+// by in.GetEmail()) and "Verifier.SendCode.all" (100 per 1s) all admit it.
 func (r *RateLimitedVerifierServer) SendCode(ctx context.Context, in *SendCodeRequest) (*SendCodeResponse, error) {
 	if err := runtime.Enforce(ctx, r.limiter,
 		runtime.Request{Limit: limitVerifierServerSendCode, Key: in.GetEmail()},
@@ -96,8 +87,8 @@ func (r *RateLimitedVerifierServer) SendCode(ctx context.Context, in *SendCodeRe
 	return r.next.SendCode(ctx, in)
 }
 
-// WatchCodes forwards to the wrapped VerifierServer within
-// limitVerifierServerWatchCodes, keyed by in.GetEmail().
+// WatchCodes calls the wrapped WatchCodes if "Verifier.WatchCodes" admits it:
+// 2 per 1m, keyed by in.GetEmail().
 func (r *RateLimitedVerifierServer) WatchCodes(in *WatchCodesRequest, in2 grpc.ServerStreamingServer[CodeEvent]) error {
 	if err := runtime.Enforce(in2.Context(), r.limiter, runtime.Request{Limit: limitVerifierServerWatchCodes, Key: in.GetEmail()}); err != nil {
 		return err
@@ -105,8 +96,8 @@ func (r *RateLimitedVerifierServer) WatchCodes(in *WatchCodesRequest, in2 grpc.S
 	return r.next.WatchCodes(in, in2)
 }
 
-// mustEmbedUnimplementedVerifierServer forwards to the wrapped VerifierServer;
-// it has no limit.
+// mustEmbedUnimplementedVerifierServer calls the wrapped
+// mustEmbedUnimplementedVerifierServer; it has no limit.
 func (r *RateLimitedVerifierServer) mustEmbedUnimplementedVerifierServer() {
 	r.next.mustEmbedUnimplementedVerifierServer()
 }

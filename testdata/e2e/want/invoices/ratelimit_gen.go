@@ -16,11 +16,9 @@ var (
 	limitServiceGet = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices.Service.Get", Window: time.Minute, Max: 2}
 )
 
-// RateLimitedService forwards each call to the Service it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Service.
+// RateLimitedService wraps a Service: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedService struct {
 	next    Service
 	limiter runtime.Limiter
@@ -34,7 +32,9 @@ func NewRateLimitedService(next Service, limiter runtime.Limiter) *RateLimitedSe
 	return &RateLimitedService{next: next, limiter: limiter}
 }
 
-// Get forwards to the wrapped Service within limitServiceGet, keyed by id.
+// Get calls the wrapped Get if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices.Service.Get"
+// admits it: 2 per 1m, keyed by id.
 func (r *RateLimitedService) Get(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitServiceGet, Key: id}); err != nil {
 		return err

@@ -19,11 +19,9 @@ var (
 	limitPoolTake     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Pool.Take", Window: time.Minute, Max: 2}
 )
 
-// RateLimitedStore forwards each call to the Store it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Store.
+// RateLimitedStore wraps a Store: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedStore struct {
 	next    Store
 	limiter runtime.Limiter
@@ -37,7 +35,9 @@ func NewRateLimitedStore(next Store, limiter runtime.Limiter) *RateLimitedStore 
 	return &RateLimitedStore{next: next, limiter: limiter}
 }
 
-// Read forwards to the wrapped Store within limitStoreRead, keyed by id.
+// Read calls the wrapped Read if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Store.Read" admits
+// it: 2 per 1m, keyed by id.
 func (r *RateLimitedStore) Read(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreRead, Key: id}); err != nil {
 		return err
@@ -45,12 +45,9 @@ func (r *RateLimitedStore) Read(ctx context.Context, id string) error {
 	return r.next.Read(ctx, id)
 }
 
-// RateLimitedAuditor embeds the Auditor it wraps and overrides its
-// rate-limited methods, which forward a call once a runtime.Limiter admits it
-// under the method's limits. A denied call returns a *runtime.LimitError
-// (errors.Is(err, runtime.ErrLimited)), and a call the limiter cannot decide
-// returns the limiter's error as it is; neither reaches the wrapped Auditor.
-// Its other methods are promoted unchanged.
+// RateLimitedAuditor embeds a *Auditor, overriding each limited method to call
+// the Auditor's only once [runtime.Enforce] admits the call and return its
+// error otherwise.
 type RateLimitedAuditor struct {
 	*Auditor
 	limiter runtime.Limiter
@@ -62,8 +59,9 @@ func NewRateLimitedAuditor(next *Auditor, limiter runtime.Limiter) *RateLimitedA
 	return &RateLimitedAuditor{Auditor: next, limiter: limiter}
 }
 
-// Audit forwards to the embedded Auditor within limitAuditorAudit, keyed by
-// id.
+// Audit calls the embedded Auditor's Audit if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Auditor.Audit"
+// admits it: 2 per 1m, keyed by id.
 func (r *RateLimitedAuditor) Audit(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAuditorAudit, Key: id}); err != nil {
 		return err
@@ -71,11 +69,9 @@ func (r *RateLimitedAuditor) Audit(ctx context.Context, id string) error {
 	return r.Auditor.Audit(ctx, id)
 }
 
-// RateLimitedCache forwards each call to the Cache it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Cache.
+// RateLimitedCache wraps a Cache: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedCache[T any] struct {
 	next    Cache[T]
 	limiter runtime.Limiter
@@ -91,7 +87,9 @@ func NewRateLimitedCache[T any](next Cache[T], limiter runtime.Limiter) *RateLim
 	return &RateLimitedCache[T]{next: next, limiter: limiter}
 }
 
-// Get forwards to the wrapped Cache within limitCacheGet, keyed by key.
+// Get calls the wrapped Get if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Cache.Get" admits
+// it: 2 per 1m, keyed by key.
 func (r *RateLimitedCache[T]) Get(ctx context.Context, key string) (T, error) {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCacheGet, Key: key}); err != nil {
 		var zero T
@@ -100,12 +98,9 @@ func (r *RateLimitedCache[T]) Get(ctx context.Context, key string) (T, error) {
 	return r.next.Get(ctx, key)
 }
 
-// RateLimitedPool embeds the Pool it wraps and overrides its rate-limited
-// methods, which forward a call once a runtime.Limiter admits it under the
-// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped Pool. Its other
-// methods are promoted unchanged.
+// RateLimitedPool embeds a *Pool, overriding each limited method to call the
+// Pool's only once [runtime.Enforce] admits the call and return its error
+// otherwise.
 type RateLimitedPool[T any] struct {
 	*Pool[T]
 	limiter runtime.Limiter
@@ -117,7 +112,9 @@ func NewRateLimitedPool[T any](next *Pool[T], limiter runtime.Limiter) *RateLimi
 	return &RateLimitedPool[T]{Pool: next, limiter: limiter}
 }
 
-// Take forwards to the embedded Pool within limitPoolTake, keyed by owner.
+// Take calls the embedded Pool's Take if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Pool.Take" admits
+// it: 2 per 1m, keyed by owner.
 func (r *RateLimitedPool[T]) Take(ctx context.Context, owner string) (T, error) {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitPoolTake, Key: owner}); err != nil {
 		var zero T
@@ -126,12 +123,9 @@ func (r *RateLimitedPool[T]) Take(ctx context.Context, owner string) (T, error) 
 	return r.Pool.Take(ctx, owner)
 }
 
-// RateLimitedKeeper embeds the Keeper it wraps and overrides its rate-limited
-// methods, which forward a call once a runtime.Limiter admits it under the
-// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped Keeper. Its other
-// methods are promoted unchanged.
+// RateLimitedKeeper embeds a Keeper, overriding each limited method to call
+// the Keeper's only once [runtime.Enforce] admits the call and return its
+// error otherwise.
 type RateLimitedKeeper struct {
 	Keeper
 	limiter runtime.Limiter
@@ -143,7 +137,9 @@ func NewRateLimitedKeeper(next Keeper, limiter runtime.Limiter) *RateLimitedKeep
 	return &RateLimitedKeeper{Keeper: next, limiter: limiter}
 }
 
-// Audit forwards to the embedded Keeper within limitAuditorAudit, keyed by id.
+// Audit calls the embedded Keeper's Audit if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Auditor.Audit"
+// admits it: 2 per 1m, keyed by id.
 func (r *RateLimitedKeeper) Audit(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAuditorAudit, Key: id}); err != nil {
 		return err

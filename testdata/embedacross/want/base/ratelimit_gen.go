@@ -20,11 +20,9 @@ var (
 	limitMetered      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Metered", Window: time.Minute, Max: 2}
 )
 
-// RateLimitedStore forwards each call to the Store it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Store.
+// RateLimitedStore wraps a Store: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedStore struct {
 	next    Store
 	limiter runtime.Limiter
@@ -38,7 +36,9 @@ func NewRateLimitedStore(next Store, limiter runtime.Limiter) *RateLimitedStore 
 	return &RateLimitedStore{next: next, limiter: limiter}
 }
 
-// Read forwards to the wrapped Store within limitStoreRead, keyed by id.
+// Read calls the wrapped Read if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Store.Read"
+// admits it: 2 per 1m, keyed by id.
 func (r *RateLimitedStore) Read(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreRead, Key: id}); err != nil {
 		return err
@@ -46,11 +46,9 @@ func (r *RateLimitedStore) Read(ctx context.Context, id string) error {
 	return r.next.Read(ctx, id)
 }
 
-// RateLimitedCache forwards each call to the Cache it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Cache.
+// RateLimitedCache wraps a Cache: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedCache[T any] struct {
 	next    Cache[T]
 	limiter runtime.Limiter
@@ -66,7 +64,9 @@ func NewRateLimitedCache[T any](next Cache[T], limiter runtime.Limiter) *RateLim
 	return &RateLimitedCache[T]{next: next, limiter: limiter}
 }
 
-// Get forwards to the wrapped Cache within limitCacheGet, keyed by key.
+// Get calls the wrapped Get if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Cache.Get"
+// admits it: 2 per 1m, keyed by key.
 func (r *RateLimitedCache[T]) Get(ctx context.Context, key string) (T, error) {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCacheGet, Key: key}); err != nil {
 		var zero T
@@ -75,12 +75,9 @@ func (r *RateLimitedCache[T]) Get(ctx context.Context, key string) (T, error) {
 	return r.next.Get(ctx, key)
 }
 
-// RateLimitedPool embeds the Pool it wraps and overrides its rate-limited
-// methods, which forward a call once a runtime.Limiter admits it under the
-// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped Pool. Its other
-// methods are promoted unchanged.
+// RateLimitedPool embeds a *Pool, overriding each limited method to call the
+// Pool's only once [runtime.Enforce] admits the call and return its error
+// otherwise.
 type RateLimitedPool[T any] struct {
 	*Pool[T]
 	limiter runtime.Limiter
@@ -92,7 +89,9 @@ func NewRateLimitedPool[T any](next *Pool[T], limiter runtime.Limiter) *RateLimi
 	return &RateLimitedPool[T]{Pool: next, limiter: limiter}
 }
 
-// Take forwards to the embedded Pool within limitPoolTake, keyed by owner.
+// Take calls the embedded Pool's Take if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Pool.Take"
+// admits it: 2 per 1m, keyed by owner.
 func (r *RateLimitedPool[T]) Take(ctx context.Context, owner string) (T, error) {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitPoolTake, Key: owner}); err != nil {
 		var zero T
@@ -101,11 +100,9 @@ func (r *RateLimitedPool[T]) Take(ctx context.Context, owner string) (T, error) 
 	return r.Pool.Take(ctx, owner)
 }
 
-// RateLimitedMetered forwards each call to the Metered it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Metered.
+// RateLimitedMetered wraps a Metered: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedMetered struct {
 	next    Metered
 	limiter runtime.Limiter
@@ -119,7 +116,9 @@ func NewRateLimitedMetered(next Metered, limiter runtime.Limiter) *RateLimitedMe
 	return &RateLimitedMetered{next: next, limiter: limiter}
 }
 
-// Ping forwards to the wrapped Metered within limitMetered.
+// Ping calls the wrapped Ping if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Metered"
+// admits it: 2 per 1m.
 func (r *RateLimitedMetered) Ping(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitMetered}); err != nil {
 		return err

@@ -17,12 +17,9 @@ var (
 	limitAuditorTrace = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Auditor.Trace", Window: time.Minute, Max: 2}
 )
 
-// RateLimitedAuditor embeds the Auditor it wraps and overrides its
-// rate-limited methods, which forward a call once a runtime.Limiter admits it
-// under the method's limits. A denied call returns a *runtime.LimitError
-// (errors.Is(err, runtime.ErrLimited)), and a call the limiter cannot decide
-// returns the limiter's error as it is; neither reaches the wrapped Auditor.
-// Its other methods are promoted unchanged.
+// RateLimitedAuditor embeds a *Auditor, overriding each limited method to call
+// the Auditor's only once [runtime.Enforce] admits the call and return its
+// error otherwise.
 type RateLimitedAuditor struct {
 	*Auditor
 	limiter runtime.Limiter
@@ -34,8 +31,9 @@ func NewRateLimitedAuditor(next *Auditor, limiter runtime.Limiter) *RateLimitedA
 	return &RateLimitedAuditor{Auditor: next, limiter: limiter}
 }
 
-// Audit forwards to the embedded Auditor within limitAuditorAudit, keyed by
-// id.
+// Audit calls the embedded Auditor's Audit if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Auditor.Audit"
+// admits it: 2 per 1m, keyed by id.
 func (r *RateLimitedAuditor) Audit(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAuditorAudit, Key: id}); err != nil {
 		return err
@@ -43,8 +41,9 @@ func (r *RateLimitedAuditor) Audit(ctx context.Context, id string) error {
 	return r.Auditor.Audit(ctx, id)
 }
 
-// Trace forwards to the embedded Auditor within limitAuditorTrace, keyed by
-// id.
+// Trace calls the embedded Auditor's Trace if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Auditor.Trace"
+// admits it: 2 per 1m, keyed by id.
 func (r *RateLimitedAuditor) Trace(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAuditorTrace, Key: id}); err != nil {
 		return err

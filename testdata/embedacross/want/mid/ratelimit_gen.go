@@ -18,11 +18,9 @@ var (
 	limitStoreRead    = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Store.Read", Window: time.Minute, Max: 2}
 )
 
-// RateLimitedReader forwards each call to the Reader it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Reader.
+// RateLimitedReader wraps a Reader: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedReader struct {
 	next    Reader
 	limiter runtime.Limiter
@@ -36,7 +34,9 @@ func NewRateLimitedReader(next Reader, limiter runtime.Limiter) *RateLimitedRead
 	return &RateLimitedReader{next: next, limiter: limiter}
 }
 
-// Read forwards to the wrapped Reader within limitStoreRead, keyed by id.
+// Read calls the wrapped Read if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Store.Read"
+// admits it: 2 per 1m, keyed by id.
 func (r *RateLimitedReader) Read(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreRead, Key: id}); err != nil {
 		return err

@@ -9,12 +9,9 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
-// RateLimitedKeeper embeds the Keeper it wraps and overrides its rate-limited
-// methods, which forward a call once a runtime.Limiter admits it under the
-// method's limits. A denied call returns a *runtime.LimitError (errors.Is(err,
-// runtime.ErrLimited)), and a call the limiter cannot decide returns the
-// limiter's error as it is; neither reaches the wrapped Keeper. Its other
-// methods are promoted unchanged.
+// RateLimitedKeeper embeds a Keeper, overriding each limited method to call
+// the Keeper's only once [runtime.Enforce] admits the call and return its
+// error otherwise.
 type RateLimitedKeeper struct {
 	Keeper
 	limiter runtime.Limiter
@@ -26,7 +23,9 @@ func NewRateLimitedKeeper(next Keeper, limiter runtime.Limiter) *RateLimitedKeep
 	return &RateLimitedKeeper{Keeper: next, limiter: limiter}
 }
 
-// Audit forwards to the embedded Keeper within limitAuditorAudit, keyed by id.
+// Audit calls the embedded Keeper's Audit if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Auditor.Audit"
+// admits it: 2 per 1m, keyed by id.
 func (r *RateLimitedKeeper) Audit(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAuditorAudit, Key: id}); err != nil {
 		return err
@@ -34,7 +33,9 @@ func (r *RateLimitedKeeper) Audit(ctx context.Context, id string) error {
 	return r.Keeper.Audit(ctx, id)
 }
 
-// Trace forwards to the embedded Keeper within limitAuditorTrace, keyed by id.
+// Trace calls the embedded Keeper's Trace if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Auditor.Trace"
+// admits it: 2 per 1m, keyed by id.
 func (r *RateLimitedKeeper) Trace(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAuditorTrace, Key: id}); err != nil {
 		return err

@@ -18,12 +18,9 @@ var (
 	limitTenanted   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Tenanted", Window: time.Minute, Max: 10}
 )
 
-// RateLimitedService embeds the Service it wraps and overrides its
-// rate-limited methods, which forward a call once a runtime.Limiter admits it
-// under the method's limits. A denied call returns a *runtime.LimitError
-// (errors.Is(err, runtime.ErrLimited)), and a call the limiter cannot decide
-// returns the limiter's error as it is; neither reaches the wrapped Service.
-// Its other methods are promoted unchanged.
+// RateLimitedService embeds a *Service, overriding each limited method to call
+// the Service's only once [runtime.Enforce] admits the call and return its
+// error otherwise.
 type RateLimitedService struct {
 	*Service
 	limiter runtime.Limiter
@@ -35,8 +32,9 @@ func NewRateLimitedService(next *Service, limiter runtime.Limiter) *RateLimitedS
 	return &RateLimitedService{Service: next, limiter: limiter}
 }
 
-// Get forwards to the embedded Service within limitServiceGet, keyed by
-// Normalize(id).
+// Get calls the embedded Service's Get if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Service.Get"
+// admits it: 2 per 1m, keyed by Normalize(id).
 func (r *RateLimitedService) Get(ctx context.Context, id string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitServiceGet, Key: Normalize(id)}); err != nil {
 		return err
@@ -44,11 +42,9 @@ func (r *RateLimitedService) Get(ctx context.Context, id string) error {
 	return r.Service.Get(ctx, id)
 }
 
-// RateLimitedStore forwards each call to the Store it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Store.
+// RateLimitedStore wraps a Store: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedStore struct {
 	next    Store
 	limiter runtime.Limiter
@@ -62,7 +58,9 @@ func NewRateLimitedStore(next Store, limiter runtime.Limiter) *RateLimitedStore 
 	return &RateLimitedStore{next: next, limiter: limiter}
 }
 
-// Load forwards to the wrapped Store within limitStoreLoad, keyed by id.
+// Load calls the wrapped Load if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Store.Load"
+// admits it: 3 per 1m, keyed by id.
 func (r *RateLimitedStore) Load(ctx context.Context, id string) ([]byte, error) {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitStoreLoad, Key: id}); err != nil {
 		return nil, err
@@ -70,11 +68,9 @@ func (r *RateLimitedStore) Load(ctx context.Context, id string) ([]byte, error) 
 	return r.next.Load(ctx, id)
 }
 
-// RateLimitedTenanted forwards each call to the Tenanted it wraps once a
-// runtime.Limiter admits it under the method's limits. A denied call returns a
-// *runtime.LimitError (errors.Is(err, runtime.ErrLimited)), and a call the
-// limiter cannot decide returns the limiter's error as it is; neither reaches
-// the wrapped Tenanted.
+// RateLimitedTenanted wraps a Tenanted: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
 type RateLimitedTenanted struct {
 	next    Tenanted
 	limiter runtime.Limiter
@@ -88,8 +84,9 @@ func NewRateLimitedTenanted(next Tenanted, limiter runtime.Limiter) *RateLimited
 	return &RateLimitedTenanted{next: next, limiter: limiter}
 }
 
-// Do forwards to the wrapped Tenanted within limitTenanted, keyed by
-// TenantOf(ctx).
+// Do calls the wrapped Do if
+// "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Tenanted"
+// admits it: 10 per 1m, keyed by TenantOf(ctx).
 func (r *RateLimitedTenanted) Do(ctx context.Context) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitTenanted, Key: TenantOf(ctx)}); err != nil {
 		return err

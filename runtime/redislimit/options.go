@@ -111,7 +111,8 @@ func WithFallback(l runtime.Limiter) Option {
 // with Max, and Burst when set, divided by n, rounded down, at least 1: in
 // a window that an outage cuts in two, the fleet admits at most
 // Max + n*max(1, Max/n), which is at most 2*Max when n <= Max. A call whose
-// cost exceeds its share is denied.
+// cost exceeds an enforced limit's share is denied; a shadow limit whose
+// share is too small has no room, and denies nothing.
 //
 // Without it, each limiter stamps its id in Redis (one small script every
 // 10s, in the key prefix+"instances") and counts the limiters of the same

@@ -162,20 +162,15 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	if err := ctx.Err(); err != nil {
 		return runtime.Decisions{}, err
 	}
-	groups := r.groups(reqs)
-	if len(groups) == 0 {
-		// Every limit is off.
-		for i, q := range reqs {
+	off := 0
+	for i, q := range reqs {
+		if q.Limit.Mode == runtime.ModeOff {
 			vs[i] = offVerdict(q.Limit)
+			off++
 		}
-		return runtime.Decisions{Allowed: true}, nil
 	}
-	if len(groups) > 1 || len(groups[0]) < len(reqs) {
-		for i, q := range reqs {
-			if q.Limit.Mode == runtime.ModeOff {
-				vs[i] = offVerdict(q.Limit)
-			}
-		}
+	if off == len(reqs) {
+		return runtime.Decisions{Allowed: true}, nil
 	}
 	asked, denied := r.deny.lookup(reqs, vs)
 	if denied {
@@ -195,6 +190,7 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	r.settings.due(r, start, reqs[0].Limit)
 	r.peers.due(r.client, start)
 
+	groups := r.groups(reqs)
 	committed, err := r.run(ctx, reqs, groups, vs)
 	r.deny.remember(reqs, vs, err, asked)
 	if err == nil {
@@ -490,15 +486,12 @@ func recorded(reqs []runtime.Request, groups [][]int, vs []verdict) [][]int {
 }
 
 // groups splits the requests Redis decides, those not in runtime.ModeOff,
-// (by index) into the sets one script may decide together: everything on
-// a single server; per hash tag, in tag order, on a Redis Cluster or Ring,
-// where a script may only touch one slot. It returns no group when every
-// limit is off.
+// of which there is at least one, (by index) into the sets one script may
+// decide together: everything on a single server; per hash tag, in tag
+// order, on a Redis Cluster or Ring, where a script may only touch one
+// slot.
 func (r *Limiter) groups(reqs []runtime.Request) [][]int {
 	if len(reqs) == 1 {
-		if reqs[0].Limit.Mode == runtime.ModeOff {
-			return nil
-		}
 		return singleGroup
 	}
 	all := make([]int, 0, len(reqs))
@@ -506,9 +499,6 @@ func (r *Limiter) groups(reqs []runtime.Request) [][]int {
 		if q.Limit.Mode != runtime.ModeOff {
 			all = append(all, i)
 		}
-	}
-	if len(all) == 0 {
-		return nil
 	}
 	switch r.client.(type) {
 	case *redis.ClusterClient, *redis.Ring:

@@ -116,7 +116,7 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
-	ds, err := runtime.Decide(r.Context(), h.lim, runtime.Request{Limit: h.limit, Key: k})
+	ds, err := h.lim.Decide(r.Context(), runtime.Request{Limit: h.limit, Key: k})
 	if err != nil {
 		if h.cfg.onLimiterErr != nil {
 			h.cfg.onLimiterErr(r, err)

@@ -7,15 +7,23 @@ import (
 
 // Limiter decides whether calls may proceed. It is the one interface that
 // generated wrappers and ratelimithttp call, so a type that wraps a Limiter
-// (for metrics, logging or tests) needs to implement Decide only, and is
-// complete by construction. Implementations must be safe for concurrent use.
+// (for metrics, logging or tests) needs to implement Decide only, and sees
+// every call. Implementations must be safe for concurrent use.
 type Limiter interface {
-	// Decide admits a call only if every request's limit has room for the
-	// request's cost, and then records it under all of them; otherwise it
-	// records nothing. A denial is a Decisions with Allowed false and a nil
-	// error. A non-nil error means that no decision was made: reqs were
-	// invalid (see Validate), ctx was done, or the backend failed; callers
-	// must not treat it as a denial.
+	// Decide decides a call that must pass every request's limit, in one
+	// atomic step:
+	//
+	//   - the call is admitted if every limit in ModeEnforce has room for
+	//     its request's cost; limits in ModeShadow or ModeOff never deny;
+	//   - an admitted call is recorded by every enforced limit and by every
+	//     shadow limit that had room; a denied call is recorded nowhere;
+	//   - a limit in ModeOff is not consulted, and its Decision admits with
+	//     Remaining equal to its capacity.
+	//
+	// Each Decision says whether its limit had room. A denial is a Decisions
+	// with Allowed false and a nil error. A non-nil error means that no
+	// decision was made: reqs were invalid (see Validate), ctx was done, or
+	// the backend failed; callers must not treat it as a denial.
 	//
 	// A Limiter never puts a raw key into an error message, because keys
 	// often hold personal data such as e-mail addresses.
@@ -23,16 +31,17 @@ type Limiter interface {
 }
 
 // Enforce asks lim to admit a call under every request's limit. It returns
-// nil when the call is admitted, a *LimitError naming the limit with the
-// longest wait when it is denied, and lim's error when lim could not decide.
-// With no requests it admits the call without asking lim. It decides through
-// Decide, so limits in ModeShadow or ModeOff never deny. Generated wrappers
-// call it before forwarding a call.
+// nil when the call is admitted, a *LimitError naming the enforced limit
+// with the longest wait when it is denied, and lim's error when lim could
+// not decide. With no requests it admits the call without asking lim. The
+// *LimitError names the limit as decided: with its override applied when
+// lim is the Limiter that Operate returned. Generated wrappers call it
+// before forwarding a call.
 func Enforce(ctx context.Context, lim Limiter, reqs ...Request) error {
 	if len(reqs) == 0 {
 		return nil
 	}
-	reqs, ds, err := decideInForce(ctx, lim, reqs)
+	reqs, ds, err := decide(ctx, lim, reqs)
 	if err != nil {
 		return err
 	}
@@ -40,6 +49,16 @@ func Enforce(ctx context.Context, lim Limiter, reqs ...Request) error {
 		return nil
 	}
 	return denial(reqs, ds)
+}
+
+// decide asks lim and returns the requests as lim decided them, for the
+// *LimitError that names one: an Operate limiter's overrides applied.
+func decide(ctx context.Context, lim Limiter, reqs []Request) ([]Request, Decisions, error) {
+	if op, ok := lim.(*operated); ok {
+		return op.decide(ctx, reqs)
+	}
+	ds, err := lim.Decide(ctx, reqs...)
+	return reqs, ds, err
 }
 
 // Wait is Enforce for a caller that would rather wait than be denied: on a
@@ -55,7 +74,7 @@ func Wait(ctx context.Context, lim Limiter, max time.Duration, reqs ...Request) 
 	}
 	var waited time.Duration
 	for {
-		inForce, ds, err := decideInForce(ctx, lim, reqs)
+		inForce, ds, err := decide(ctx, lim, reqs)
 		if err != nil {
 			return err
 		}
@@ -87,8 +106,9 @@ func Wait(ctx context.Context, lim Limiter, max time.Duration, reqs ...Request) 
 func denial(reqs []Request, ds Decisions) *LimitError {
 	i := -1
 	if len(ds.Each) == len(reqs) {
-		// Limits in shadow mode here may be enforced by an override
-		// further in, so they name the denial when no other limit can.
+		// A limit in shadow mode here may be enforced by an override of
+		// an Operate limiter behind a wrapper, so it names the denial when
+		// no enforced limit can.
 		for _, enforcedOnly := range []bool{true, false} {
 			for j, d := range ds.Each {
 				if !d.Allowed && (!enforcedOnly || reqs[j].Limit.Mode == ModeEnforce) && (i < 0 || d.RetryAfter > ds.Each[i].RetryAfter) {

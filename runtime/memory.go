@@ -242,17 +242,18 @@ func (m *MemoryLimiter) tidy(s *memShard) {
 	s.mu.Unlock()
 }
 
-// Decide admits a call only if every request's limit has room, recording
-// it in all of them; otherwise it records nothing (see Limiter). The shards
-// of all keys are locked together, in a fixed order, and then the keys'
-// entries, so the decision is atomic.
+// Decide decides a call as Limiter.Decide states, modes included. The
+// shards of all keys are locked together, in a fixed order, and then the
+// keys' entries, so the decision is atomic.
 func (m *MemoryLimiter) Decide(ctx context.Context, reqs ...Request) (Decisions, error) {
-	if len(reqs) == 1 {
+	if len(reqs) == 1 && reqs[0].Limit.Mode != ModeOff {
+		// A lone limit records the call exactly when it has room, which is
+		// the rule for a shadow limit too.
 		d, forgot, err := m.allowN(ctx, reqs[0].Limit, reqs[0].Key, reqs[0].cost())
 		if err != nil {
 			return Decisions{}, err
 		}
-		return Decisions{Allowed: d.Allowed, Each: []Decision{d}, Cause: memoryFull(forgot)}, nil
+		return Decisions{Allowed: d.Allowed || reqs[0].Limit.Mode == ModeShadow, Each: []Decision{d}, Cause: memoryFull(forgot)}, nil
 	}
 	if err := Validate(reqs...); err != nil {
 		return Decisions{}, err
@@ -287,6 +288,11 @@ func (m *MemoryLimiter) Decide(ctx context.Context, reqs ...Request) (Decisions,
 	for i, r := range reqs {
 		algo, _ := memAlgoOf(r.Limit.Algorithm)
 		p := paramsOf(r.Limit, r.cost())
+		if r.Limit.Mode == ModeOff {
+			// Not consulted: no key, no shard, no entry.
+			keys, hashes, ps = append(keys, memKey{}), append(hashes, 0), append(ps, p)
+			continue
+		}
 		var d *memDigests
 		if len(r.Limit.Name) > maxLiteralLen || len(r.Key) > maxLiteralLen {
 			// Rare enough to allocate: a digest in a stack array would
@@ -320,6 +326,10 @@ func (m *MemoryLimiter) Decide(ctx context.Context, reqs ...Request) (Decisions,
 	// Making room for a new key evicts none of those already looked up.
 	forgot := false
 	for i := range reqs {
+		if reqs[i].Limit.Mode == ModeOff {
+			entries, used = append(entries, nil), append(used, false)
+			continue
+		}
 		e, created, f := m.shards[shardOf(hashes[i])].entry(hashes[i], &keys[i], reqs[i].Limit.Name, now, entries)
 		entries, used = append(entries, e), append(used, !created)
 		forgot = forgot || f
@@ -329,23 +339,31 @@ func (m *MemoryLimiter) Decide(ctx context.Context, reqs ...Request) (Decisions,
 	// complete. Only calls holding the shards' locks hold several entries,
 	// so no two can wait for each other.
 	for i, e := range entries {
-		if !slices.Contains(entries[:i], e) {
+		if e != nil && !slices.Contains(entries[:i], e) {
 			e.acquire()
 		}
 	}
+	// Only enforced limits deny; a shadow limit records an admitted call
+	// when it had room, as it would if it were enforced.
 	now = m.now()
 	all := true
 	for i, e := range entries {
+		if e == nil {
+			vs = append(vs, verdict{ok: true, remaining: int64(reqs[i].Limit.Capacity())})
+			continue
+		}
 		vs = append(vs, e.check(now, ps[i]))
-		all = all && vs[i].ok
+		all = all && (vs[i].ok || reqs[i].Limit.Mode != ModeEnforce)
 	}
 	if all {
 		for i, e := range entries {
-			m.shards[shardOf(hashes[i])].commit(e, now, ps[i], &vs[i])
+			if e != nil && vs[i].ok {
+				m.shards[shardOf(hashes[i])].commit(e, now, ps[i], &vs[i])
+			}
 		}
 	}
 	for i, e := range entries {
-		if !slices.Contains(entries[:i], e) {
+		if e != nil && !slices.Contains(entries[:i], e) {
 			s := &m.shards[shardOf(hashes[i])]
 			s.expiresFrom = min(s.expiresFrom, e.expiry())
 			e.release(used[i])

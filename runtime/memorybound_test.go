@@ -141,7 +141,7 @@ func TestMemoryFullReachesObservers(t *testing.T) {
 	l := Limit{Name: "Notifier.SendCode", Window: time.Hour, Max: 3}
 	decided := 0
 	for ; decided < 100_000; decided++ {
-		ds, err := Decide(ctx, lim, Request{Limit: l, Key: "secret" + strconv.Itoa(decided) + "@example.com"})
+		ds, err := lim.Decide(ctx, Request{Limit: l, Key: "secret" + strconv.Itoa(decided) + "@example.com"})
 		require.NoError(t, err)
 		require.True(t, ds.Allowed)
 		if ds.Cause != nil {

@@ -3,24 +3,20 @@ package runtime
 import "fmt"
 
 // Mode says whether a Limit's denials are enforced. The zero value is
-// ModeEnforce.
-//
-// Modes are applied by Decide, and so by Enforce, Wait and Operate, which
-// generated wrappers and ratelimithttp call. A Limiter's own Decide method
-// enforces every limit it is given: it never sees a shadow or disabled limit
-// when called through them.
+// ModeEnforce. Every Limiter's Decide applies modes (see Limiter); an
+// override (WithOverrides) may change a limit's mode at run time.
 type Mode uint8
 
 const (
 	// ModeEnforce denies a call when the limit has no room.
 	ModeEnforce Mode = iota
-	// ModeShadow decides and records the limit as usual, but a call it
-	// would deny goes through; the limit's Decision says it had no room
-	// (Allowed false) while Decisions.Allowed is true, so observers report
-	// it as shadow-limited. Use it to roll out a new limit, or a lower Max,
-	// and watch what it would deny before it bites.
+	// ModeShadow decides the limit as usual but never denies: the limit's
+	// Decision says whether it had room, and it records the admitted calls
+	// it had room for, the calls it would have admitted if enforced.
+	// Observers report its calls without room as shadow-limited. Use it to
+	// roll out a new limit, or a lower Max, and watch what it would deny.
 	ModeShadow
-	// ModeOff skips the limit: it is neither asked nor recorded, and its
+	// ModeOff skips the limit: it is neither consulted nor recorded, and its
 	// Decision admits with Remaining equal to its capacity.
 	ModeOff
 )

@@ -2,17 +2,18 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
 // Operate returns a Limiter that decides through lim with what operators
-// need at run time: overrides of limits by name (WithOverrides), observers
-// told of every decision (WithObserver), and Mode applied as Decide applies
-// it. Without options it decides as Decide(ctx, lim, reqs...).
+// need at run time: overrides of limits by name (WithOverrides) and
+// observers told of every decision (WithObserver). Modes are lim's to
+// apply, as every Limiter's Decide does; an override may change them.
+// Without options it decides as lim does.
 //
 // Wrap lim once, outermost: the Limiter it returns is what generated
-// wrappers and ratelimithttp should be given. Decide, Enforce and Wait
-// recognise it and let it apply modes after its overrides.
+// wrappers and ratelimithttp should be given.
 func Operate(lim Limiter, opts ...OperateOption) Limiter {
 	op := &operated{next: lim}
 	for _, o := range opts {
@@ -56,7 +57,7 @@ type operated struct {
 	overrides *Overrides
 }
 
-// Decide implements Limiter: it applies overrides, decides as Decide does,
+// Decide implements Limiter: it applies overrides, asks the next Limiter,
 // and tells the observers.
 func (op *operated) Decide(ctx context.Context, reqs ...Request) (Decisions, error) {
 	_, ds, err := op.decide(ctx, reqs)
@@ -66,20 +67,14 @@ func (op *operated) Decide(ctx context.Context, reqs ...Request) (Decisions, err
 // decide returns the requests as decided, overrides applied, with their
 // decisions.
 func (op *operated) decide(ctx context.Context, reqs []Request) ([]Request, Decisions, error) {
-	if hasModes(reqs) {
-		if applied, ok := ctx.Value(modesAppliedKey{}).(*modesApplied); ok {
-			applied.Store(true)
-		}
-	}
 	if op.overrides != nil {
 		reqs = op.overrides.apply(reqs)
 	}
 	if len(op.observers) == 0 {
-		reqs, ds, err := decideInForce(ctx, op.next, reqs)
-		return reqs, ds, err
+		return decide(ctx, op.next, reqs)
 	}
 	start := time.Now()
-	reqs, ds, err := decideInForce(ctx, op.next, reqs)
+	reqs, ds, err := decide(ctx, op.next, reqs)
 	op.observe(ctx, reqs, ds, err, time.Since(start))
 	return reqs, ds, err
 }
@@ -118,3 +113,7 @@ func (op *operated) observe(ctx context.Context, reqs []Request, ds Decisions, e
 		}
 	}
 }
+
+// errInconsistent is what observers are told when a Limiter's Decisions do
+// not hold one Decision per request.
+var errInconsistent = errors.New("ratelimit: limiter returned a Decision count unlike its requests")

@@ -108,7 +108,7 @@ func TestModeOffSkipsTheLimit(t *testing.T) {
 	lim := Operate(mem, WithObserver(rec))
 	off := Limit{Name: "Off.Limit", Window: time.Minute, Max: 1, Mode: ModeOff}
 	for range 3 {
-		ds, err := Decide(ctx, lim, Request{Limit: off, Key: "k"})
+		ds, err := lim.Decide(ctx, Request{Limit: off, Key: "k"})
 		require.NoError(t, err)
 		require.True(t, ds.Allowed)
 		require.Equal(t, []Decision{{Allowed: true, Remaining: 1}}, ds.Each)

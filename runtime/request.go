@@ -78,7 +78,7 @@ func checkRequest(l Limit, n int64) error {
 func plainRequest(l Limit, n int64) (memAlgo, params, bool) {
 	algo, ok := memAlgoOf(l.Algorithm)
 	w := l.Window.Microseconds()
-	if !ok || l.Name == "" || w < 1 || l.Max < 1 || l.Burst < 0 || n < 1 {
+	if !ok || l.Name == "" || w < 1 || l.Max < 1 || l.Burst < 0 || n < 1 || l.Mode > ModeOff {
 		return 0, params{}, false
 	}
 	burst := l.Max

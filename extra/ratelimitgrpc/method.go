@@ -58,9 +58,8 @@ func ByMetadata(name string) KeyFunc {
 // MethodLimiter limits whole gRPC methods without generated code, one
 // runtime.Limit per full method name, keyed by a KeyFunc; its Unary and
 // Stream methods return the interceptors. Each call of a limited method is
-// keyed and decided with cost 1 by runtime.Enforce, which applies the
-// limit's Mode (a limit in ModeShadow never denies, ModeOff is not asked),
-// then:
+// keyed and decided with cost 1 by runtime.Enforce (a limit in ModeShadow
+// never denies, ModeOff is not asked), then:
 //
 //   - admitted: the handler is called, and every admitted call counts,
 //     whatever the handler answers;

@@ -420,9 +420,10 @@ func TestDenyCacheModes(t *testing.T) {
 	require.True(t, ds.Each[0].Allowed)
 }
 
-// TestFallbackShareModes: under FailLocal, a share too small for a shadow
-// limit's cost does not deny the call, an off limit is ignored whatever
-// its share, and an enforced limit's too small share denies.
+// TestFallbackShareModes: under FailLocal, the fallback applies modes to
+// the shares, a share too small for a shadow limit's cost does not deny
+// the call, an off limit is ignored whatever its share, and an enforced
+// limit's too small share denies; FailOpen admits, FailClosed errs.
 func TestFallbackShareModes(t *testing.T) {
 	srv := redistest.StartServer(t)
 	lim := New(srv.Client(t), WithInstances(4), WithTimeout(time.Second))
@@ -450,4 +451,31 @@ func TestFallbackShareModes(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ds.Allowed)
 	require.Equal(t, runtime.Decision{Allowed: true, Remaining: 4}, ds.Each[1])
+
+	// A share of 2 in shadow mode: the third call finds no room, and is
+	// admitted under the enforced limit, which records it.
+	room := runtime.Request{Limit: runtime.Limit{Name: "fs.room", Window: time.Minute, Max: 8, Mode: S}, Key: "k"}
+	wide := runtime.Request{Limit: runtime.Limit{Name: "fs.wide", Window: time.Minute, Max: 40}, Key: "k"}
+	for n := range 3 {
+		ds, err = lim.Decide(ctx, room, wide, off)
+		require.NoError(t, err)
+		require.Equal(t, runtime.SourceFallback, ds.Source)
+		require.True(t, ds.Allowed, "call %d", n)
+		require.Equal(t, n < 2, ds.Each[0].Allowed, "call %d", n)
+		require.Equal(t, 10-1-n, ds.Each[1].Remaining, "call %d", n)
+		require.Equal(t, runtime.Decision{Allowed: true, Remaining: 4}, ds.Each[2], "call %d", n)
+	}
+
+	open := New(srv.Client(t), WithInstances(4), WithTimeout(time.Second), WithFailurePolicy(FailOpen))
+	ds, err = open.Decide(ctx, tooBig, shadow, off)
+	require.NoError(t, err)
+	require.Equal(t, runtime.SourceFailOpen, ds.Source)
+	require.True(t, ds.Allowed)
+	require.Equal(t, runtime.Decision{Allowed: true, Remaining: 4}, ds.Each[2])
+	closed := New(srv.Client(t), WithInstances(4), WithTimeout(time.Second), WithFailurePolicy(FailClosed))
+	_, err = closed.Decide(ctx, shadow, off)
+	require.ErrorIs(t, err, runtime.ErrUnavailable)
+	ds, err = closed.Decide(ctx, off)
+	require.NoError(t, err, "a call of off limits does not need Redis")
+	require.True(t, ds.Allowed)
 }

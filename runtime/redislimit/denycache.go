@@ -228,8 +228,8 @@ func (c *denyCache) ran(t int64) {
 // force covers every request not in runtime.ModeOff and at least one of
 // them is enforced, filling their verdicts as the script would. A denial
 // of a shadow limit is as exact as any but never denies: a call with an
-// uncovered limit, or with no enforced one, goes to Redis whole. It returns the time it read, for remember.
-// A nil cache answers nothing.
+// uncovered limit, or with no enforced one, goes to Redis whole. It
+// returns the time it read, for remember. A nil cache answers nothing.
 func (c *denyCache) lookup(reqs []runtime.Request, vs []verdict) (int64, bool) {
 	if c == nil {
 		return 0, false
@@ -315,11 +315,10 @@ func ceilMicros(ns int64) int64 {
 // later: a shadow limit without room records nothing and one with room
 // records the call, as an enforced one does, so room appears in the same
 // ways. Limits in runtime.ModeOff were not asked and teach nothing. A call
-// with several limits also
-// forgets the denials its limits with room contradict: on a Redis Cluster
-// such a call may have refunded them (see forget). Single-limit admissions
-// teach nothing. err is run's: a failed call may still have run on Redis,
-// at its time.
+// with several limits also forgets the denials its limits with room
+// contradict: on a Redis Cluster such a call may have refunded them (see
+// forget). Single-limit admissions teach nothing. err is run's: a failed
+// call may still have run on Redis, at its time.
 func (c *denyCache) remember(reqs []runtime.Request, vs []verdict, err error, t0 int64) {
 	if c == nil {
 		return

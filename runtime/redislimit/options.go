@@ -172,7 +172,10 @@ func WithBatching(on bool) Option {
 // room), so until then such calls are denied without a round trip, with
 // Decisions.Source SourceDenyCache, even while Redis is unavailable. The
 // cache never admits. Its RetryAfter is never shorter than Redis's own.
-// A call with several limits is answered only when every limit is covered.
+// A call with several limits is answered only when every limit is covered,
+// off limits aside, and at least one covered limit is enforced: a shadow
+// limit's denial never denies a call, though it may be learnt from an
+// admitted one and denies that limit once it is enforced.
 //
 // It can deny what Redis would admit only when room appears that no denial
 // foresees, and then for at most r: a multi-limit call on a Redis Cluster

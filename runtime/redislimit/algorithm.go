@@ -13,7 +13,7 @@ type algoSpec struct {
 	// other's data structures.
 	tag string
 	// code is the algorithm's number in the script's input: its place in
-	// lua/main.lua's algo_names.
+	// lua/main.lua's algo_names. A shadow limit's is code+shadowFlag.
 	code int64
 	// file is the algorithm's script in lua/.
 	file string
@@ -25,6 +25,25 @@ var algoSpecs = map[runtime.Algorithm]algoSpec{
 	runtime.FixedWindow:   {tag: "fw", code: 3, file: "fixed_window.lua"},
 	runtime.TokenBucket:   {tag: "tb", code: 4, file: "token_bucket.lua"},
 	runtime.GCRA:          {tag: "gc", code: 5, file: "gcra.lua"},
+}
+
+// shadowFlag is added to an algorithm's code for a limit in
+// runtime.ModeShadow: lua/main.lua's shadow_flag.
+const shadowFlag = 8
+
+// codeOf returns l's code in the script's input.
+func codeOf(l runtime.Limit) int64 {
+	c := algoSpecs[algorithmOf(l)].code
+	if l.Mode == runtime.ModeShadow {
+		c += shadowFlag
+	}
+	return c
+}
+
+// offVerdict is the verdict of a limit in runtime.ModeOff, which is never
+// sent to Redis.
+func offVerdict(l runtime.Limit) verdict {
+	return verdict{ok: true, remaining: int64(l.Capacity())}
 }
 
 // algorithmOf returns l's algorithm, resolving the zero value.

@@ -154,7 +154,9 @@ func (b *batcher) decide(ctx context.Context, w *wait, now int64, reqs []runtime
 		if w.resend(p.err) {
 			continue
 		}
-		copy(vs, p.vs)
+		for _, i := range idx {
+			vs[i] = p.vs[i]
+		}
 		return p.committed, w.outcome(p.err)
 	}
 }

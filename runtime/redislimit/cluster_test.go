@@ -45,6 +45,9 @@ func TestCluster(t *testing.T) {
 	t.Run("concurrent decisions share pipelines, exactly", func(t *testing.T) {
 		testClusterBatching(t, strict)
 	})
+	t.Run("modes, with limits on several slots", func(t *testing.T) {
+		testClusterModes(t, client)
+	})
 	t.Run("MOVED: the count moves with its slot", func(t *testing.T) {
 		testClusterMoved(t, c, client, strict)
 	})

@@ -224,10 +224,12 @@ func (c *denyCache) ran(t int64) {
 	}
 }
 
-// lookup reads the clock and answers reqs from the cache when a denial in
-// force covers every request, filling vs with their verdicts as the
-// script would. It returns the time it read, for remember. A nil cache
-// answers nothing.
+// lookup reads the clock and denies reqs from the cache when a denial in
+// force covers every request not in runtime.ModeOff and at least one of
+// them is enforced, filling their verdicts as the script would. A denial
+// of a shadow limit is as exact as any but never denies: a call with an
+// uncovered limit, or with no enforced one, goes to Redis whole. It
+// returns the time it read, for remember. A nil cache answers nothing.
 func (c *denyCache) lookup(reqs []runtime.Request, vs []verdict) (int64, bool) {
 	if c == nil {
 		return 0, false
@@ -239,14 +241,19 @@ func (c *denyCache) lookup(reqs []runtime.Request, vs []verdict) (int64, bool) {
 		// which no denial foresaw.
 		return now, false
 	}
+	enforced := false
 	for i, q := range reqs {
+		if q.Limit.Mode == runtime.ModeOff {
+			continue
+		}
 		v, ok := c.find(q, now)
 		if !ok {
 			return now, false
 		}
 		vs[i] = v
+		enforced = enforced || q.Limit.Mode == runtime.ModeEnforce
 	}
-	return now, true
+	return now, enforced
 }
 
 // find returns the denial of q in force at now, as the script's verdict.
@@ -303,12 +310,16 @@ func ceilMicros(ns int64) int64 {
 // remember keeps the denials of a call that Redis decided, asked at t0 (as
 // lookup returned it), from its verdicts vs: each limit that had no room
 // is a denial for that limit alone, at the cost it was asked with, whether
-// or not the call had other limits. A call with several limits also
-// forgets the denials its limits with room contradict: on a Redis Cluster
-// such a call may have refunded them (see forget). Single-limit admissions
-// teach nothing. err is run's: a failed call may still have run on Redis,
-// at its time.
-func (c *denyCache) remember(reqs []runtime.Request, vs []verdict, committed bool, err error, t0 int64) {
+// or not the call had other limits or was admitted (a shadow limit without
+// room in an admitted call). The denial holds whatever the limit's mode
+// later: a shadow limit without room records nothing and one with room
+// records the call, as an enforced one does, so room appears in the same
+// ways. Limits in runtime.ModeOff were not asked and teach nothing. A call
+// with several limits also forgets the denials its limits with room
+// contradict: on a Redis Cluster such a call may have refunded them (see
+// forget). Single-limit admissions teach nothing. err is run's: a failed
+// call may still have run on Redis, at its time.
+func (c *denyCache) remember(reqs []runtime.Request, vs []verdict, err error, t0 int64) {
 	if c == nil {
 		return
 	}
@@ -331,16 +342,13 @@ func (c *denyCache) remember(reqs []runtime.Request, vs []verdict, committed boo
 	}
 	if len(reqs) > 1 {
 		for i, v := range vs {
-			if v.ok {
+			if v.ok && reqs[i].Limit.Mode != runtime.ModeOff {
 				c.forget(reqs[i])
 			}
 		}
 	}
-	if committed {
-		return
-	}
 	for i, v := range vs {
-		if v.ok || v.retry <= 0 {
+		if v.ok || v.retry <= 0 || reqs[i].Limit.Mode == runtime.ModeOff {
 			continue
 		}
 		until := from + int64(micros(v.retry)) - slack

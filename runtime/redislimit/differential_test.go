@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,10 +56,11 @@ func (h *diffHarness) mismatch(step int, what string, mem, red any) {
 
 // single decides one limit of cost n (0 means 1) on both. Calls of cost 1
 // at even steps go through Allow, the others through Decide, so that both
-// entry points are compared.
+// entry points are compared. An off limit goes through Decide: Allow is
+// asked of limits that are consulted.
 func (h *diffHarness) single(step int, l runtime.Limit, key string, n int) runtime.Decision {
 	h.t.Helper()
-	if n == 1 && step%2 == 0 {
+	if n == 1 && step%2 == 0 && l.Mode != runtime.ModeOff {
 		dm, em := h.mem.Allow(ctx, l, key)
 		dr, er := h.red.Allow(ctx, l, key)
 		what := fmt.Sprintf("Allow(%s %s max=%d burst=%d window=%v, %q)", l.Name, algorithmOf(l), l.Max, l.Burst, l.Window, key)
@@ -83,7 +85,7 @@ func (h *diffHarness) all(step int, reqs []runtime.Request) runtime.Decisions {
 	dr, er := h.red.Decide(ctx, reqs...)
 	var parts []string
 	for _, r := range reqs {
-		parts = append(parts, fmt.Sprintf("%s/%s/%q/%d", r.Limit.Name, algorithmOf(r.Limit), r.Key, r.Cost))
+		parts = append(parts, fmt.Sprintf("%s/%s/%s/%q/%d", r.Limit.Name, algorithmOf(r.Limit), r.Limit.Mode, r.Key, r.Cost))
 	}
 	what := "Decide(" + strings.Join(parts, ", ") + ")"
 	h.note(fmt.Sprintf("step %d t=%d %s -> %+v err=%v", step, h.clock.Now().UnixMicro(), what, dm, em))
@@ -97,14 +99,21 @@ func (h *diffHarness) all(step int, reqs []runtime.Request) runtime.Decisions {
 		return dm
 	}
 	// Each limit says truthfully whether it had room, and the call is
-	// admitted exactly when all of them had.
+	// admitted exactly when all its enforced limits had.
 	if len(dm.Each) != len(reqs) {
 		h.t.Fatalf("step %d: %s: %d decisions for %d requests", step, what, len(dm.Each), len(reqs))
 	}
 	all := true
-	for _, d := range dm.Each {
+	for i, d := range dm.Each {
 		h.checkDecision(step, what, d, nil)
-		all = all && d.Allowed
+		switch reqs[i].Limit.Mode {
+		case runtime.ModeEnforce:
+			all = all && d.Allowed
+		case runtime.ModeOff:
+			if off := (runtime.Decision{Allowed: true, Remaining: reqs[i].Limit.Capacity()}); d != off {
+				h.t.Fatalf("step %d: %s: limit %d is off, yet decided %+v", step, what, i, d)
+			}
+		}
 	}
 	if dm.Allowed != all {
 		h.t.Fatalf("step %d: %s: Allowed %v, but the limits say %+v", step, what, dm.Allowed, dm.Each)
@@ -133,6 +142,9 @@ type diffScenario struct {
 	pAll float64
 	// backwards allows the clock to jump back now and then.
 	backwards bool
+	// modes gives each request after the first touches a random mode, so
+	// that a limit is enforced in one call and shadow or off in another.
+	modes bool
 }
 
 // diffLimits returns a few limits of algo with different shapes. Windows
@@ -188,7 +200,21 @@ func (s diffScenario) run(h *diffHarness) {
 			return -rng.IntN(2) // 0 means 1; -1 is an error on both
 		}
 	}
-	var allowed, denied, errs, back int
+	mode := func() runtime.Mode {
+		if !s.modes {
+			return runtime.ModeEnforce
+		}
+		switch r := rng.Float64(); {
+		case r < 0.25:
+			return runtime.ModeShadow
+		case r < 0.4:
+			return runtime.ModeOff
+		}
+		return runtime.ModeEnforce
+	}
+	// shadowed counts the admitted calls in which a shadow limit had no
+	// room.
+	var allowed, denied, errs, back, shadowed int
 	for ; step < s.steps; step++ {
 		// The clock moves on the scale of a random limit's window.
 		l := s.single[rng.IntN(len(s.single))]
@@ -209,10 +235,13 @@ func (s diffScenario) run(h *diffHarness) {
 		if rng.Float64() >= s.pAll {
 			key := s.keys[rng.IntN(len(s.keys))]
 			n := cost(l)
+			l.Mode = mode()
 			d := h.single(step, l, key, n)
 			switch {
 			case n < 0 || n > l.Capacity():
 				errs++
+			case !d.Allowed && l.Mode == runtime.ModeShadow:
+				shadowed++
 			case d.Allowed:
 				allowed++
 			default:
@@ -223,6 +252,7 @@ func (s diffScenario) run(h *diffHarness) {
 		reqs := make([]runtime.Request, 2+rng.IntN(2))
 		for i := range reqs {
 			ml := s.multi[rng.IntN(len(s.multi))]
+			ml.Mode = mode()
 			reqs[i] = runtime.Request{Limit: ml, Key: s.keys[rng.IntN(len(s.keys))], Cost: int64(cost(ml))}
 		}
 		ds := h.all(step, reqs)
@@ -231,11 +261,18 @@ func (s diffScenario) run(h *diffHarness) {
 			errs++
 		case ds.Allowed:
 			allowed++
+			if slices.ContainsFunc(ds.Each, func(d runtime.Decision) bool { return !d.Allowed }) {
+				shadowed++
+			}
 		default:
 			denied++
 		}
 	}
-	h.t.Logf("%d steps: %d admitted, %d denied, %d errors; the clock went back %d times", s.steps, allowed, denied, errs, back)
+	h.t.Logf("%d steps: %d admitted (%d with a shadow limit out of room), %d denied, %d errors; the clock went back %d times",
+		s.steps, allowed, shadowed, denied, errs, back)
+	if s.modes {
+		require.Positive(h.t, shadowed)
+	}
 	require.Positive(h.t, allowed)
 	require.Positive(h.t, denied)
 	require.Positive(h.t, errs)
@@ -270,6 +307,10 @@ func TestDifferential(t *testing.T) {
 		diffScenario{seed: 99, steps: 3000, single: mixedLimits(), multi: mixedLimits(),
 			keys: keys, pAll: 1, backwards: true}.run(newDiffHarness(t, client))
 	})
+	t.Run("modes", func(t *testing.T) {
+		diffScenario{seed: 41, steps: 3000, single: mixedLimits(), multi: mixedLimits(),
+			keys: keys, pAll: 0.7, backwards: true, modes: true}.run(newDiffHarness(t, client))
+	})
 }
 
 // TestAlgorithmsCluster runs the algorithm and multi-limit suites on one
@@ -302,6 +343,10 @@ func TestAlgorithmsCluster(t *testing.T) {
 		require.Len(t, tags, len(keys))
 		diffScenario{seed: 7, steps: 2000, single: mixedLimits(), multi: mixedLimits(),
 			keys: keys, pAll: 0.9, backwards: false}.run(newDiffHarness(t, client))
+		t.Run("modes", func(t *testing.T) {
+			diffScenario{seed: 8, steps: 2000, single: mixedLimits(), multi: mixedLimits(),
+				keys: keys, pAll: 0.9, backwards: false, modes: true}.run(newDiffHarness(t, client))
+		})
 	})
 	t.Run("model walks", func(t *testing.T) {
 		for i, l := range modelWalkLimits() {

@@ -37,4 +37,12 @@ func TestDifferentialLargeLimits(t *testing.T) {
 				keys: keys, pAll: 0.15, backwards: true}.run(newDiffHarness(t, client))
 		})
 	}
+	t.Run("modes", func(t *testing.T) {
+		var ls []runtime.Limit
+		for _, algo := range runtime.Algorithms() {
+			ls = append(ls, largeLimits(algo)[1:3]...)
+		}
+		diffScenario{seed: 140, steps: 3000, single: ls, multi: ls,
+			keys: keys, pAll: 0.5, backwards: true, modes: true}.run(newDiffHarness(t, client))
+	})
 }

@@ -116,8 +116,8 @@ func TestShadowAndOverridesOnRedis(t *testing.T) {
 		require.NoError(t, runtime.Enforce(ctx, lim, reqs...))
 	}
 	require.ErrorIs(t, runtime.Enforce(ctx, lim, reqs...), runtime.ErrLimited)
-	// Source is the call's: the calls after the shadow limit was full were
-	// decided by Redis, asked again without it.
+	// Redis decided every call, the shadow limit's room with it, in one
+	// script each.
 	require.Equal(t, map[string]int{
 		"sh.daily allowed store": 2, "sh.daily shadow-limited store": 3,
 		"sh.minute allowed store": 4, "sh.minute limited store": 1,

@@ -103,7 +103,8 @@ func WithFallback(l runtime.Limiter) Option {
 // with Max, and Burst when set, divided by n, rounded down, at least 1: in
 // a window that an outage cuts in two, the fleet admits at most
 // Max + n*max(1, Max/n), which is at most 2*Max when n <= Max. A call whose
-// cost exceeds its share is denied.
+// cost exceeds an enforced limit's share is denied; a shadow limit whose
+// share is too small has no room, and denies nothing.
 //
 // Without it, each limiter stamps its id in Redis (one small script every
 // 10s, in the key prefix+"instances") and counts the limiters of the same
@@ -163,7 +164,10 @@ func WithBatching(on bool) Option {
 // room), so until then such calls are denied without a round trip, with
 // Decisions.Source SourceDenyCache, even while Redis is unavailable. The
 // cache never admits. Its RetryAfter is never shorter than Redis's own.
-// A call with several limits is answered only when every limit is covered.
+// A call with several limits is answered only when every limit is covered,
+// off limits aside, and at least one covered limit is enforced: a shadow
+// limit's denial never denies a call, though it may be learnt from an
+// admitted one and denies that limit once it is enforced.
 //
 // It can deny what Redis would admit only when room appears that no denial
 // foresees, and then for at most r: a multi-limit call on a Redis Cluster

@@ -110,18 +110,25 @@ func (r *Limiter) Allow(ctx context.Context, l runtime.Limit, key string) (runti
 	return ds.Each[0], nil
 }
 
-// Decide admits a call only if every request's limit has room, recording
-// it in all of them; otherwise it records nothing (see runtime.Limiter).
-// An error means no decision was made: the requests were invalid, ctx was
+// Decide decides a call under each request's Mode, in one script call:
+// the call is admitted (Allowed) iff every request in runtime.ModeEnforce
+// has room for its cost, so a call with no enforced limit is always
+// admitted. An admitted call is recorded under every enforced limit and
+// every shadow limit that had room; a shadow limit without room records
+// nothing, and a denied call records nothing anywhere. Each[i].Allowed
+// reports whether limit i had room, shadow limits included. A limit in
+// runtime.ModeOff is not sent to Redis; its Decision is Allowed with
+// Remaining its capacity, and a call of off limits only asks nothing.
+// runtime.Validate checks every request, whatever its mode. An error means no decision was made: the requests were invalid, ctx was
 // done on entry or cancelled, or Redis failed under FailClosed. A deadline
 // of ctx that passes while Redis is asked is Redis failing to answer in
 // time: the FailurePolicy decides.
 //
 // Limits whose keys share a Redis Cluster slot (all limits on the same key
 // do, whatever their names) are decided in one script, atomically. Limits on
-// other slots are decided one slot after another, in a fixed order; when a
-// later slot denies, the admissions already recorded on earlier slots are
-// refunded. In between, those admissions count, so concurrent calls may be
+// other slots are decided one slot after another, in a fixed order, each
+// slot's admission resting on its enforced limits alone; when a later slot
+// denies, what earlier slots recorded is refunded. In between, those admissions count, so concurrent calls may be
 // denied that would otherwise have been admitted, but no limit ever admits
 // more than its Max. On a single server or a Sentinel-managed one, every
 // call is one script.
@@ -148,6 +155,16 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	if err := ctx.Err(); err != nil {
 		return runtime.Decisions{}, err
 	}
+	off := 0
+	for i, q := range reqs {
+		if q.Limit.Mode == runtime.ModeOff {
+			vs[i] = offVerdict(q.Limit)
+			off++
+		}
+	}
+	if off == len(reqs) {
+		return runtime.Decisions{Allowed: true}, nil
+	}
 	asked, denied := r.deny.lookup(reqs, vs)
 	if denied {
 		// A caller answered from memory never blocks, and one that asks
@@ -166,8 +183,9 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	r.settings.due(r, start, reqs[0].Limit)
 	r.peers.due(r.client, start)
 
-	committed, err := r.run(ctx, reqs, vs)
-	r.deny.remember(reqs, vs, committed, err, asked)
+	groups := r.groups(reqs)
+	committed, err := r.run(ctx, reqs, groups, vs)
+	r.deny.remember(reqs, vs, err, asked)
 	if err == nil {
 		if r.breaker.record(start, false, probe) {
 			// Redis is back: check its configuration again, it may be
@@ -199,7 +217,8 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 		// to its own pause. A check of Redis itself, as patient with this
 		// process's pauses as any wait, decides.
 		r.breaker.release(probe)
-		r.check(r.storageKey(reqs[0].Limit, reqs[0].Key), silent.w.budget)
+		first := reqs[groups[0][0]]
+		r.check(r.storageKey(first.Limit, first.Key), silent.w.budget)
 	default:
 		trip := tripsBreaker(err)
 		r.breaker.record(time.Now(), trip, probe)
@@ -221,6 +240,10 @@ func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, cause err
 	case FailOpen:
 		ds = runtime.Decisions{Allowed: true, Each: make([]runtime.Decision, len(reqs)), Source: runtime.SourceFailOpen, Cause: cause}
 		for i, q := range reqs {
+			if q.Limit.Mode == runtime.ModeOff {
+				ds.Each[i] = offVerdict(q.Limit).decision()
+				continue
+			}
 			ds.Each[i] = runtime.Decision{Allowed: true, Remaining: int(int64(q.Limit.Capacity()) - costOf(q))}
 		}
 	case FailClosed:
@@ -299,31 +322,68 @@ func (r *Limiter) checkOnce(key string, budget time.Duration) error {
 }
 
 // decideShare asks the fallback for the call with each limit's share (see
-// WithInstances). A request whose cost exceeds its share's capacity denies
-// the call without asking: the fallback cannot admit it.
+// WithInstances), modes included. A share too small for its request's
+// cost cannot admit it, so it is decided without asking: an enforced one
+// denies the call, a shadow one has no room and is not sent. Limits in
+// runtime.ModeOff are not sent either. A call left with nothing to send is
+// admitted.
 func (r *Limiter) decideShare(ctx context.Context, reqs []runtime.Request) (runtime.Decisions, error) {
 	// A copy, so that reqs, which the fallback could keep, stays on the
 	// caller's stack on the path that Redis decides.
 	shared := slices.Clone(reqs)
 	n := r.peers.count()
-	tooBig := false
+	tooBig, kept := false, 0
 	for i := range shared {
 		shared[i].Limit = share(shared[i].Limit, n)
-		tooBig = tooBig || costOf(shared[i]) > int64(shared[i].Limit.Capacity())
-	}
-	if !tooBig {
-		return r.fallback.Decide(ctx, shared...)
-	}
-	ds := runtime.Decisions{Each: make([]runtime.Decision, len(shared))}
-	for i, q := range shared {
-		if costOf(q) > int64(q.Limit.Capacity()) {
-			ds.Each[i] = runtime.Decision{RetryAfter: q.Limit.Window, ResetAfter: q.Limit.Window}
-		} else {
-			ds.Each[i] = runtime.Decision{Allowed: true, Remaining: q.Limit.Capacity()}
+		switch {
+		case shared[i].Limit.Mode == runtime.ModeOff:
+		case costOf(shared[i]) > int64(shared[i].Limit.Capacity()):
+			tooBig = tooBig || shared[i].Limit.Mode == runtime.ModeEnforce
+		default:
+			kept++
 		}
 	}
+	if kept == len(shared) {
+		return r.fallback.Decide(ctx, shared...)
+	}
+	ds := runtime.Decisions{Allowed: !tooBig, Each: make([]runtime.Decision, len(shared))}
+	ask := make([]runtime.Request, 0, kept)
+	for i, q := range shared {
+		switch {
+		case q.Limit.Mode == runtime.ModeOff:
+			ds.Each[i] = offVerdict(reqs[i].Limit).decision()
+		case costOf(q) > int64(q.Limit.Capacity()):
+			ds.Each[i] = runtime.Decision{RetryAfter: q.Limit.Window, ResetAfter: q.Limit.Window}
+		case tooBig:
+			ds.Each[i] = runtime.Decision{Allowed: true, Remaining: q.Limit.Capacity()}
+		default:
+			ask = append(ask, q)
+		}
+	}
+	if len(ask) == 0 {
+		return ds, nil
+	}
+	asked, err := r.fallback.Decide(ctx, ask...)
+	if err != nil {
+		return asked, err
+	}
+	if len(asked.Each) != len(ask) {
+		return runtime.Decisions{}, errFallbackDecisions
+	}
+	j := 0
+	for i, q := range shared {
+		if q.Limit.Mode != runtime.ModeOff && costOf(q) <= int64(q.Limit.Capacity()) {
+			ds.Each[i] = asked.Each[j]
+			j++
+		}
+	}
+	ds.Allowed, ds.Cause = asked.Allowed, asked.Cause
 	return ds, nil
 }
+
+// errFallbackDecisions is a fallback Limiter's reply whose Decisions do not
+// hold one Decision per request.
+var errFallbackDecisions = errors.New("ratelimit: the fallback limiter returned a Decision count unlike its requests")
 
 // reloadTopology makes a cluster client re-read the slot map after a
 // failure. go-redis reloads it on MOVED or ASK, or once a minute, but not
@@ -335,14 +395,14 @@ func (r *Limiter) reloadTopology() {
 	}
 }
 
-// run asks Redis for the decision, waiting as long as w allows.
-func (r *Limiter) run(ctx context.Context, reqs []runtime.Request, vs []verdict) (committed bool, err error) {
+// run asks Redis for the decision of the requests in groups (see groups),
+// waiting as long as w allows.
+func (r *Limiter) run(ctx context.Context, reqs []runtime.Request, groups [][]int, vs []verdict) (committed bool, err error) {
 	w := r.newWait(ctx)
 	now := int64(-1)
 	if r.cfg.clock != nil {
 		now = r.cfg.clock().UnixMicro()
 	}
-	groups := r.groups(reqs)
 	if len(groups) == 1 && r.batch != nil {
 		return r.batch.decide(ctx, w, now, reqs, groups[0], vs)
 	}
@@ -353,11 +413,11 @@ func (r *Limiter) run(ctx context.Context, reqs []runtime.Request, vs []verdict)
 	for gi, g := range groups {
 		committed, err := r.evalGroup(ctx, w, modeDecide, now, reqs, g, vs, receipts)
 		if err != nil {
-			r.refund(ctx, reqs, groups[:gi], receipts)
+			r.refund(ctx, reqs, recorded(reqs, groups[:gi], vs), receipts)
 			return false, err
 		}
 		if !committed {
-			r.refund(ctx, reqs, groups[:gi], receipts)
+			r.refund(ctx, reqs, recorded(reqs, groups[:gi], vs), receipts)
 			// Report every other slot's room as it now is, recording
 			// nothing: the refunded slots' verdicts still describe their
 			// undone commit, and the later slots were never asked.
@@ -372,16 +432,39 @@ func (r *Limiter) run(ctx context.Context, reqs []runtime.Request, vs []verdict)
 	return true, nil
 }
 
-// groups splits reqs (by index) into the sets one script may decide
-// together: everything on a single server; per hash tag, in tag order, on a
-// Redis Cluster or Ring, where a script may only touch one slot.
+// recorded returns, of the committed groups, the requests whose limits
+// recorded the call: the enforced ones and the shadow ones that had room.
+// Groups that recorded nothing are left out.
+func recorded(reqs []runtime.Request, groups [][]int, vs []verdict) [][]int {
+	out := make([][]int, 0, len(groups))
+	for _, g := range groups {
+		var rec []int
+		for _, i := range g {
+			if reqs[i].Limit.Mode == runtime.ModeEnforce || vs[i].ok {
+				rec = append(rec, i)
+			}
+		}
+		if len(rec) > 0 {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// groups splits the requests Redis decides, those not in runtime.ModeOff,
+// of which there is at least one, (by index) into the sets one script may
+// decide together: everything on a single server; per hash tag, in tag
+// order, on a Redis Cluster or Ring, where a script may only touch one
+// slot.
 func (r *Limiter) groups(reqs []runtime.Request) [][]int {
 	if len(reqs) == 1 {
 		return singleGroup
 	}
-	all := make([]int, len(reqs))
-	for i := range all {
-		all[i] = i
+	all := make([]int, 0, len(reqs))
+	for i, q := range reqs {
+		if q.Limit.Mode != runtime.ModeOff {
+			all = append(all, i)
+		}
 	}
 	switch r.client.(type) {
 	case *redis.ClusterClient, *redis.Ring:
@@ -390,8 +473,8 @@ func (r *Limiter) groups(reqs []runtime.Request) [][]int {
 	}
 	byTag := map[string][]int{}
 	var tags []string
-	for i, q := range reqs {
-		tag := string(appendTag(nil, q.Key))
+	for _, i := range all {
+		tag := string(appendTag(nil, reqs[i].Key))
 		if _, ok := byTag[tag]; !ok {
 			tags = append(tags, tag)
 		}
@@ -493,9 +576,8 @@ func appendCall(args []any, nums []byte, r *Limiter, now int64, reqs []runtime.R
 	nums = binary.LittleEndian.AppendUint64(nums, uint64(len(idx)))
 	for _, i := range idx {
 		q := reqs[i]
-		spec := algoSpecs[algorithmOf(q.Limit)]
 		args = append(args, r.storageKey(q.Limit, q.Key))
-		for _, n := range [...]int64{spec.code, q.Limit.Window.Microseconds(), int64(q.Limit.Max), burstOf(q.Limit), costOf(q)} {
+		for _, n := range [...]int64{codeOf(q.Limit), q.Limit.Window.Microseconds(), int64(q.Limit.Max), burstOf(q.Limit), costOf(q)} {
 			nums = binary.LittleEndian.AppendUint64(nums, uint64(n))
 		}
 		if receipts != nil {

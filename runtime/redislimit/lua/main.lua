@@ -21,20 +21,30 @@
 --           'r' to refund earlier admissions (one call)
 -- ARGV[2]   the calls, as little-endian 64-bit integers: for each call
 --           now (µs, or -1 for the server's clock) and its number of limits
---           n, then for each limit: algorithm (its index in algo_names),
---           window µs, max, burst, cost, and for 'r' the receipt
+--           n, then for each limit: code, window µs, max, burst, cost, and
+--           for 'r' the receipt. code is the algorithm's index in
+--           algo_names, plus shadow_flag for a limit in shadow mode.
 --
 -- 'a' and 'c' return, for each call: committed (1 or 0), then per limit:
--- allowed, remaining, retry µs, reset µs, receipt. A call's admissions are
--- written only if every one of its limits allows; calls are decided in
--- order, each seeing what the ones before it recorded.
+-- allowed, remaining, retry µs, reset µs, receipt. A call is admitted
+-- (committed) only if every one of its enforced limits allows; a call with
+-- none is always admitted. An admitted call is recorded under its enforced
+-- limits and under its shadow limits that allow; a shadow limit without
+-- room records nothing, and a denied call records nothing anywhere. So a
+-- shadow limit never costs a second script call. Allowed still reports
+-- each limit's room, shadow limits included. Calls are decided in order,
+-- each seeing what the ones before it recorded. Limits in off mode are
+-- never sent.
 -- 'r' undoes the admissions identified by the receipts (used when limits on
--- different cluster slots were decided one slot after another) and
+-- different cluster slots were decided one slot after another; the caller
+-- sends only the limits that recorded the call) and
 -- returns {}. Its last key is a marker unique to the refund, in the same
 -- slot: a client that resends the command after losing the reply finds the
 -- marker and refunds nothing, so a refund applies at most once.
 
 local algo_names = {'sliding-log', 'sliding-window', 'fixed-window', 'token-bucket', 'gcra'}
+-- Added to a limit's code when it is in shadow mode; above every index.
+local shadow_flag = 8
 
 local mode = ARGV[1]
 local data = ARGV[2]
@@ -67,12 +77,16 @@ while pos <= len do
   for i = 1, n do
     local code, window, max, burst, cost
     code, window, max, burst, cost, pos = struct.unpack('<i8i8i8i8i8', data, pos)
+    local shadow = code >= shadow_flag
+    if shadow then
+      code = code - shadow_flag
+    end
     local name = algo_names[code]
     impl[i] = algos[name]
     if impl[i] == nil then
       return redis.error_reply('ERR ratelimit: unknown algorithm ' .. tostring(code))
     end
-    ps[i] = {algo = name, window = window, max = max, burst = burst, cost = cost, receipt = 0}
+    ps[i] = {algo = name, window = window, max = max, burst = burst, cost = cost, receipt = 0, shadow = shadow}
     if mode == 'r' then
       ps[i].receipt, pos = struct.unpack('<i8', data, pos)
     end
@@ -92,21 +106,19 @@ while pos <= len do
   local all = true
   for i = 1, n do
     verdicts[i] = impl[i].check(KEYS[k + i], ps[i], now)
-    if not verdicts[i].ok then
+    if not verdicts[i].ok and not ps[i].shadow then
       all = false
     end
   end
   local committed = all and mode == 'a'
-  if committed then
-    for i = 1, n do
+  for i = 1, n do
+    if committed and verdicts[i].ok then
+      -- Every enforced verdict is ok here, so this is each enforced limit
+      -- and each shadow limit with room.
       impl[i].commit(KEYS[k + i], ps[i], now, verdicts[i])
-    end
-  else
-    for i = 1, n do
-      if impl[i].settle ~= nil then
-        settles = settles or {}
-        settles[#settles + 1] = {impl[i].settle, KEYS[k + i], ps[i], now, verdicts[i]}
-      end
+    elseif impl[i].settle ~= nil then
+      settles = settles or {}
+      settles[#settles + 1] = {impl[i].settle, KEYS[k + i], ps[i], now, verdicts[i]}
     end
   end
 

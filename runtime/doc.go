@@ -17,8 +17,9 @@
 // took it first.
 //
 // A call may cost several units (Request.Cost) and may have to pass several
-// limits at once: Limiter.Decide admits it only if every limit has room, and
-// when one denies, none of them consumes quota.
+// limits at once: Limiter.Decide admits it only if every enforced limit has
+// room, and when one denies, none of them consumes quota. Limits in
+// ModeShadow and ModeOff never deny; see Limiter for what they record.
 //
 // Time has microsecond resolution. With SlidingLog, admissions of one key are
 // recorded at strictly increasing microseconds: a second admission in the
@@ -58,9 +59,8 @@
 // without a deploy: Overrides of a limit's Max, Window, Burst and Mode by
 // its Name, read from an atomic snapshot that a watched JSON file or code
 // replaces; and Observers, told of every decision (limit, result, source,
-// cost, remaining units, latency; never the key). A limit in ModeShadow is
-// decided and recorded but does not deny, so a new limit can be watched
-// before it bites. NewLogObserver logs decisions with log/slog; the
+// cost, remaining units, latency; never the key). An override to ModeShadow
+// lets a new limit, or a lower Max, be watched before it bites. NewLogObserver logs decisions with log/slog; the
 // Prometheus and OpenTelemetry observers are the modules
 // extra/ratelimitprom and extra/ratelimitotel, so that this package keeps
 // depending on the standard library only.

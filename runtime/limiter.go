@@ -33,10 +33,12 @@ type Limiter interface {
 // Enforce asks lim to admit a call under every request's limit. It returns
 // nil when the call is admitted, a *LimitError naming the enforced limit
 // with the longest wait when it is denied, and lim's error when lim could
-// not decide. With no requests it admits the call without asking lim. The
-// *LimitError names the limit as decided: with its override applied when
-// lim is the Limiter that Operate returned. Generated wrappers call it
-// before forwarding a call.
+// not decide. With no requests it admits the call without asking lim. A
+// call is admitted under all of its limits or none; a request whose cost or
+// limit is invalid gets lim's error (wrapping ErrInvalidCost for a cost),
+// never a denial. The *LimitError names the limit as decided: with its
+// override applied when lim is the Limiter that Operate returned.
+// Generated wrappers call it before forwarding a call.
 func Enforce(ctx context.Context, lim Limiter, reqs ...Request) error {
 	if len(reqs) == 0 {
 		return nil

@@ -9,28 +9,20 @@ import (
 	"time"
 )
 
-// MemoryLimiter is a Limiter that keeps its counts in the process. It makes
-// the same decisions as runtime/redislimit's Limiter on the same clock, so it serves as the
-// embedded default for tests and single-instance programs, and as the
-// fallback of a Redis limiter during a Redis outage. It is safe for concurrent
-// use. Keys whose admissions have all stopped counting are evicted as the
-// limiter is used, so memory stays proportional to the keys active within
-// the longest window, and never above WithMaxMemory's budget (64 MiB by
-// default; see there what a full limiter forgets); names and keys longer
-// than 180 bytes are held as their SHA-256, as in Redis, so that what a key
-// costs does not depend on its length.
-//
-// A decision costs no allocation once its key is held: the key is hashed
-// once, that hash picks one of 64 shards and finds the key's entry in the
-// shard's table without a lock, and the entry holds the algorithm's state in
-// the same allocation. Calls on one key are serialised by the key's entry
-// alone (GCRA's by a compare-and-swap of its one number), so a call on a
-// held key never waits for calls on other keys; a shard's lock is taken
-// only to add and evict keys. An idle key costs one entry (48 bytes, plus
-// its algorithm's state: 16 to 48 bytes), a copy of the key's bytes, and 16
-// bytes of table at a load between 3/8 and 3/4; a sliding log adds 8 bytes
-// per admission still in its window.
+// MemoryLimiter is a Limiter that keeps its counts in the process; it is
+// safe for concurrent use. It makes the decisions runtime/redislimit's
+// Limiter makes on the same clock, so it serves tests and single-instance
+// programs, and is a Redis limiter's fallback during an outage. Its keys
+// hold at most WithMaxMemory's budget; keys whose admissions have all
+// stopped counting are evicted first.
 type MemoryLimiter struct {
+	// A decision costs no allocation once its key is held: the key is
+	// hashed once, that hash picks one of 64 shards and finds the key's
+	// entry in the shard's table without a lock, and the entry holds the
+	// algorithm's state in the same allocation. Calls on one key are
+	// serialised by the key's entry alone (GCRA's by a compare-and-swap of
+	// its one number), so a call on a held key never waits for calls on
+	// other keys; a shard's lock is taken only to add and evict keys.
 	shards [memShards]memShard
 
 	// clock is WithClock's clock, or nil for the default one. The default

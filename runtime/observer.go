@@ -48,11 +48,12 @@ type Event struct {
 	Err error
 }
 
-// NearLimit reports whether the decision left at most a fifth of the
-// limit's capacity, the threshold envoy's near_limit counter uses. Denials
-// count as near the limit.
+// NearLimit reports whether the limit admitted the call (ResultAllowed) and
+// has at most a fifth of its capacity left, as envoy's near_limit counts:
+// the admitted hits past 80%. Denials, shadow denials and errors are not
+// near the limit; they are over it, or undecided.
 func (ev Event) NearLimit() bool {
-	return ev.Result != ResultError && ev.Remaining*5 <= ev.Limit.Capacity()
+	return ev.Result == ResultAllowed && ev.Remaining*5 <= ev.Limit.Capacity()
 }
 
 // Result is one limit's answer in a decision.

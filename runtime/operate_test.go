@@ -218,6 +218,8 @@ func TestNearLimit(t *testing.T) {
 		require.Equal(t, near, Event{Limit: l, Remaining: remaining}.NearLimit(), "remaining %d", remaining)
 	}
 	require.False(t, Event{Limit: l, Result: ResultError}.NearLimit())
+	require.False(t, Event{Limit: l, Result: ResultLimited}.NearLimit(), "a denial is over the limit, not near it")
+	require.False(t, Event{Limit: l, Result: ResultShadowLimited}.NearLimit())
 }
 
 // TestLogObserver: denials at Info, admissions at Debug, errors at Warn,

@@ -27,9 +27,9 @@
 //     ten), from in-process decisions to Redis timeouts; change them with
 //     WithDurationBoundaries or an SDK view.
 //   - ratelimitgen.near_limit_decisions: Int64Counter, unit {decision}.
-//     The decisions for which runtime.Event.NearLimit holds: at most a
-//     fifth of the limit's capacity left, denials (limited and
-//     shadow-limited) included; never an error.
+//     The decisions for which runtime.Event.NearLimit holds: admitted
+//     hits that left at most a fifth of the limit's capacity; never a
+//     denial (limited or shadow-limited) or an error.
 //
 // # Attributes
 //

@@ -75,5 +75,4 @@ func Example() {
 	// ratelimitgen.decisions {decision}{app.plan=free,ratelimitgen.limit.name=Notifier.SendCode,ratelimitgen.result=allowed,ratelimitgen.source=store} 2
 	// ratelimitgen.decisions {decision}{app.plan=free,ratelimitgen.limit.name=Notifier.SendCode,ratelimitgen.result=limited,ratelimitgen.source=store} 1
 	// ratelimitgen.near_limit_decisions {decision}{app.plan=free,ratelimitgen.limit.name=Notifier.SendCode,ratelimitgen.result=allowed,ratelimitgen.source=store} 1
-	// ratelimitgen.near_limit_decisions {decision}{app.plan=free,ratelimitgen.limit.name=Notifier.SendCode,ratelimitgen.result=limited,ratelimitgen.source=store} 1
 }

@@ -27,8 +27,8 @@ const (
 	// DecisionDurationName is the histogram of the time calls took to
 	// decide, in seconds.
 	DecisionDurationName = "ratelimitgen.decision.duration"
-	// NearLimitDecisionsName is the counter of decisions that left at most
-	// a fifth of the limit's capacity (runtime.Event.NearLimit).
+	// NearLimitDecisionsName is the counter of admitted hits that left at
+	// most a fifth of the limit's capacity (runtime.Event.NearLimit).
 	NearLimitDecisionsName = "ratelimitgen.near_limit_decisions"
 )
 
@@ -177,7 +177,7 @@ func New(opts ...Option) (*Observer, error) {
 	err = errors.Join(err, e)
 	o.nearLimit, e = meter.Int64Counter(NearLimitDecisionsName,
 		metric.WithUnit("{decision}"),
-		metric.WithDescription("Decisions that left at most a fifth of the limit's capacity, denials included."))
+		metric.WithDescription("Admitted decisions that left at most a fifth of the limit's capacity."))
 	err = errors.Join(err, e)
 	o.duration, e = meter.Float64Histogram(DecisionDurationName,
 		metric.WithUnit("s"),

@@ -67,9 +67,7 @@ func TestOperate(t *testing.T) {
 	), got[ratelimitotel.DecisionsName], opts...)
 	metricdatatest.AssertEqual(t, counter(ratelimitotel.NearLimitDecisionsName, nearDesc,
 		metricdata.DataPoint[int64]{Attributes: allowed, Value: 1},
-		metricdata.DataPoint[int64]{Attributes: limited, Value: 1},
 		metricdata.DataPoint[int64]{Attributes: dailyAllowed, Value: 1},
-		metricdata.DataPoint[int64]{Attributes: dailyShadow, Value: 1},
 	), got[ratelimitotel.NearLimitDecisionsName], opts...)
 
 	// One duration for each decision, each a real in-process latency.

@@ -18,8 +18,8 @@ import (
 
 // Register the Observer with a registry, give it to runtime.Operate, and
 // serve the registry on /metrics. Three calls against a limit of two per
-// minute: two admitted, one denied; the second and third left no room, so
-// they count as near the limit.
+// minute: two admitted, one denied; the second left no room, so it counts
+// as near the limit, while the denied third is over it.
 func Example() {
 	obs := ratelimitprom.NewObserver()
 	reg := prometheus.NewRegistry()
@@ -59,5 +59,5 @@ func Example() {
 	// ratelimit_decision_duration_seconds_count{limit="Login.PerUser"} 3
 	// ratelimit_decisions_total{limit="Login.PerUser",result="allowed",source="store"} 2
 	// ratelimit_decisions_total{limit="Login.PerUser",result="limited",source="store"} 1
-	// ratelimit_near_limit_total{limit="Login.PerUser"} 2
+	// ratelimit_near_limit_total{limit="Login.PerUser"} 1
 }

@@ -105,9 +105,9 @@ func WithBuckets(buckets []float64) Option {
 //     limit, and summing the histogram over limits counts a call once per
 //     limit, not once.
 //   - ratelimit_near_limit_total{limit}: a counter of the events for which
-//     Event.NearLimit reports true: the decision left at most a fifth of
-//     the limit's capacity, as envoy's near_limit counts. Denials and
-//     shadow denials count; errors do not.
+//     Event.NearLimit reports true: an admitted hit that left at most a
+//     fifth of the limit's capacity, as envoy's near_limit counts.
+//     Denials, shadow denials and errors do not count.
 //
 // WithLabel adds one label to the two counters. A series appears with the
 // first event it counts, and then remains; the near-limit counter of a limit
@@ -185,7 +185,7 @@ func NewObserver(opts ...Option) *Observer {
 		nearLimit: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: c.namespace,
 			Name:      "near_limit_total",
-			Help:      "Rate-limit decisions that left at most a fifth of the limit's capacity, denials included.",
+			Help:      "Admitted rate-limit decisions that left at most a fifth of the limit's capacity.",
 		}, nearLabels),
 	}
 }

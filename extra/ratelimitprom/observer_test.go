@@ -70,9 +70,10 @@ ratelimit_decisions_total{limit="Notifier.SendCodeDaily",result="shadow-limited"
 `, "ratelimit_decisions_total")
 }
 
-// TestNearLimit checks which events ratelimit_near_limit_total counts: a
-// fifth of the capacity left or less, denials and shadow denials, not
-// errors; and that a limit's series exists, at 0, once it is observed.
+// TestNearLimit checks which events ratelimit_near_limit_total counts:
+// admitted hits with a fifth of the capacity left or less, never denials,
+// shadow denials or errors; and that a limit's series exists, at 0, once it
+// is observed.
 func TestNearLimit(t *testing.T) {
 	obs, reg := register(t)
 	ctx := context.Background()
@@ -81,8 +82,8 @@ func TestNearLimit(t *testing.T) {
 		{Limit: perMinute, Result: runtime.ResultAllowed, Remaining: 2},          // 2*5 > 5: not near
 		{Limit: perMinute, Result: runtime.ResultAllowed, Remaining: 1},          // 1*5 <= 5: near
 		{Limit: perMinute, Result: runtime.ResultAllowed, Remaining: 0},          // near
-		{Limit: perMinute, Result: runtime.ResultLimited, Remaining: 0},          // near
-		{Limit: perMinute, Result: runtime.ResultShadowLimited, Remaining: 0},    // near
+		{Limit: perMinute, Result: runtime.ResultLimited, Remaining: 0},          // over, not near
+		{Limit: perMinute, Result: runtime.ResultShadowLimited, Remaining: 0},    // over, not near
 		{Limit: perMinute, Result: runtime.ResultError, Err: errors.New("down")}, // never near
 		{Limit: bucket, Result: runtime.ResultAllowed, Remaining: 10},            // capacity is Burst 50: near
 		{Limit: bucket, Result: runtime.ResultAllowed, Remaining: 11},            // not near
@@ -91,10 +92,10 @@ func TestNearLimit(t *testing.T) {
 		obs.Observe(ctx, ev)
 	}
 	gatherCompare(t, reg, `
-# HELP ratelimit_near_limit_total Rate-limit decisions that left at most a fifth of the limit's capacity, denials included.
+# HELP ratelimit_near_limit_total Admitted rate-limit decisions that left at most a fifth of the limit's capacity.
 # TYPE ratelimit_near_limit_total counter
 ratelimit_near_limit_total{limit="API.Burst"} 1
-ratelimit_near_limit_total{limit="Notifier.SendCode"} 4
+ratelimit_near_limit_total{limit="Notifier.SendCode"} 2
 ratelimit_near_limit_total{limit="Notifier.SendCodeDaily"} 0
 `, "ratelimit_near_limit_total")
 }
@@ -190,9 +191,9 @@ func TestOperate(t *testing.T) {
 	}
 	// Call 1: Login.PerUser allowed with 1 left (1*5 > 2: not near);
 	// Login.PerUserDaily allowed with 0 left (near). Call 2: Login.PerUser
-	// allowed with 0 left (near); Login.PerUserDaily shadow-limited (near).
-	// Call 3: Login.PerUser limited (near); Login.PerUserDaily
-	// shadow-limited (near). Login.Off is never observed.
+	// allowed with 0 left (near); Login.PerUserDaily shadow-limited (over,
+	// not near). Call 3: Login.PerUser limited, Login.PerUserDaily
+	// shadow-limited (neither near). Login.Off is never observed.
 	gatherCompare(t, reg, `
 # HELP ratelimit_decisions_total Rate-limit decisions, one per limit of each call, by limit, result and source (none for errors).
 # TYPE ratelimit_decisions_total counter
@@ -201,11 +202,11 @@ ratelimit_decisions_total{limit="Login.PerUser",result="allowed",source="store"}
 ratelimit_decisions_total{limit="Login.PerUser",result="limited",source="store"} 1
 ratelimit_decisions_total{limit="Login.PerUserDaily",result="allowed",source="store"} 1
 ratelimit_decisions_total{limit="Login.PerUserDaily",result="shadow-limited",source="store"} 2
-# HELP ratelimit_near_limit_total Rate-limit decisions that left at most a fifth of the limit's capacity, denials included.
+# HELP ratelimit_near_limit_total Admitted rate-limit decisions that left at most a fifth of the limit's capacity.
 # TYPE ratelimit_near_limit_total counter
 ratelimit_near_limit_total{limit="Login.Invalid"} 0
-ratelimit_near_limit_total{limit="Login.PerUser"} 2
-ratelimit_near_limit_total{limit="Login.PerUserDaily"} 3
+ratelimit_near_limit_total{limit="Login.PerUser"} 1
+ratelimit_near_limit_total{limit="Login.PerUserDaily"} 1
 `, "ratelimit_decisions_total", "ratelimit_near_limit_total")
 
 	// Each limit's histogram counts every call that included it.
@@ -261,10 +262,10 @@ ratelimit_decisions_total{limit="Export.Run",plan="",result="allowed",source="st
 ratelimit_decisions_total{limit="Export.Run",plan="free",result="allowed",source="store"} 2
 ratelimit_decisions_total{limit="Export.Run",plan="free",result="limited",source="store"} 1
 ratelimit_decisions_total{limit="Export.Run",plan="pro",result="allowed",source="store"} 1
-# HELP ratelimit_near_limit_total Rate-limit decisions that left at most a fifth of the limit's capacity, denials included.
+# HELP ratelimit_near_limit_total Admitted rate-limit decisions that left at most a fifth of the limit's capacity.
 # TYPE ratelimit_near_limit_total counter
 ratelimit_near_limit_total{limit="Export.Run",plan=""} 0
-ratelimit_near_limit_total{limit="Export.Run",plan="free"} 3
+ratelimit_near_limit_total{limit="Export.Run",plan="free"} 2
 ratelimit_near_limit_total{limit="Export.Run",plan="pro"} 1
 `, "ratelimit_decisions_total", "ratelimit_near_limit_total")
 	if n := testutil.CollectAndCount(obs, "ratelimit_decision_duration_seconds"); n != 1 {

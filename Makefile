@@ -1,14 +1,16 @@
 # The one command CI and contributors run: `make test`.
-# It needs Go and a redis-server binary: the tests start their own
-# redis-server processes (single nodes and a 6-node cluster) on loopback.
+# It needs Go, a redis-server binary and a prometheus binary: the tests
+# start their own redis-server processes (single nodes and a 6-node
+# cluster) on loopback, and a Prometheus server that scrapes the metrics
+# and evaluates the dashboard's queries.
 
-.PHONY: test vet redis-server demo
+.PHONY: test vet redis-server prometheus demo
 
 # Modules of their own, tested with the root one: the example service and
 # the metrics and gRPC adapters, whose dependencies the core must not carry.
 MODULES := examples extra/ratelimitprom extra/ratelimitotel extra/ratelimitgrpc
 
-test: redis-server vet
+test: redis-server prometheus vet
 	go test -race ./...
 	@for m in $(MODULES); do echo "go test -race ./... in $$m"; (cd $$m && go test -race ./...) || exit 1; done
 
@@ -30,6 +32,20 @@ redis-server:
 			echo "redis-server not found. The tests start real Redis servers; install it with:" >&2; \
 			echo "    sudo apt-get install -y redis-server     # Debian/Ubuntu" >&2; \
 			echo "    brew install redis                       # macOS" >&2; \
+			exit 1; \
+		fi; \
+	fi
+
+# Install prometheus when it is missing, as redis-server above.
+prometheus:
+	@if ! command -v prometheus >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "prometheus not found: installing it with apt-get"; \
+			apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus; \
+		else \
+			echo "prometheus not found. The metrics tests start a real Prometheus; install it with:" >&2; \
+			echo "    sudo apt-get install -y prometheus       # Debian/Ubuntu" >&2; \
+			echo "    brew install prometheus                  # macOS" >&2; \
 			exit 1; \
 		fi; \
 	fi

@@ -1,5 +1,6 @@
 // Package ratelimitotel records the decisions of ratelimitgen limiters as
-// OpenTelemetry metrics. It is a module of its own, so that the core,
+// OpenTelemetry metrics (Observer) and on traces (SpanObserver). It is a
+// module of its own, so that the core,
 // github.com/ratelimitgen/ratelimitgen/runtime, depends on the standard
 // library only.
 //
@@ -11,6 +12,11 @@
 //
 // Operate tells the Observer of every decision once per limit of the call
 // (a limit in runtime.ModeOff is not observed). Keys never reach it.
+//
+// SpanObserver puts the same decisions on the span of the call's context,
+// so that a denied or degraded request shows why on its trace:
+//
+//	lim := runtime.Operate(redisLimiter, runtime.WithObserver(obs), runtime.WithObserver(ratelimitotel.SpanObserver{}))
 //
 // # Instruments
 //

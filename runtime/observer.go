@@ -37,6 +37,9 @@ type Event struct {
 	// Remaining is the limit's Decision.Remaining: how many units the key
 	// can still admit in the current window. 0 with ResultError.
 	Remaining int
+	// RetryAfter is the limit's Decision.RetryAfter: 0 when it had room,
+	// otherwise how long until it has room for this call again.
+	RetryAfter time.Duration
 	// Latency is how long the whole call took to decide, all limits
 	// together.
 	Latency time.Duration

@@ -98,7 +98,7 @@ func (op *operated) observe(ctx context.Context, reqs []Request, ds Decisions, e
 			ev.Result = ResultError
 		} else {
 			d := ds.Each[i]
-			ev.Source, ev.Remaining, ev.Err = ds.Source, d.Remaining, ds.Cause
+			ev.Source, ev.Remaining, ev.RetryAfter, ev.Err = ds.Source, d.Remaining, d.RetryAfter, ds.Cause
 			switch {
 			case d.Allowed:
 				ev.Result = ResultAllowed

@@ -20,7 +20,10 @@ import (
 func TestSpanObserver(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tracer := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)).Tracer("test")
-	lim := runtime.Operate(runtime.NewMemoryLimiter(), runtime.WithObserver(ratelimitotel.SpanObserver{}))
+	// A clock that stands still, so that each RetryAfter is a whole window.
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	mem := runtime.NewMemoryLimiter(runtime.WithClock(func() time.Time { return now }))
+	lim := runtime.Operate(mem, runtime.WithObserver(ratelimitotel.SpanObserver{}))
 	const key = "alice@example.com"
 	send := runtime.Limit{Name: "Notifier.SendCode", Window: time.Minute, Max: 2}
 	daily := runtime.Limit{Name: "Notifier.SendCodeDaily", Window: 24 * time.Hour, Max: 1, Mode: runtime.ModeShadow}
@@ -36,10 +39,10 @@ func TestSpanObserver(t *testing.T) {
 	_ = runtime.Enforce(context.Background(), lim, runtime.Request{Limit: send, Key: "bob"})
 
 	want := map[string][]string{
-		"call0":   {"Notifier.SendCode allowed store 1", "Notifier.SendCodeDaily allowed store 0"},
-		"call1":   {"Notifier.SendCode allowed store 0", "Notifier.SendCodeDaily shadow-limited store 0"},
-		"call2":   {"Notifier.SendCode limited store 0", "Notifier.SendCodeDaily shadow-limited store 0"},
-		"invalid": {"Bad error _OTHER"},
+		"call0":   {"Notifier.SendCode allowed 1 store 1", "Notifier.SendCodeDaily allowed 1 store 0"},
+		"call1":   {"Notifier.SendCode allowed 1 store 0", "Notifier.SendCodeDaily shadow-limited 1 store 0 86400"},
+		"call2":   {"Notifier.SendCode limited 1 store 0 60", "Notifier.SendCodeDaily shadow-limited 1 store 0 86400"},
+		"invalid": {"Bad error 1 _OTHER"},
 	}
 	spans := rec.Ended()
 	if len(spans) != len(want) {
@@ -74,5 +77,39 @@ func TestSpanObserver(t *testing.T) {
 		} else if len(attrs) != 0 {
 			t.Errorf("%s: span attributes %v on a call that was not denied", s.Name(), attrs)
 		}
+	}
+}
+
+// BenchmarkSpanObserver is the cost of one event: with no span in the
+// context (the common case of unsampled requests) and on a recording span.
+func BenchmarkSpanObserver(b *testing.B) {
+	ev := runtime.Event{Limit: runtime.Limit{Name: "Notifier.SendCode", Window: time.Minute, Max: 3},
+		Result: runtime.ResultLimited, Cost: 1, RetryAfter: time.Second}
+	var obs ratelimitotel.SpanObserver
+	b.Run("no span", func(b *testing.B) {
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			obs.Observe(ctx, ev)
+		}
+	})
+	b.Run("recording span", func(b *testing.B) {
+		tracer := sdktrace.NewTracerProvider(sdktrace.WithSpanLimits(sdktrace.SpanLimits{EventCountLimit: 1, AttributeCountLimit: 16, AttributePerEventCountLimit: 16})).Tracer("bench")
+		ctx, span := tracer.Start(context.Background(), "request")
+		defer span.End()
+		b.ReportAllocs()
+		for b.Loop() {
+			obs.Observe(ctx, ev)
+		}
+	})
+}
+
+// TestSpanObserverWithoutSpanAllocatesNothing: a request whose context holds
+// no recording span pays for a lookup, not for attributes.
+func TestSpanObserverWithoutSpanAllocatesNothing(t *testing.T) {
+	ev := runtime.Event{Limit: runtime.Limit{Name: "Notifier.SendCode", Window: time.Minute, Max: 3}, Result: runtime.ResultLimited, Cost: 1}
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(100, func() { ratelimitotel.SpanObserver{}.Observe(ctx, ev) }); n != 0 {
+		t.Errorf("%v allocations per event without a span, want 0", n)
 	}
 }

@@ -12,21 +12,27 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitprom"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/redislimit"
 )
 
 // TestDashboardInPrometheus scrapes a service's observer with a real
-// Prometheus server and evaluates every query of the dashboard in it. The
-// service admits and denies calls but has nothing shadow-limited and never
-// degrades, and every panel must still show a value (0), not "no data": an
-// operator cannot tell an empty panel from a broken one.
+// Prometheus server and evaluates every query of the dashboard in it,
+// twice. First the service only admits and denies: every panel must show
+// a number, and the shadow-limited and degraded panels 0, not "no data"
+// (an operator cannot tell an empty panel from a broken one). Then it also
+// decides shadow-limited calls and, through a Redis limiter whose Redis is
+// unreachable, fallback ones: those panels must show them.
 func TestDashboardInPrometheus(t *testing.T) {
 	bin, err := exec.LookPath("prometheus")
 	if err != nil {
@@ -38,18 +44,30 @@ func TestDashboardInPrometheus(t *testing.T) {
 	obs := ratelimitprom.NewObserver()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(obs)
-	lim := runtime.Operate(runtime.NewMemoryLimiter(), runtime.WithObserver(obs))
+	mem := runtime.Operate(runtime.NewMemoryLimiter(), runtime.WithObserver(obs))
 	send := runtime.Limit{Name: "Notifier.SendCode", Window: time.Hour, Max: 3}
 	query := runtime.Limit{Name: "Orders.Query", Window: time.Hour, Max: 1000}
+	shadow := runtime.Limit{Name: "Orders.Export", Window: time.Hour, Max: 1, Mode: runtime.ModeShadow}
+	// Port 1 on loopback refuses connections: every decision is the
+	// fallback's.
+	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	t.Cleanup(func() { _ = down.Close() })
+	outage := runtime.Operate(redislimit.New(down, redislimit.WithInstances(1)), runtime.WithObserver(obs))
+
 	// Calls go on while Prometheus scrapes, so that every rate has a
 	// denominator: a ratio of no traffic is NaN, which is not the point.
+	var troubled atomic.Bool
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for i := 0; ; i++ {
-			_ = runtime.Enforce(ctx, lim, runtime.Request{Limit: send, Key: "a@example.com"})
-			_ = runtime.Enforce(ctx, lim, runtime.Request{Limit: query, Key: fmt.Sprint("user", i%3)})
+			_ = runtime.Enforce(ctx, mem, runtime.Request{Limit: send, Key: "a@example.com"})
+			_ = runtime.Enforce(ctx, mem, runtime.Request{Limit: query, Key: fmt.Sprint("user", i%3)})
+			if troubled.Load() {
+				_ = runtime.Enforce(ctx, mem, runtime.Request{Limit: shadow, Key: "a@example.com"})
+				_ = runtime.Enforce(ctx, outage, runtime.Request{Limit: query, Key: fmt.Sprint("user", i%3)})
+			}
 			select {
 			case <-stop:
 				return
@@ -62,20 +80,59 @@ func TestDashboardInPrometheus(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	api := startPrometheus(t, bin, strings.TrimPrefix(srv.URL, "http://"))
+	d := loadDashboard(t, ratelimitprom.GrafanaDashboard(ratelimitprom.DefaultNamespace))
+	quiet := func(where string) bool {
+		return strings.Contains(where, `"Shadow-limited`) || strings.Contains(where, `"Degraded"`)
+	}
+
 	// rate() needs two samples in its range.
 	waitFor(t, api, "count_over_time(ratelimit_decisions_total[1m]) >= 3")
+	for _, q := range evaluate(t, api, d) {
+		for _, v := range q.values {
+			if quiet(q.where) && v != "0" {
+				t.Errorf("%s: %s = %s with nothing shadow-limited or degraded, want 0", q.where, q.expr, v)
+			}
+		}
+	}
 
-	d := loadDashboard(t, ratelimitprom.GrafanaDashboard(ratelimitprom.DefaultNamespace))
+	troubled.Store(true)
+	waitFor(t, api, `sum(rate(ratelimit_decisions_total{source="fallback"}[1m])) > 0 and sum(rate(ratelimit_decisions_total{result="shadow-limited"}[1m])) > 0`)
+	for _, q := range evaluate(t, api, d) {
+		shows := false
+		for _, v := range q.values {
+			shows = shows || (v != "0" && !strings.HasPrefix(v, "-"))
+		}
+		if quiet(q.where) && !shows {
+			t.Errorf("%s: %s = %v while calls are shadow-limited and degraded", q.where, q.expr, q.values)
+		}
+		t.Logf("%s: %s = %v", q.where, q.expr, q.values)
+	}
+}
+
+// evaluated is a dashboard query as Prometheus ran it, with the value of
+// each series it returned.
+type evaluated struct {
+	query
+	values []string
+}
+
+// evaluate runs every query of d in Prometheus now, with every limit
+// selected, and fails the test for a query that errs, returns no data or
+// returns a value that is not a finite number.
+func evaluate(t *testing.T, api string, d *dashboard.Dashboard) []evaluated {
+	t.Helper()
+	var out []evaluated
 	for _, q := range dashboardQueries(t, d) {
-		expr := strings.NewReplacer(`$limit`, `.+`, `$__rate_interval`, `1m`).Replace(q.expr)
-		res, err := promQuery(api, expr)
+		q.expr = strings.NewReplacer(`$limit`, `.+`, `$__rate_interval`, `1m`).Replace(q.expr)
+		res, err := promQuery(api, q.expr)
 		if err != nil {
-			t.Errorf("%s: %s: %v", q.where, expr, err)
+			t.Errorf("%s: %s: %v", q.where, q.expr, err)
 			continue
 		}
 		if len(res) == 0 {
-			t.Errorf("%s: %s returns no data while the service decides", q.where, expr)
+			t.Errorf("%s: %s returns no data while the service decides", q.where, q.expr)
 		}
+		e := evaluated{query: q}
 		for _, r := range res {
 			var sample struct {
 				Value [2]any `json:"value"`
@@ -85,14 +142,13 @@ func TestDashboardInPrometheus(t *testing.T) {
 			}
 			v, _ := sample.Value[1].(string)
 			if v == "NaN" || v == "+Inf" || v == "-Inf" {
-				t.Errorf("%s: %s returns %s", q.where, expr, r)
+				t.Errorf("%s: %s returns %s", q.where, q.expr, r)
 			}
-			// Nothing is shadow-limited or degraded: those panels show 0.
-			if (strings.Contains(q.where, `"Shadow-limited`) || strings.Contains(q.where, `"Degraded"`)) && v != "0" {
-				t.Errorf("%s: %s returns %s, want 0", q.where, expr, r)
-			}
+			e.values = append(e.values, v)
 		}
+		out = append(out, e)
 	}
+	return out
 }
 
 // startPrometheus runs bin scraping target every second, with its data in

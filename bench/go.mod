@@ -6,7 +6,7 @@ require (
 	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/google/uuid v1.6.0
 	github.com/prometheus/client_golang v1.24.1
-	github.com/ratelimitgen/ratelimitgen v0.0.0
+	github.com/ratelimitgen/ratelimitgen v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/sethvargo/go-limiter v0.7.1
 	github.com/ulule/limiter/v3 v3.11.2
@@ -33,8 +33,8 @@ require (
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
-	github.com/ratelimitgen/ratelimitgen/extra/ratelimitotel v0.0.0
-	github.com/ratelimitgen/ratelimitgen/extra/ratelimitprom v0.0.0
+	github.com/ratelimitgen/ratelimitgen/extra/ratelimitotel v0.1.0
+	github.com/ratelimitgen/ratelimitgen/extra/ratelimitprom v0.1.0
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 )

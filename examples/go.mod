@@ -4,8 +4,8 @@ go 1.25.0
 
 require (
 	github.com/prometheus/client_golang v1.24.1
-	github.com/ratelimitgen/ratelimitgen v0.0.0
-	github.com/ratelimitgen/ratelimitgen/extra/ratelimitprom v0.0.0
+	github.com/ratelimitgen/ratelimitgen v0.1.0
+	github.com/ratelimitgen/ratelimitgen/extra/ratelimitprom v0.1.0
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/stretchr/testify v1.12.1
 )

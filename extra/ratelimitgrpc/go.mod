@@ -3,7 +3,7 @@ module github.com/ratelimitgen/ratelimitgen/extra/ratelimitgrpc
 go 1.25.0
 
 require (
-	github.com/ratelimitgen/ratelimitgen v0.0.0
+	github.com/ratelimitgen/ratelimitgen v0.1.0
 	github.com/stretchr/testify v1.12.1
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1
 	google.golang.org/grpc v1.84.0

@@ -3,7 +3,7 @@ module github.com/ratelimitgen/ratelimitgen/extra/ratelimitotel
 go 1.25.0
 
 require (
-	github.com/ratelimitgen/ratelimitgen v0.0.0
+	github.com/ratelimitgen/ratelimitgen v0.1.0
 	go.opentelemetry.io/otel v1.45.0
 	go.opentelemetry.io/otel/metric v1.45.0
 	go.opentelemetry.io/otel/sdk v1.45.0

@@ -6,7 +6,7 @@ require (
 	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	github.com/prometheus/client_golang v1.24.1
 	github.com/prometheus/client_model v0.6.2
-	github.com/ratelimitgen/ratelimitgen v0.0.0
+	github.com/ratelimitgen/ratelimitgen v0.1.0
 	github.com/redis/go-redis/v9 v9.22.0
 )
 

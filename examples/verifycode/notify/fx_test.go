@@ -109,8 +109,8 @@ func TestFxProvideGenerated(t *testing.T) {
 	app := fxtest.New(t,
 		fxOptions(box),
 		fx.Provide(
-			fx.Annotate(notify.NewService, fx.As(new(notify.CodeService)), fx.ResultTags(`name:"unlimited"`)),
-			fx.Annotate(notify.NewRateLimitedCodeService, fx.ParamTags(`name:"unlimited"`), fx.As(new(notify.CodeService))),
+			fx.Annotate(notify.NewService, fx.As(new(notify.CodeService)), fx.ResultTags(`name:"impl"`)),
+			fx.Annotate(notify.NewRateLimitedCodeService, fx.ParamTags(`name:"impl"`), fx.As(new(notify.CodeService))),
 		),
 		fx.Invoke(func(s notify.CodeService) { svc = s }),
 	)

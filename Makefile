@@ -16,7 +16,7 @@ test: redis-server prometheus vet
 
 vet:
 	go vet ./...
-	@for m in $(MODULES); do (cd $$m && go vet ./...) || exit 1; done
+	@for m in $(MODULES) bench; do (cd $$m && go vet ./...) || exit 1; done
 
 demo:
 	go -C examples run ./verifycode

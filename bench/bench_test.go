@@ -57,13 +57,14 @@ var callerCounts = []int{1, 16, 64, 256}
 
 // benchContenders are the rows of BenchmarkAllow, in table order:
 // ratelimitgen with its defaults (batching and the deny cache on) and
-// without them, the peers, and the sliding log on a ContextTimeoutEnabled
-// client.
+// without them, the peers, the ceiling's two algorithms (ceiling.go), and
+// the sliding log on a ContextTimeoutEnabled client.
 func benchContenders() []contender {
 	return []contender{
 		contenders[0], unbatchedContenders[0],
 		contenders[1], unbatchedContenders[1],
 		contenders[2], contenders[3], contenders[4],
+		ceilingContenders[0], ceilingContenders[1],
 		contextTimeoutRatelimitgen,
 	}
 }
@@ -210,8 +211,9 @@ func runParallel(b *testing.B, decide decideFunc, keys []string, callers int) in
 }
 
 func TestTableRows(t *testing.T) {
-	// The Performance table: 7 libraries (ratelimitgen's two algorithms with
-	// and without batching, and the three peers) in 4 settings.
+	// The Performance table: 9 libraries (ratelimitgen's two algorithms with
+	// and without batching, the three peers and the ceiling's two
+	// algorithms) in 4 settings.
 	var rows []string
 	for _, ct := range benchContenders() {
 		for _, callers := range callerCounts {
@@ -222,10 +224,10 @@ func TestTableRows(t *testing.T) {
 			}
 		}
 	}
-	if len(rows) != 7*4 {
-		t.Fatalf("%d table rows, want 28: %v", len(rows), rows)
+	if len(rows) != 9*4 {
+		t.Fatalf("%d table rows, want 36: %v", len(rows), rows)
 	}
-	for _, want := range []string{"redis_rate/1/10000", "ratelimitgen-gcra/256/10000", "seed-lua/64/denied", "ratelimitgen-sliding-log-nobatch/64/denied"} {
+	for _, want := range []string{"redis_rate/1/10000", "ceiling-gcra/64/10000", "ceiling-sliding-log/256/10000", "ratelimitgen-gcra/256/10000", "seed-lua/64/denied", "ratelimitgen-sliding-log-nobatch/64/denied"} {
 		if !slices.Contains(rows, want) {
 			t.Errorf("table rows lack %s", want)
 		}

@@ -4,13 +4,15 @@
 //   - on Redis: go-redis/redis_rate (GCRA), ulule/limiter (fixed window,
 //     Redis store) and the sliding-log Lua script of the article
 //     ratelimitgen replaces, each against one real redis-server on loopback
-//     (bench_test.go, memory_test.go, skew_test.go);
+//     (bench_test.go, memory_test.go, skew_test.go), and beside the
+//     ceiling, a minimal batched client of bench's own (ceiling.go);
 //   - in process: ratelimitgen's MemoryLimiter with each algorithm,
 //     sethvargo/go-limiter's memorystore, and golang.org/x/time/rate
 //     limiters in a sync.Map or alone (inprocess.go, inprocess_test.go).
 //
 // cmd/perftable runs the rows of the Performance table in the repository's
-// docs/performance.md and prints them as ratios to redis_rate; with
+// docs/performance.md and prints them as ratios to redis_rate and to the
+// ceiling; with
 // -inprocess, the rows of README.md's In process table, as ratios to
 // memorystore and x/time/rate.
 //

@@ -1,8 +1,9 @@
 // Command perftable reproduces the Performance table of the repository's
 // docs/performance.md: it runs the table's rows of bench's BenchmarkAllow against one
 // real redis-server (started by the benchmark), count times, and prints a
-// markdown table of medians and of ratios to go-redis/redis_rate measured
-// in the same run.
+// markdown table of medians and of ratios to go-redis/redis_rate and to the
+// ceiling of the row's algorithm (bench/ceiling.go), measured in the same
+// run.
 //
 // Run it from the bench directory:
 //
@@ -16,7 +17,8 @@
 //
 //	go run ./cmd/perftable -inprocess      # -count 10 -benchtime 0.5s, about 7 minutes on 2 cores
 //
-// The rows are every contender but the ContextTimeoutEnabled variant, at 1,
+// The rows are every contender but the ContextTimeoutEnabled variant (the
+// ceiling's two algorithms included), at 1,
 // 64 and 256 callers on 10,000 keys and at 64 callers on one key under
 // 100% denial. The raw `go test` output goes to -o (default perftable.txt)
 // so that benchstat can read it too; the table goes to standard output.
@@ -206,7 +208,7 @@ func run(tab table, count int, benchtime, outFile string) ([]byte, []string, err
 
 // tableRows is how many rows one pass runs (bench's TestTableRows checks
 // the benchmark's side); only the progress report uses it.
-const tableRows = 28
+const tableRows = 36
 
 // isHeader reports whether a line is one of go test's header lines, which
 // the passes after the first leave out of the combined output.
@@ -481,33 +483,57 @@ func thousands(n int64) string {
 	return b.String()
 }
 
+// ceilingOf names the ceiling row (bench/ceiling.go) a library's row is
+// compared with: the minimal batched client with the same algorithm, run in
+// the same pass against the same redis-server. It is "" for a library with
+// no ceiling of its algorithm (ulule's fixed window).
+func ceilingOf(lib string) string {
+	switch {
+	case strings.HasPrefix(lib, "ceiling-"):
+		return lib
+	case strings.HasPrefix(lib, "ratelimitgen-gcra"), lib == "redis_rate":
+		return "ceiling-gcra"
+	case strings.HasPrefix(lib, "ratelimitgen-sliding-log"), lib == "seed-lua":
+		return "ceiling-sliding-log"
+	}
+	return ""
+}
+
+// against returns a row's ratios of decisions/s and of p50 to base's, or
+// "1" when the row is base and "–" when there is no base.
+func against(r, base *row) (tput, lat string) {
+	switch {
+	case base == nil:
+		return "–", "–"
+	case base == r:
+		return "1", "1"
+	}
+	return ratio(pairedRatios(r.decisionsPerSec(), base.decisionsPerSec())),
+		ratio(pairedRatios(r.values("p50-µs"), base.values("p50-µs")))
+}
+
 // render writes the markdown table.
 func render(w io.Writer, res *results, notes []string) error {
 	var b strings.Builder
-	preamble(&b, res, notes, "ratios against "+baseline+" in the same setting, repetition by repetition (median, range)")
-	b.WriteString("\n| library | callers | keys | decisions/s | × redis_rate | p50 µs | p50 × redis_rate | p99 µs | allocs/op | B/op | Redis µs/op | Redis calls/op | admitted/op |\n")
-	b.WriteString("|---|---:|---|---:|---|---:|---|---:|---:|---:|---:|---:|---:|\n")
+	preamble(&b, res, notes, "ratios against "+baseline+" and against the ceiling of the row's algorithm (bench/ceiling.go: a minimal batched client, GCRA or sliding log) in the same setting, repetition by repetition (median, range)")
+	b.WriteString("\n| library | callers | keys | decisions/s | × redis_rate | × ceiling | p50 µs | p50 × redis_rate | p50 × ceiling | p99 µs | allocs/op | B/op | Redis µs/op | Redis calls/op | admitted/op |\n")
+	b.WriteString("|---|---:|---|---:|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range res.settings {
-		base := res.rows[baseline][s]
 		for _, lib := range res.libs {
 			r := res.rows[lib][s]
 			if r == nil {
 				continue
 			}
-			dps := r.decisionsPerSec()
-			p50 := r.values("p50-µs")
-			tput, lat := "–", "–"
-			if base != nil {
-				tput = ratio(pairedRatios(dps, base.decisionsPerSec()))
-				lat = ratio(pairedRatios(p50, base.values("p50-µs")))
-				if lib == baseline {
-					tput, lat = "1", "1"
-				}
+			tput, lat := against(r, res.rows[baseline][s])
+			var ceil *row
+			if name := ceilingOf(lib); name != "" {
+				ceil = res.rows[name][s]
 			}
-			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			ctput, clat := against(r, ceil)
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 				lib, s.callers, s.keys,
-				sig(median(dps)), tput,
-				sig(median(p50)), lat,
+				sig(median(r.decisionsPerSec())), tput, ctput,
+				sig(median(r.values("p50-µs"))), lat, clat,
 				sig(median(r.values("p99-µs"))),
 				sig(median(r.values("allocs/op"))),
 				sig(median(r.values("B/op"))),

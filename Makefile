@@ -7,8 +7,9 @@
 .PHONY: test vet redis-server prometheus demo
 
 # Modules of their own, tested with the root one: the example service and
-# the metrics and gRPC adapters, whose dependencies the core must not carry.
-MODULES := examples extra/ratelimitprom extra/ratelimitotel extra/ratelimitgrpc
+# the metrics, gRPC and Connect adapters, whose dependencies the core must
+# not carry.
+MODULES := examples extra/ratelimitprom extra/ratelimitotel extra/ratelimitgrpc extra/ratelimitconnect
 
 test: redis-server prometheus vet
 	go test -race ./...

@@ -3,6 +3,7 @@ package ratelimitconnect
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"connectrpc.com/connect"
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/ratelimitgen/ratelimitgen/ratelimithttp"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
@@ -26,8 +28,11 @@ import (
 //     Decision.RetryAfter in whole milliseconds, rounded up, at least 1,
 //     and a google.rpc.QuotaFailure detail with one violation whose
 //     subject and quota_id are the limit's name and whose quota_value is
-//     its Max. A LimitError whose Limit is invalid (Limit.Validate) gets
-//     the RetryInfo, a message without the limit, and no QuotaFailure;
+//     its Max. Its metadata holds Retry-After (the N of the message) and
+//     the RateLimit-Policy and RateLimit fields of ratelimithttp.SetHeaders.
+//     A LimitError whose Limit is invalid (Limit.Validate) gets the
+//     RetryInfo, Retry-After, a message without the limit, and no
+//     QuotaFailure;
 //   - another error matching runtime.ErrLimited: CodeResourceExhausted
 //     with a generic message and no details, as it carries no wait;
 //   - an error matching runtime.ErrUnavailable (the limiter could not
@@ -75,6 +80,11 @@ func limitedError(e *runtime.LimitError) *connect.Error {
 		}}})
 	}
 	ce := connect.NewError(connect.CodeResourceExhausted, errors.New(msg))
+	// The HTTP fields a 429 carries, for clients and proxies that read
+	// headers rather than details: the error's metadata travels as
+	// response headers (Connect) or trailers (gRPC, gRPC-Web).
+	ce.Meta().Set("Retry-After", strconv.FormatInt(retry, 10))
+	ratelimithttp.SetHeaders(ce.Meta(), e.Limit, e.Decision)
 	for _, m := range details {
 		d, err := connect.NewErrorDetail(m)
 		if err != nil {

@@ -142,6 +142,17 @@ func TestUnaryDenial(t *testing.T) {
 			if delay%time.Millisecond != 0 || delay-real >= time.Millisecond {
 				t.Errorf("retry_delay %v is not RetryAfter %v rounded up to a millisecond", delay, real)
 			}
+			// The metadata reaches the client as headers (Connect) or
+			// trailers (gRPC, gRPC-Web).
+			if got := ce.Meta().Get("Retry-After"); got != "60" {
+				t.Errorf("Retry-After %q in the error's metadata, want 60", got)
+			}
+			if got := ce.Meta().Get("RateLimit"); got != `"Notifier.SendCode";r=0;t=60` {
+				t.Errorf("RateLimit %q in the error's metadata", got)
+			}
+			if got := ce.Meta().Get("RateLimit-Policy"); got != `"Notifier.SendCode";q=1;w=60` {
+				t.Errorf("RateLimit-Policy %q in the error's metadata", got)
+			}
 			if d, ok := ratelimitconnect.RetryDelay(err); !ok || d != delay {
 				t.Errorf("RetryDelay = %v, %v; want %v, true", d, ok, delay)
 			}
@@ -188,6 +199,12 @@ func TestConnectStatus429(t *testing.T) {
 	resp, body := post()
 	if resp.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("second call: %s %s, want 429", resp.Status, body)
+	}
+	if got := resp.Header.Get("Retry-After"); got != "60" {
+		t.Errorf("Retry-After %q, want 60", got)
+	}
+	if got := resp.Header.Get("RateLimit"); !strings.HasPrefix(got, `"Notifier.SendCode";r=0;t=`) {
+		t.Errorf("RateLimit %q", got)
 	}
 	var e struct {
 		Code    string `json:"code"`

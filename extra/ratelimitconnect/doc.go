@@ -28,9 +28,9 @@
 //	             quota_id: "Verifier.SendCode", quota_value: 3,
 //	             description: "Too many requests for Verifier.SendCode: at most 3 per 1m0s."}]}
 //
-// retry_delay is the denial's RetryAfter rounded up to whole milliseconds,
-// and at least 1 ms, so a client that waits that long finds room unless
-// others took it first. A handler that returns the *runtime.LimitError
+// retry_delay is the denial's RetryAfter exactly, as extra/ratelimitgrpc
+// sends it, so a client that waits that long finds room unless others took
+// it first. A handler that returns the *runtime.LimitError
 // without the interceptor answers unknown, and a bare HTTP 429 without a
 // Connect error body reaches Connect clients as unavailable: neither
 // carries the wait.

@@ -25,7 +25,7 @@ import (
 //     message "Too many requests for NAME: at most MAX per WINDOW. Retry
 //     in N s." (N is the wait in whole seconds, rounded up, at least 1), a
 //     google.rpc.RetryInfo detail whose retry_delay is the denial's
-//     Decision.RetryAfter in whole milliseconds, rounded up, at least 1,
+//     Decision.RetryAfter exactly (0 if negative),
 //     and a google.rpc.QuotaFailure detail with one violation whose
 //     subject and quota_id are the limit's name and whose quota_value is
 //     its Max. Its metadata holds Retry-After (the N of the message) and
@@ -68,7 +68,7 @@ func limitedError(e *runtime.LimitError) *connect.Error {
 	wait := max(e.Decision.RetryAfter, 0)
 	retry := retryAfterSeconds(wait)
 	msg := fmt.Sprintf("Too many requests. Retry in %d s.", retry)
-	details := []proto.Message{&errdetails.RetryInfo{RetryDelay: durationpb.New(retryDelay(wait))}}
+	details := []proto.Message{&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)}}
 	if l := e.Limit; l.Validate() == nil {
 		what := fmt.Sprintf("Too many requests for %s: at most %d per %v.", l.Name, l.Max, l.Window)
 		msg = fmt.Sprintf("%s Retry in %d s.", what, retry)
@@ -96,15 +96,6 @@ func limitedError(e *runtime.LimitError) *connect.Error {
 		ce.AddDetail(d)
 	}
 	return ce
-}
-
-// retryDelay is d rounded up to whole milliseconds, and at least 1 ms, since
-// 0 would make a client retry at once into the same denial.
-func retryDelay(d time.Duration) time.Duration {
-	if r := d % time.Millisecond; r > 0 {
-		d += time.Millisecond - r
-	}
-	return max(d, time.Millisecond)
 }
 
 // retryAfterSeconds is d in whole seconds for the message, rounded up and

@@ -139,8 +139,8 @@ func TestUnaryDenial(t *testing.T) {
 			if delay <= 0 || delay < real {
 				t.Errorf("retry_delay %v: want > 0 and >= RetryAfter %v", delay, real)
 			}
-			if delay%time.Millisecond != 0 || delay-real >= time.Millisecond {
-				t.Errorf("retry_delay %v is not RetryAfter %v rounded up to a millisecond", delay, real)
+			if delay != real {
+				t.Errorf("retry_delay %v is not RetryAfter %v exactly", delay, real)
 			}
 			// The metadata reaches the client as headers (Connect) or
 			// trailers (gRPC, gRPC-Web).
@@ -323,14 +323,14 @@ func TestError(t *testing.T) {
 	if !ok || ce.Code() != connect.CodeResourceExhausted || len(ce.Details()) != 0 {
 		t.Errorf("ErrLimited: %v, %v", ce, ok)
 	}
-	// An invalid limit still gets the RetryInfo, rounded up; a zero wait
-	// becomes 1 ms.
+	// An invalid limit still gets the RetryInfo, exactly; a negative wait
+	// becomes 0.
 	for _, tc := range []struct{ wait, want time.Duration }{
-		{0, time.Millisecond},
-		{-time.Second, time.Millisecond},
-		{time.Nanosecond, time.Millisecond},
+		{0, 0},
+		{-time.Second, 0},
+		{time.Nanosecond, time.Nanosecond},
 		{time.Millisecond, time.Millisecond},
-		{41200*time.Millisecond + 1, 41201 * time.Millisecond},
+		{41200*time.Millisecond + 1, 41200*time.Millisecond + 1},
 	} {
 		ce, ok := ratelimitconnect.Error(&runtime.LimitError{Decision: runtime.Decision{RetryAfter: tc.wait}})
 		if !ok {

@@ -110,28 +110,21 @@ func (r *Limiter) Allow(ctx context.Context, l runtime.Limit, key string) (runti
 	return ds.Each[0], nil
 }
 
-// Decide decides a call under each request's Mode, in one script call:
-// the call is admitted (Allowed) iff every request in runtime.ModeEnforce
-// has room for its cost, so a call with no enforced limit is always
-// admitted. An admitted call is recorded under every enforced limit and
-// every shadow limit that had room; a shadow limit without room records
-// nothing, and a denied call records nothing anywhere. Each[i].Allowed
-// reports whether limit i had room, shadow limits included. A limit in
-// runtime.ModeOff is not sent to Redis; its Decision is Allowed with
-// Remaining its capacity, and a call of off limits only asks nothing.
-// runtime.Validate checks every request, whatever its mode. An error means no decision was made: the requests were invalid, ctx was
-// done on entry or cancelled, or Redis failed under FailClosed. A deadline
-// of ctx that passes while Redis is asked is Redis failing to answer in
-// time: the FailurePolicy decides.
+// Decide decides a call as runtime.Limiter states, modes included, in one
+// script call; a limit in runtime.ModeOff is not sent to Redis, and a call
+// of off limits only asks nothing. An error means no decision was made: the
+// requests were invalid, ctx was done on entry or cancelled, or Redis
+// failed under FailClosed. A deadline of ctx that passes while Redis is
+// asked is Redis failing to answer in time: the FailurePolicy decides.
 //
 // Limits whose keys share a Redis Cluster slot (all limits on the same key
 // do, whatever their names) are decided in one script, atomically. Limits on
 // other slots are decided one slot after another, in a fixed order, each
 // slot's admission resting on its enforced limits alone; when a later slot
-// denies, what earlier slots recorded is refunded. In between, those admissions count, so concurrent calls may be
-// denied that would otherwise have been admitted, but no limit ever admits
-// more than its Max. On a single server or a Sentinel-managed one, every
-// call is one script.
+// denies, what earlier slots recorded is refunded. In between, those
+// admissions count, so concurrent calls may be denied that would otherwise
+// have been admitted, but no limit ever admits more than its Max. On a
+// single server or a Sentinel-managed one, every call is one script.
 func (r *Limiter) Decide(ctx context.Context, reqs ...runtime.Request) (runtime.Decisions, error) {
 	if err := runtime.Validate(reqs...); err != nil {
 		return runtime.Decisions{}, err
@@ -332,36 +325,38 @@ func (r *Limiter) decideShare(ctx context.Context, reqs []runtime.Request) (runt
 	// caller's stack on the path that Redis decides.
 	shared := slices.Clone(reqs)
 	n := r.peers.count()
-	tooBig, kept := false, 0
+	ds := runtime.Decisions{Allowed: true, Each: make([]runtime.Decision, len(shared))}
+	sent := make([]int, 0, len(shared))
 	for i := range shared {
-		shared[i].Limit = share(shared[i].Limit, n)
-		switch {
-		case shared[i].Limit.Mode == runtime.ModeOff:
-		case costOf(shared[i]) > int64(shared[i].Limit.Capacity()):
-			tooBig = tooBig || shared[i].Limit.Mode == runtime.ModeEnforce
-		default:
-			kept++
-		}
-	}
-	if kept == len(shared) {
-		return r.fallback.Decide(ctx, shared...)
-	}
-	ds := runtime.Decisions{Allowed: !tooBig, Each: make([]runtime.Decision, len(shared))}
-	ask := make([]runtime.Request, 0, kept)
-	for i, q := range shared {
+		q := &shared[i]
+		q.Limit = share(q.Limit, n)
 		switch {
 		case q.Limit.Mode == runtime.ModeOff:
 			ds.Each[i] = offVerdict(reqs[i].Limit).decision()
-		case costOf(q) > int64(q.Limit.Capacity()):
+		case costOf(*q) > int64(q.Limit.Capacity()):
 			ds.Each[i] = runtime.Decision{RetryAfter: q.Limit.Window, ResetAfter: q.Limit.Window}
-		case tooBig:
-			ds.Each[i] = runtime.Decision{Allowed: true, Remaining: q.Limit.Capacity()}
+			ds.Allowed = ds.Allowed && q.Limit.Mode != runtime.ModeEnforce
 		default:
-			ask = append(ask, q)
+			sent = append(sent, i)
 		}
 	}
-	if len(ask) == 0 {
+	if len(sent) == len(shared) {
+		return r.fallback.Decide(ctx, shared...)
+	}
+	if !ds.Allowed {
+		// Denied without asking: the other limits report their room
+		// untouched.
+		for _, i := range sent {
+			ds.Each[i] = runtime.Decision{Allowed: true, Remaining: shared[i].Limit.Capacity()}
+		}
 		return ds, nil
+	}
+	if len(sent) == 0 {
+		return ds, nil
+	}
+	ask := make([]runtime.Request, len(sent))
+	for j, i := range sent {
+		ask[j] = shared[i]
 	}
 	asked, err := r.fallback.Decide(ctx, ask...)
 	if err != nil {
@@ -370,12 +365,8 @@ func (r *Limiter) decideShare(ctx context.Context, reqs []runtime.Request) (runt
 	if len(asked.Each) != len(ask) {
 		return runtime.Decisions{}, errFallbackDecisions
 	}
-	j := 0
-	for i, q := range shared {
-		if q.Limit.Mode != runtime.ModeOff && costOf(q) <= int64(q.Limit.Capacity()) {
-			ds.Each[i] = asked.Each[j]
-			j++
-		}
+	for j, i := range sent {
+		ds.Each[i] = asked.Each[j]
 	}
 	ds.Allowed, ds.Cause = asked.Allowed, asked.Cause
 	return ds, nil

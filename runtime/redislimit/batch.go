@@ -3,14 +3,11 @@ package redislimit
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 // A batcher lets concurrent decisions share round trips. A decision that
@@ -33,11 +30,12 @@ type batcher struct {
 	lim *Limiter
 	// pipelined is true when a batch is a pipeline rather than one call.
 	pipelined bool
+	// calls holds calls for reuse.
+	calls sync.Pool
 
 	mu       sync.Mutex
 	inFlight int
-	queue    []*pending
-	limits   int // in queue
+	queue    []*call
 }
 
 const (
@@ -47,25 +45,35 @@ const (
 	// maxBatch limits are decided by one round trip at most, which bounds
 	// how long one script call keeps Redis from other clients.
 	maxBatch = 128
+	// inlineLimits is how many limits a call holds without allocating.
+	inlineLimits = 2
 )
 
-// pending is one decision waiting for a batch.
-type pending struct {
-	now int64
+// A call is one decision whose requests share a slot, from the caller that
+// waits for it to the round trip that carries it. It holds its own copy
+// of the requests, as the round trip may outlive a caller that stopped
+// waiting. A call is reused once its caller has read a reply; one that its
+// caller left, or that ended in an error, is left to the garbage collector,
+// as something may still refer to it.
+type call struct {
+	d   decision
+	w   wait
+	idx []int
 	// connect bounds how long its round trip may take to get a
 	// connection; see Limiter.connectBound.
 	connect connectBound
-	reqs    []runtime.Request
-	idx     []int
-	vs      []verdict
+	asks    [inlineLimits]ask
+	vs      [inlineLimits]verdict
+	// done receives once the round trip has filled committed and err (and
+	// d's verdicts).
+	done      chan struct{}
+	committed bool
+	err       error
 	// abandoned (guarded by the batcher's mu) is set when the caller
 	// stopped waiting before a batch took the decision, which then is not
 	// sent; flight is the round trip that took it.
 	abandoned bool
 	flight    *flight
-	committed bool
-	err       error
-	done      chan struct{}
 }
 
 // A flight is one round trip's context, cancelled once every caller it
@@ -113,6 +121,7 @@ func (f *flight) leave() {
 
 func newBatcher(lim *Limiter) *batcher {
 	b := &batcher{lim: lim}
+	b.calls.New = func() any { return &call{done: make(chan struct{}, 1)} }
 	switch lim.client.(type) {
 	case *redis.ClusterClient, *redis.Ring:
 		b.pipelined = true
@@ -120,50 +129,77 @@ func newBatcher(lim *Limiter) *batcher {
 	return b
 }
 
-// decide decides one call whose requests (at idx) share a slot: alone and
+// newCall returns a call of the requests of d at idx, which share a slot.
+func (b *batcher) newCall(d *decision, idx []int) *call {
+	c := b.calls.Get().(*call)
+	n := len(idx)
+	c.d = decision{now: d.now, asks: c.asks[:0], vs: c.vs[:0]}
+	if n > inlineLimits {
+		c.d.asks, c.d.vs = make([]ask, 0, n), make([]verdict, 0, n)
+	}
+	for _, i := range idx {
+		c.d.asks = append(c.d.asks, d.asks[i])
+	}
+	c.d.vs = c.d.vs[:n]
+	c.idx = firstN(n)
+	return c
+}
+
+// free makes c, whose caller has read its reply, ready for reuse.
+func (b *batcher) free(c *call) {
+	clear(c.asks[:])
+	c.d, c.flight = decision{}, nil
+	b.calls.Put(c)
+}
+
+// decide decides the requests of d at idx, which share a slot: alone and
 // at once when a round trip is free, otherwise in the next batch, waiting
-// as long as w allows.
-func (b *batcher) decide(ctx context.Context, w *wait, now int64, reqs []runtime.Request, idx []int, vs []verdict) (bool, error) {
-	// The pending call gets copies: the round trip may outlive a caller
-	// that stopped waiting.
-	own := slices.Clone(reqs)
+// as long as a wait from ctx allows. ctx's values go with a lone call.
+func (b *batcher) decide(ctx context.Context, d *decision, idx []int) (bool, error) {
+	c := b.newCall(d, idx)
+	b.lim.startWait(ctx, &c.w)
 	for {
-		p := &pending{now: now, connect: b.lim.connectBound(w), reqs: own, idx: idx, vs: make([]verdict, len(vs)), done: make(chan struct{})}
+		c.connect = b.lim.connectBound(&c.w)
 		b.mu.Lock()
 		if b.inFlight < maxInFlight {
 			b.inFlight++
-			p.flight = newFlight(ctx, 1, p.connect)
+			c.flight = newFlight(ctx, 1, c.connect)
 			b.mu.Unlock()
-			go b.run([]*pending{p})
+			go b.run([]*call{c})
 		} else {
-			b.queue = append(b.queue, p)
-			b.limits += len(idx)
+			b.queue = append(b.queue, c)
 			b.mu.Unlock()
 		}
-		if err := w.until(ctx, p.done); err != nil {
+		if err := c.w.until(ctx, c.done); err != nil {
 			b.mu.Lock()
-			p.abandoned = true
-			f := p.flight
+			c.abandoned = true
+			f := c.flight
 			b.mu.Unlock()
 			if f != nil {
 				f.leave()
 			}
 			return false, err
 		}
-		p.flight.leave()
-		if w.resend(p.err) {
+		c.flight.leave()
+		if c.w.resend(c.err) {
 			continue
 		}
-		for _, i := range idx {
-			vs[i] = p.vs[i]
+		if c.err != nil {
+			// The error may refer to c's wait.
+			return false, c.w.outcome(c.err)
 		}
-		return p.committed, w.outcome(p.err)
+		for j, i := range idx {
+			d.vs[i] = c.d.vs[j]
+		}
+		committed := c.committed
+		b.free(c)
+		return committed, nil
 	}
 }
 
 // take returns the next batch, or nil after freeing the round trip's place
 // when nothing is queued.
-func (b *batcher) take() []*pending {
+func (b *batcher) take() []*call {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for len(b.queue) > 0 {
@@ -172,26 +208,25 @@ func (b *batcher) take() []*pending {
 			limits += len(b.queue[n].idx)
 			n++
 		}
-		batch := make([]*pending, 0, n)
-		for _, p := range b.queue[:n] {
-			if !p.abandoned {
-				batch = append(batch, p)
+		batch := make([]*call, 0, n)
+		for _, c := range b.queue[:n] {
+			if !c.abandoned {
+				batch = append(batch, c)
 			}
 		}
 		clear(b.queue[:n])
 		b.queue = b.queue[n:]
-		b.limits -= limits
 		if len(b.queue) == 0 {
 			b.queue = nil
 		}
 		if len(batch) > 0 {
 			connect := batch[0].connect
-			for _, p := range batch[1:] {
-				connect = connect.and(p.connect)
+			for _, c := range batch[1:] {
+				connect = connect.and(c.connect)
 			}
 			f := newFlight(context.Background(), len(batch), connect)
-			for _, p := range batch {
-				p.flight = f
+			for _, c := range batch {
+				c.flight = f
 			}
 			return batch
 		}
@@ -202,80 +237,90 @@ func (b *batcher) take() []*pending {
 
 // run sends batches, starting with batch, until the queue is empty; then
 // it frees its round trip's place.
-func (b *batcher) run(batch []*pending) {
+func (b *batcher) run(batch []*call) {
+	// Buffers for the batches' numbers, reused.
+	var nums []byte
+	var res []int64
 	for batch != nil {
 		ctx, cancel := batch[0].flight.start()
 		sent := time.Now()
 		if b.pipelined {
 			b.lim.evalPipelined(ctx, batch)
 		} else {
-			b.lim.evalBatch(ctx, batch)
+			nums, res = b.lim.evalBatch(ctx, nums[:0], res[:0], batch)
 		}
 		cancel()
 		b.lim.noteAnswer(sent, batch[0].err)
-		for _, p := range batch {
-			close(p.done)
+		for _, c := range batch {
+			c.done <- struct{}{}
 		}
 		batch = b.take()
 	}
 }
 
-// evalBatch decides a batch in one script call.
-func (r *Limiter) evalBatch(ctx context.Context, batch []*pending) {
+// evalBatch decides a batch in one script call, its numbers built in nums
+// and its reply read into res, which it returns for reuse.
+func (r *Limiter) evalBatch(ctx context.Context, nums []byte, res []int64, batch []*call) ([]byte, []int64) {
 	s := batchScript(batch)
 	keys := 0
-	for _, p := range batch {
-		keys += len(p.idx)
+	for _, c := range batch {
+		keys += len(c.idx)
 	}
-	args, nums := s.scriptArgs(keys), make([]byte, 0, 16*len(batch)+40*keys)
-	for _, p := range batch {
-		args, nums = appendCall(args, nums, r, p.now, p.reqs, p.idx, nil)
+	args := s.scriptArgs(keys)
+	for _, c := range batch {
+		for j := range c.d.asks {
+			// A pointer, which go-redis accepts, is not boxed anew.
+			args = append(args, &c.d.asks[j].key)
+		}
+		nums = appendNums(nums, &c.d, c.idx, false)
 	}
-	res, err := s.run(ctx, r.client, finishArgs(args, modeDecide, nums))
-	for _, p := range batch {
+	res, err := s.run(ctx, r.client, finishArgs(args, modeDecide, nums), res)
+	all := res
+	for _, c := range batch {
 		if err != nil {
-			p.err = err
+			c.err = err
 			continue
 		}
-		p.committed, res, p.err = readCall(res, p.reqs, p.idx, p.vs, nil)
-		if p.err != nil {
-			err = p.err
+		c.committed, res, c.err = readCall(res, &c.d, c.idx)
+		if c.err != nil {
+			err = c.err
 		}
 	}
+	return nums, all
 }
 
 // evalPipelined decides a batch as a pipeline of one script call per
 // decision. A call answered NOSCRIPT (a node that restarted or joined) is
 // sent again on its own, which loads the script.
-func (r *Limiter) evalPipelined(ctx context.Context, batch []*pending) {
+func (r *Limiter) evalPipelined(ctx context.Context, batch []*call) {
 	pipe := r.client.Pipeline()
 	cmds := make([]*redis.Cmd, len(batch))
-	for i, p := range batch {
-		s := scriptFor(p.reqs, p.idx)
-		args, nums := appendCall(s.scriptArgs(len(p.idx)), nil, r, p.now, p.reqs, p.idx, nil)
-		cmds[i] = pipe.Do(ctx, finishArgs(args, modeDecide, nums)...)
+	args := make([][]any, len(batch))
+	for i, c := range batch {
+		args[i] = r.callArgs(scriptOf(&c.d, c.idx), modeDecide, &c.d, c.idx, false)
+		cmds[i] = pipe.Do(ctx, args[i]...)
 	}
 	_, _ = pipe.Exec(ctx)
-	for i, p := range batch {
-		res, err := cmds[i].Int64Slice()
-		if err != nil && isNoScript(err) {
-			s := scriptFor(p.reqs, p.idx)
-			args, nums := appendCall(s.scriptArgs(len(p.idx)), nil, r, p.now, p.reqs, p.idx, nil)
-			res, err = s.run(ctx, r.client, finishArgs(args, modeDecide, nums))
+	for i, c := range batch {
+		var res []int64
+		reply, err := cmds[i].Text()
+		if err == nil {
+			res, err = appendReply(nil, reply)
+		} else if isNoScript(err) {
+			res, err = scriptOf(&c.d, c.idx).run(ctx, r.client, args[i], nil)
 		}
-		if err != nil {
-			p.err = err
-			continue
+		if err == nil {
+			c.committed, _, err = readCall(res, &c.d, c.idx)
 		}
-		p.committed, _, p.err = readCall(res, p.reqs, p.idx, p.vs, nil)
+		c.err = err
 	}
 }
 
 // batchScript returns the script that can decide every call of batch.
-func batchScript(batch []*pending) *script {
-	s := scriptFor(batch[0].reqs, batch[0].idx)
-	for _, p := range batch[1:] {
-		if scriptFor(p.reqs, p.idx) != s {
+func batchScript(batch []*call) *script {
+	s := scriptOf(&batch[0].d, batch[0].idx)
+	for _, c := range batch[1:] {
+		if scriptOf(&c.d, c.idx) != s {
 			return mixedScript
 		}
 	}

@@ -2,7 +2,6 @@ package redislimit
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -169,15 +168,20 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 		return runtime.Decisions{Source: runtime.SourceDenyCache}, nil
 	}
 	start := time.Now()
-	ask, probe := r.breaker.allow(start)
-	if !ask {
+	send, probe := r.breaker.allow(start)
+	if !send {
 		return r.degrade(ctx, reqs, ErrCircuitOpen)
 	}
 	r.settings.due(r, start, reqs[0].Limit)
 	r.peers.due(r.client, start)
 
+	var stack [inlineLimits]ask
+	d := decision{now: -1, asks: r.resolve(stack[:0], reqs), vs: vs}
+	if r.cfg.clock != nil {
+		d.now = r.cfg.clock().UnixMicro()
+	}
 	groups := r.groups(reqs)
-	committed, err := r.run(ctx, reqs, groups, vs)
+	committed, err := r.run(ctx, &d, groups)
 	r.deny.remember(reqs, vs, err, asked)
 	if err == nil {
 		if r.breaker.record(start, false, probe) {
@@ -210,8 +214,7 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 		// to its own pause. A check of Redis itself, as patient with this
 		// process's pauses as any wait, decides.
 		r.breaker.release(probe)
-		first := reqs[groups[0][0]]
-		r.check(r.storageKey(first.Limit, first.Key), silent.w.budget)
+		r.check(d.asks[groups[0][0]].key, silent.w.budget)
 	default:
 		trip := tripsBreaker(err)
 		r.breaker.record(time.Now(), trip, probe)
@@ -308,7 +311,9 @@ func (r *Limiter) check(key string, budget time.Duration) {
 func (r *Limiter) checkOnce(key string, budget time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
-	_, err := r.ask(ctx, r.newWait(ctx), func(ctx context.Context) ([]int64, error) {
+	var w wait
+	r.startWait(ctx, &w)
+	_, err := r.ask(ctx, &w, func(ctx context.Context) ([]int64, error) {
 		return nil, r.client.Do(ctx, "pttl", key).Err()
 	})
 	return err
@@ -386,35 +391,32 @@ func (r *Limiter) reloadTopology() {
 	}
 }
 
-// run asks Redis for the decision of the requests in groups (see groups),
-// waiting as long as w allows.
-func (r *Limiter) run(ctx context.Context, reqs []runtime.Request, groups [][]int, vs []verdict) (committed bool, err error) {
-	w := r.newWait(ctx)
-	now := int64(-1)
-	if r.cfg.clock != nil {
-		now = r.cfg.clock().UnixMicro()
-	}
+// run asks Redis for the decision d of the requests in groups (see
+// groups), waiting as long as a wait from ctx allows.
+func (r *Limiter) run(ctx context.Context, d *decision, groups [][]int) (committed bool, err error) {
 	if len(groups) == 1 && r.batch != nil {
-		return r.batch.decide(ctx, w, now, reqs, groups[0], vs)
+		return r.batch.decide(ctx, d, groups[0])
 	}
+	var w wait
+	r.startWait(ctx, &w)
 	if len(groups) == 1 {
-		return r.evalGroup(ctx, w, modeDecide, now, reqs, groups[0], vs, nil)
+		return r.evalGroup(ctx, &w, modeDecide, d, groups[0])
 	}
-	receipts := make([]int64, len(reqs))
+	d.receipts = make([]int64, len(d.asks))
 	for gi, g := range groups {
-		committed, err := r.evalGroup(ctx, w, modeDecide, now, reqs, g, vs, receipts)
+		committed, err := r.evalGroup(ctx, &w, modeDecide, d, g)
 		if err != nil {
-			r.refund(ctx, reqs, recorded(reqs, groups[:gi], vs), receipts)
+			r.refund(ctx, d, recorded(d, groups[:gi]))
 			return false, err
 		}
 		if !committed {
-			r.refund(ctx, reqs, recorded(reqs, groups[:gi], vs), receipts)
+			r.refund(ctx, d, recorded(d, groups[:gi]))
 			// Report every other slot's room as it now is, recording
 			// nothing: the refunded slots' verdicts still describe their
 			// undone commit, and the later slots were never asked.
 			for j, other := range groups {
 				if j != gi {
-					_, _ = r.evalGroup(ctx, w, modeCheck, now, reqs, other, vs, receipts)
+					_, _ = r.evalGroup(ctx, &w, modeCheck, d, other)
 				}
 			}
 			return false, nil
@@ -426,12 +428,12 @@ func (r *Limiter) run(ctx context.Context, reqs []runtime.Request, groups [][]in
 // recorded returns, of the committed groups, the requests whose limits
 // recorded the call: the enforced ones and the shadow ones that had room.
 // Groups that recorded nothing are left out.
-func recorded(reqs []runtime.Request, groups [][]int, vs []verdict) [][]int {
+func recorded(d *decision, groups [][]int) [][]int {
 	out := make([][]int, 0, len(groups))
 	for _, g := range groups {
 		var rec []int
 		for _, i := range g {
-			if reqs[i].Limit.Mode == runtime.ModeEnforce || vs[i].ok {
+			if d.asks[i].code < shadowFlag || d.vs[i].ok {
 				rec = append(rec, i)
 			}
 		}
@@ -485,43 +487,33 @@ func (r *Limiter) groups(reqs []runtime.Request) [][]int {
 // singleGroup is the grouping of every one-limit call; it is never modified.
 var singleGroup = [][]int{{0}}
 
-// Script arguments that are the same for every call, boxed once.
+// A scriptMode is what lua/main.lua's ARGV[1] asks: decide, check only,
+// or refund. Each is boxed once, as the command's argument.
+type scriptMode any
+
 var (
-	modeDecide any = "a"
-	modeCheck  any = "c"
-	modeRefund any = "r"
+	modeDecide scriptMode = "a"
+	modeCheck  scriptMode = "c"
+	modeRefund scriptMode = "r"
 )
 
-// evalGroup runs the script in mode ("a" decide, "c" check only) for the
-// requests at idx, waiting for the reply as long as w allows, and fills
-// their verdicts and receipts. It reports whether the group's admissions
-// were recorded.
-func (r *Limiter) evalGroup(ctx context.Context, w *wait, mode any, now int64, reqs []runtime.Request, idx []int, vs []verdict, receipts []int64) (bool, error) {
-	s := scriptFor(reqs, idx)
-	var buf [128]byte
-	args, nums := appendCall(s.scriptArgs(len(idx)), buf[:0], r, now, reqs, idx, nil)
-	res, err := r.eval(ctx, w, s, finishArgs(args, mode, nums))
+// evalGroup runs the script in mode (modeDecide or modeCheck) for the
+// requests of d at idx, waiting for the reply as long as w allows, and
+// fills their verdicts and receipts. It reports whether the group's
+// admissions were recorded.
+func (r *Limiter) evalGroup(ctx context.Context, w *wait, mode scriptMode, d *decision, idx []int) (bool, error) {
+	s := scriptOf(d, idx)
+	res, err := r.eval(ctx, w, s, r.callArgs(s, mode, d, idx, false))
 	if err != nil {
 		return false, err
 	}
-	committed, _, err := readCall(res, reqs, idx, vs, receipts)
+	committed, _, err := readCall(res, d, idx)
 	return committed, err
 }
 
-// readCall reads one call's part of a script reply into the verdicts and
-// receipts of the requests at idx, and returns what follows it.
-func readCall(res []int64, reqs []runtime.Request, idx []int, vs []verdict, receipts []int64) (committed bool, rest []int64, err error) {
-	if len(res) < 1+5*len(idx) {
-		return false, nil, fmt.Errorf("ratelimit: unexpected script reply %v; is the server Redis 5 or newer?", res)
-	}
-	for j, i := range idx {
-		f := res[1+5*j:]
-		vs[i] = verdict{ok: f[0] == 1, remaining: f[1], retry: f[2], reset: f[3]}
-		if receipts != nil {
-			receipts[i] = f[4]
-		}
-	}
-	return res[0] == 1, res[1+5*len(idx):], nil
+// errReply is a script reply unlike any the scripts give.
+func errReply(res []int64) error {
+	return fmt.Errorf("ratelimit: unexpected script reply %v; is the server Redis 5 or newer?", res)
 }
 
 // refund undoes the admissions recorded for groups, best effort: if Redis
@@ -529,60 +521,59 @@ func readCall(res []int64, reqs []runtime.Request, idx []int, vs []verdict, rece
 // only deny calls, never admit extra ones. Each group's refund carries a
 // marker key of its own, so that a client resending the command after a
 // lost reply cannot refund twice.
-func (r *Limiter) refund(ctx context.Context, reqs []runtime.Request, groups [][]int, receipts []int64) {
+func (r *Limiter) refund(ctx context.Context, d *decision, groups [][]int) {
 	if len(groups) == 0 {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
+	refund := *d
+	refund.now = -1
 	for _, idx := range groups {
-		s := scriptFor(reqs, idx)
-		args, nums := appendCall(s.scriptArgs(len(idx)+1), nil, r, -1, reqs, idx, receipts)
-		args = append(args, r.refundMarker(reqs[idx[0]].Key))
-		_, _ = r.eval(ctx, r.newWait(ctx), s, finishArgs(args, modeRefund, nums))
+		s := scriptOf(d, idx)
+		args := r.callArgs(s, modeRefund, &refund, idx, true)
+		var w wait
+		r.startWait(ctx, &w)
+		_, _ = r.eval(ctx, &w, s, args)
 	}
 }
 
-// refundMarker returns a new key in the cluster slot of key, unique to one
-// refund.
-func (r *Limiter) refundMarker(key string) string {
-	b := make([]byte, 0, len(r.cfg.prefix)+48)
-	b = append(b, r.cfg.prefix...)
-	b = append(b, '{')
-	b = appendTag(b, key)
-	b = append(b, "}refund:"...)
+// refundMarker returns a new key in the cluster slot of the storage key
+// skey, unique to one refund.
+func (r *Limiter) refundMarker(skey string) string {
+	// The prefix and "{" tag "}" that begin skey.
+	slot := skey[:len(r.cfg.prefix)+2+tagLen]
+	b := make([]byte, 0, len(slot)+32)
+	b = append(b, slot...)
+	b = append(b, "refund:"...)
 	b = strconv.AppendUint(b, rand.Uint64(), 36)
 	b = append(b, '.')
 	b = strconv.AppendUint(b, rand.Uint64(), 36)
 	return string(b)
 }
 
-// appendCall appends to args the storage keys of one call of the requests
-// at idx, decided at now (-1 for the server's clock), and to nums its
-// numbers for ARGV[2], in the layout lua/main.lua documents; with receipts,
-// for a refund. The numbers go as one string of little-endian 64-bit
-// integers: one boxed argument per call rather than six per limit, and the
-// cheapest form for the script to read (struct.unpack).
-func appendCall(args []any, nums []byte, r *Limiter, now int64, reqs []runtime.Request, idx []int, receipts []int64) ([]any, []byte) {
-	nums = binary.LittleEndian.AppendUint64(nums, uint64(now))
-	nums = binary.LittleEndian.AppendUint64(nums, uint64(len(idx)))
-	for _, i := range idx {
-		q := reqs[i]
-		args = append(args, r.storageKey(q.Limit, q.Key))
-		for _, n := range [...]int64{codeOf(q.Limit), q.Limit.Window.Microseconds(), int64(q.Limit.Max), burstOf(q.Limit), costOf(q)} {
-			nums = binary.LittleEndian.AppendUint64(nums, uint64(n))
-		}
-		if receipts != nil {
-			nums = binary.LittleEndian.AppendUint64(nums, uint64(receipts[i]))
-		}
+// callArgs returns the command that runs s in mode for the requests of d
+// at idx, in lua/main.lua's layout: a refund (with receipts) carries its
+// marker as its last key.
+func (r *Limiter) callArgs(s *script, mode scriptMode, d *decision, idx []int, receipts bool) []any {
+	keys := len(idx)
+	if receipts {
+		keys++
 	}
-	return args, nums
+	args := s.scriptArgs(keys)
+	for _, i := range idx {
+		args = append(args, d.asks[i].key)
+	}
+	if receipts {
+		args = append(args, r.refundMarker(d.asks[idx[0]].key))
+	}
+	return finishArgs(args, mode, appendNums(nil, d, idx, receipts))
 }
 
 // finishArgs completes the arguments of a script command: the number of
 // keys, then ARGV.
-func finishArgs(args []any, mode any, nums []byte) []any {
+func finishArgs(args []any, mode scriptMode, nums []byte) []any {
 	args[2] = len(args) - 3
-	return append(args, mode, string(nums))
+	return append(args, any(mode), string(nums))
 }
 
 func (r *Limiter) storageKey(l runtime.Limit, key string) string {
@@ -599,7 +590,7 @@ func (r *Limiter) storageKey(l runtime.Limit, key string) string {
 // abandoned call may still be recorded when Redis answers late; that
 // over-counts, never over-admits.
 func (r *Limiter) eval(ctx context.Context, w *wait, s *script, args []any) ([]int64, error) {
-	return r.ask(ctx, w, func(ctx context.Context) ([]int64, error) { return s.run(ctx, r.client, args) })
+	return r.ask(ctx, w, func(ctx context.Context) ([]int64, error) { return s.run(ctx, r.client, args, nil) })
 }
 
 // ask runs do as a round trip on a goroutine of its own and waits for it

@@ -3,6 +3,7 @@ package redislimit
 import (
 	"context"
 	"embed"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -27,6 +28,13 @@ var (
 			m[a] = newScript(assembleScript(spec.file))
 		}
 		return m
+	}()
+	// codeScripts holds algoScripts by algorithm code.
+	codeScripts = func() (s [shadowFlag]*script) {
+		for a, spec := range algoSpecs {
+			s[spec.code] = algoScripts[a]
+		}
+		return s
 	}()
 	mixedScript = func() *script {
 		var files []string
@@ -71,26 +79,43 @@ type doer interface {
 // run runs the command that args (from scriptArgs, with the keys and then
 // the script's arguments appended) holds, and loads the script when the
 // server does not know it (after SCRIPT FLUSH, a restart, a failover or on
-// a new cluster node).
-func (s *script) run(ctx context.Context, c doer, args []any) ([]int64, error) {
-	res, err := c.Do(ctx, args...).Int64Slice()
+// a new cluster node). It returns the reply's numbers, appended to res.
+func (s *script) run(ctx context.Context, c doer, args []any, res []int64) ([]int64, error) {
+	reply, err := c.Do(ctx, args...).Text()
 	if err != nil && isNoScript(err) {
 		args[0], args[1] = cmdEval, s.src
-		res, err = c.Do(ctx, args...).Int64Slice()
+		reply, err = c.Do(ctx, args...).Text()
 		args[0], args[1] = cmdEvalSha, s.hash
 	}
-	return res, err
+	if err != nil {
+		return res, err
+	}
+	return appendReply(res, reply)
 }
 
-// scriptFor returns the script that can decide the requests at idx.
-func scriptFor(reqs []runtime.Request, idx []int) *script {
-	a := algorithmOf(reqs[idx[0]].Limit)
+// appendReply appends the numbers of a script's reply, a string of
+// little-endian 64-bit integers, to res.
+func appendReply(res []int64, reply string) ([]int64, error) {
+	if len(reply)%8 != 0 {
+		return res, fmt.Errorf("ratelimit: unexpected script reply of %d bytes; is the server Redis 5 or newer?", len(reply))
+	}
+	for ; len(reply) >= 8; reply = reply[8:] {
+		_ = reply[7]
+		res = append(res, int64(uint64(reply[0])|uint64(reply[1])<<8|uint64(reply[2])<<16|uint64(reply[3])<<24|
+			uint64(reply[4])<<32|uint64(reply[5])<<40|uint64(reply[6])<<48|uint64(reply[7])<<56))
+	}
+	return res, nil
+}
+
+// scriptOf returns the script that can decide the requests of d at idx.
+func scriptOf(d *decision, idx []int) *script {
+	code := d.asks[idx[0]].code % shadowFlag
 	for _, i := range idx[1:] {
-		if algorithmOf(reqs[i].Limit) != a {
+		if d.asks[i].code%shadowFlag != code {
 			return mixedScript
 		}
 	}
-	return algoScripts[a]
+	return codeScripts[code]
 }
 
 func assembleScript(algorithms ...string) string {

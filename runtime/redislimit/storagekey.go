@@ -42,6 +42,9 @@ func appendEncoded(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
+// tagLen is the length of a hash tag: 8 hex digits.
+const tagLen = 8
+
 // appendTag appends the 32-bit FNV-1a hash of key in hex. It only spreads
 // keys over cluster slots; collisions are harmless because the full key
 // follows the tag.

@@ -48,6 +48,8 @@ type wait struct {
 	tripped <-chan struct{}
 	// waiting counts the limiter's callers in until.
 	waiting *atomic.Int32
+	// timer wakes until; kept across the waits of a reused call.
+	timer *time.Timer
 }
 
 const (
@@ -60,13 +62,13 @@ const (
 	maxStallFactor = 10
 )
 
-// newWait starts a wait of r's timeout, or until ctx's deadline when that
-// comes first.
-func (r *Limiter) newWait(ctx context.Context) *wait {
+// startWait starts w as a wait of r's timeout, or until ctx's deadline
+// when that comes first.
+func (r *Limiter) startWait(ctx context.Context, w *wait) {
 	now := time.Now()
 	timeout := r.cfg.timeout
-	w := &wait{start: now, last: now, budget: timeout, hard: now.Add(maxStallFactor * timeout),
-		answered: &r.answered, tripped: r.breaker.opened(), waiting: &r.waiting}
+	*w = wait{start: now, last: now, budget: timeout, hard: now.Add(maxStallFactor * timeout),
+		answered: &r.answered, tripped: r.breaker.opened(), waiting: &r.waiting, timer: w.timer}
 	if dl, ok := ctx.Deadline(); ok && dl.Before(w.hard) {
 		w.hard, w.callerHard = dl, true
 		if dl.Before(now.Add(timeout)) {
@@ -74,7 +76,6 @@ func (r *Limiter) newWait(ctx context.Context) *wait {
 		}
 	}
 	w.end = now.Add(w.budget)
-	return w
 }
 
 // errSilent is a wait ending without a reply. Unless paused, Redis did not
@@ -145,7 +146,12 @@ func (w *wait) until(ctx context.Context, done <-chan struct{}) error {
 	}
 	w.waiting.Add(1)
 	defer w.waiting.Add(-1)
-	t := time.NewTimer(w.next(w.last))
+	if w.timer == nil {
+		w.timer = time.NewTimer(w.next(w.last))
+	} else {
+		w.timer.Reset(w.next(w.last))
+	}
+	t := w.timer
 	defer t.Stop()
 	for {
 		expected := w.next(w.last)

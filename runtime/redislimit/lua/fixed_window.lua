@@ -2,14 +2,15 @@
 -- to the Unix epoch. Go twin: memory_fixedwindow.go.
 
 algos['fixed-window'] = {
-  check = function(key, p, now)
-    local w = math.floor(now / p.window)
+  check = function(key, p, now, v)
+    local w = floordiv(now, p.window)
     local st = redis.call('HMGET', key, 'w', 'n')
     local sw = tonumber(st[1])
     local count = 0
     -- v.same says the key holds the window counted in (ours, or a later
     -- one), whose count commit then increments.
-    local v = {ok = true, remaining = p.max, retry = 0, reset = 0, receipt = nil, w = w, same = false}
+    v.ok, v.remaining, v.retry, v.reset, v.receipt = true, p.max, 0, 0, nil
+    v.w, v.same = w, false
     if sw ~= nil and sw >= w then
       -- A window later than ours was written by a clock ahead of ours: keep
       -- counting in it rather than reopen an earlier one.
@@ -30,7 +31,6 @@ algos['fixed-window'] = {
         v.remaining = 0
       end
     end
-    return v
   end,
 
   commit = function(key, p, now, v)
@@ -43,7 +43,7 @@ algos['fixed-window'] = {
     v.remaining = v.remaining - p.cost
     v.reset = (v.w + 1) * p.window - now
     v.receipt = v.w
-    redis.call('PEXPIRE', key, string.format('%d', math.floor((v.reset + 999) / 1000) + ttl_pad_ms))
+    redis.call('PEXPIRE', key, string.format('%d', floordiv(v.reset + 999, 1000) + ttl_pad_ms))
   end,
 
   refund = function(key, p, now)

@@ -3,15 +3,15 @@
 -- One GET, and one SET when admitting. Go twin: memory_gcra.go.
 
 algos['gcra'] = {
-  check = function(key, p, now)
-    local interval = math.floor((p.window + p.max - 1) / p.max)
+  check = function(key, p, now, v)
+    local interval = floordiv(p.window + p.max - 1, p.max)
     local tolerance = p.burst * interval
     local tat = tonumber(redis.call('GET', key))
     if tat == nil or tat < now then
       tat = now
     end
     local new = tat + p.cost * interval
-    local v = {ok = true, remaining = math.floor((tolerance - (tat - now)) / interval), retry = 0, reset = tat - now, new = new}
+    v.ok, v.remaining, v.retry, v.reset, v.receipt, v.new = true, floordiv(tolerance - (tat - now), interval), 0, tat - now, nil, new
     if new - now > tolerance then
       v.ok = false
       v.retry = new - tolerance - now
@@ -19,7 +19,6 @@ algos['gcra'] = {
         v.remaining = 0
       end
     end
-    return v
   end,
 
   -- An admitted call left at least cost intervals of tolerance, so the
@@ -29,13 +28,13 @@ algos['gcra'] = {
     local reset = v.new - now
     v.remaining = v.remaining - p.cost
     v.reset = reset
-    redis.call('SET', key, string.format('%d', v.new), 'PX', string.format('%d', math.floor((reset + 999) / 1000) + ttl_pad_ms))
+    redis.call('SET', key, string.format('%d', v.new), 'PX', string.format('%d', floordiv(reset + 999, 1000) + ttl_pad_ms))
   end,
 
   refund = function(key, p, now)
     local tat = tonumber(redis.call('GET', key))
     if tat ~= nil then
-      local interval = math.floor((p.window + p.max - 1) / p.max)
+      local interval = floordiv(p.window + p.max - 1, p.max)
       redis.call('SET', key, string.format('%d', tat - p.cost * interval), 'KEEPTTL')
     end
   end,

@@ -2,15 +2,23 @@
 --
 -- Redis runs the whole script again on every call, so what it defines at
 -- the top (each function, table and upvalue is an allocation) is kept to
--- the registry and one number. A decision's cost is then mostly its
--- redis.call()s and the numbers turned into strings for them, and the
--- algorithms keep both few: arguments go to Redis as strings (Redis
--- formats a Lua number argument itself, more slowly), each formatted once
--- with string.format('%d', n), exact for the whole numbers below 2^53 that
--- every value stored or compared here is (%d converts to a 64-bit integer;
--- tostring would print 1e+15, and '%.0f' is slower).
+-- the registry, one helper and one number. A decision's cost is then
+-- mostly its redis.call()s, the calls into C (string.format, tonumber,
+-- struct, math: each costs more than dozens of Lua operations) and the
+-- tables it creates, and the algorithms keep all three few: arguments go
+-- to Redis as strings (Redis formats a Lua number argument itself, more
+-- slowly), each formatted once with string.format('%d', n), exact for the
+-- whole numbers below 2^53 that every value stored or compared here is
+-- (%d converts to a 64-bit integer; tostring would print 1e+15, and '%.0f'
+-- is slower); a verdict fills a table that main.lua reuses.
 
 local algos = {}
+
+-- floordiv is math.floor(a / b), to the bit (Lua's % is a - floor(a/b)*b,
+-- exact for these whole numbers), without the call into C.
+local function floordiv(a, b)
+  return (a - a % b) / b
+end
 
 -- ttl_pad_ms is added to every key's lifetime when callers pass their own
 -- clock (main.lua sets it): Redis expires keys on its own clock, which may

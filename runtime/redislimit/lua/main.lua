@@ -5,12 +5,15 @@
 -- refund functions, and optionally settle, in the table `algos`; their Go
 -- twins in runtime/memory_*.go must decide identically.
 --
--- check only reads. commit records an admission, and its first write is a
+-- check(key, p, now, v) only reads, and fills the verdict table v, which
+-- may hold an earlier verdict (of any algorithm): it sets every field that
+-- it or commit reads. check only reads. commit records an admission, and its first write is a
 -- command that Redis refuses when it is out of memory (maxmemory with
 -- noeviction): Redis checks memory only at a script's first write, so any
 -- write before it, even a deletion, would let every later one through.
--- settle tidies up (deletes what stopped counting) when nothing is recorded;
--- in a batch, every settle runs after the last call, so that the batch's
+-- settle(key, v) tidies up (deletes what stopped counting) when nothing is
+-- recorded, from check's verdict v alone (the limit's table is reused by the
+-- next call); in a batch, every settle runs after the last call, so that the batch's
 -- first write is still a commit's. Once that first write passes, Redis lets
 -- the rest of the batch write too: a batch may go past maxmemory by what
 -- its calls record, never further.
@@ -25,8 +28,10 @@
 --           for 'r' the receipt. code is the algorithm's index in
 --           algo_names, plus shadow_flag for a limit in shadow mode.
 --
--- 'a' and 'c' return, for each call: committed (1 or 0), then per limit:
--- allowed, remaining, retry µs, reset µs, receipt. A call is admitted
+-- 'a' and 'c' return one string of little-endian 64-bit integers: for each
+-- call, committed (1 or 0), then per limit: allowed, remaining, retry µs,
+-- reset µs, receipt. (A string is one reply for the client to read, where
+-- an array is one reply per number.) A call is admitted
 -- (committed) only if every one of its enforced limits allows; a call with
 -- none is always admitted. An admitted call is recorded under its enforced
 -- limits and under its shadow limits that allow; a shadow limit without
@@ -38,7 +43,7 @@
 -- 'r' undoes the admissions identified by the receipts (used when limits on
 -- different cluster slots were decided one slot after another; the caller
 -- sends only the limits that recorded the call) and
--- returns {}. Its last key is a marker unique to the refund, in the same
+-- returns ''. Its last key is a marker unique to the refund, in the same
 -- slot: a client that resends the command after losing the reply finds the
 -- marker and refunds nothing, so a refund applies at most once.
 
@@ -47,8 +52,24 @@ local algo_names = {'sliding-log', 'sliding-window', 'fixed-window', 'token-buck
 local shadow_flag = 8
 
 local mode = ARGV[1]
-local data = ARGV[2]
-local pos, len = 1, #data
+
+-- The numbers of ARGV[2], read with as few calls into C as its stack, which
+-- holds a few thousand values, allows.
+local nums
+local count = #ARGV[2] / 8
+if count <= 4000 then
+  nums = {struct.unpack('<' .. string.rep('i8', count), ARGV[2])}
+else
+  nums = {}
+  for at = 0, count - 1, 4000 do
+    local m = math.min(4000, count - at)
+    local chunk = {struct.unpack('<' .. string.rep('i8', m), ARGV[2], at * 8 + 1)}
+    for j = 1, m do
+      nums[at + j] = chunk[j]
+    end
+  end
+end
+local pos = 1
 
 -- A refund marker outlives any client retry of its command by far; it is
 -- written only when refunding, never on the decision path.
@@ -58,9 +79,13 @@ local server_now
 local out = {}
 local settles
 local k = 0
-while pos <= len do
-  local now, n
-  now, n, pos = struct.unpack('<i8i8', data, pos)
+-- A call's limits, their algorithms and verdicts, reused by every call of
+-- a batch: the tables of a limit are filled anew for each call, but for a
+-- verdict that a settle keeps.
+local ps, impl, verdicts = {}, {}, {}
+while pos <= count do
+  local now, n = nums[pos], nums[pos + 1]
+  pos = pos + 2
   if now < 0 then
     -- The server's clock, not the callers': app servers' clocks drift apart.
     if server_now == nil then
@@ -73,10 +98,9 @@ while pos <= len do
     ttl_pad_ms = 1000
   end
 
-  local ps, impl = {}, {}
   for i = 1, n do
-    local code, window, max, burst, cost
-    code, window, max, burst, cost, pos = struct.unpack('<i8i8i8i8i8', data, pos)
+    local code, window, max, burst, cost = nums[pos], nums[pos + 1], nums[pos + 2], nums[pos + 3], nums[pos + 4]
+    pos = pos + 5
     local shadow = code >= shadow_flag
     if shadow then
       code = code - shadow_flag
@@ -86,26 +110,34 @@ while pos <= len do
     if impl[i] == nil then
       return redis.error_reply('ERR ratelimit: unknown algorithm ' .. tostring(code))
     end
-    ps[i] = {algo = name, window = window, max = max, burst = burst, cost = cost, receipt = 0, shadow = shadow}
+    local p = ps[i]
+    if p == nil then
+      p = {}
+      ps[i] = p
+    end
+    p.algo, p.window, p.max, p.burst, p.cost, p.receipt, p.shadow = name, window, max, burst, cost, 0, shadow
     if mode == 'r' then
-      ps[i].receipt, pos = struct.unpack('<i8', data, pos)
+      p.receipt = nums[pos]
+      pos = pos + 1
     end
   end
 
   if mode == 'r' then
     if not redis.call('SET', KEYS[#KEYS], '1', 'NX', 'PX', refund_marker_ms) then
-      return {}
+      return ''
     end
     for i = 1, n do
       impl[i].refund(KEYS[k + i], ps[i], now)
     end
-    return {}
+    return ''
   end
 
-  local verdicts = {}
   local all = true
   for i = 1, n do
-    verdicts[i] = impl[i].check(KEYS[k + i], ps[i], now)
+    if verdicts[i] == nil or verdicts[i].kept then
+      verdicts[i] = {}
+    end
+    impl[i].check(KEYS[k + i], ps[i], now, verdicts[i])
     if not verdicts[i].ok and not ps[i].shadow then
       all = false
     end
@@ -118,24 +150,33 @@ while pos <= len do
       impl[i].commit(KEYS[k + i], ps[i], now, verdicts[i])
     elseif impl[i].settle ~= nil then
       settles = settles or {}
-      settles[#settles + 1] = {impl[i].settle, KEYS[k + i], ps[i], now, verdicts[i]}
+      settles[#settles + 1] = {impl[i].settle, KEYS[k + i], verdicts[i]}
+      verdicts[i].kept = true
     end
   end
 
-  out[#out + 1] = committed and 1 or 0
+  local o = #out
+  out[o + 1] = committed and 1 or 0
   for i = 1, n do
     local v = verdicts[i]
-    out[#out + 1] = v.ok and 1 or 0
-    out[#out + 1] = v.remaining
-    out[#out + 1] = v.retry
-    out[#out + 1] = v.reset
-    out[#out + 1] = v.receipt or 0
+    out[o + 2] = v.ok and 1 or 0
+    out[o + 3] = v.remaining
+    out[o + 4] = v.retry
+    out[o + 5] = v.reset
+    out[o + 6] = v.receipt or 0
+    o = o + 5
   end
   k = k + n
 end
 if settles then
   for _, s in ipairs(settles) do
-    s[1](s[2], s[3], s[4], s[5])
+    s[1](s[2], s[3])
   end
 end
-return out
+-- unpack passes its numbers on Lua's C stack, which holds a few thousand.
+local parts = {}
+for i = 1, #out, 1000 do
+  local j = math.min(i + 999, #out)
+  parts[#parts + 1] = struct.pack('<' .. string.rep('i8', j - i + 1), unpack(out, i, j))
+end
+return table.concat(parts)

@@ -22,10 +22,11 @@ algos['sliding-log'] = {
   -- in a compact ZSET: counting the others the same way would cost a walk
   -- of up to Max entries. A larger log may be a skiplist, where ZCOUNT of
   -- the entries still counting takes one command and logarithmic time.
-  check = function(key, p, now)
+  check = function(key, p, now, v)
     local upto = now - p.window
     local trim = string.format('%d', upto)
-    local v = {ok = true, remaining = p.max, retry = 0, reset = 0, receipt = nil, trim = trim, stale = 0, newest = nil}
+    v.ok, v.remaining, v.retry, v.reset, v.receipt = true, p.max, 0, 0, nil
+    v.trim, v.stale, v.newest = trim, 0, nil
     -- Members are their own scores.
     local count, newest
     if p.max > 128 then
@@ -75,12 +76,11 @@ algos['sliding-log'] = {
         v.remaining = 0
       end
     end
-    return v
   end,
 
   -- settle may run after later calls of the same script recorded in this
   -- log, so it removes by score.
-  settle = function(key, p, now, v)
+  settle = function(key, v)
     if v.stale ~= 0 then
       redis.call('ZREMRANGEBYSCORE', key, '-inf', v.trim)
     end
@@ -134,7 +134,7 @@ algos['sliding-log'] = {
     v.reset = t + cost - 1 + p.window - now
     v.receipt = t
     -- Expire the key exactly when its newest admission leaves the window.
-    redis.call('PEXPIRE', key, string.format('%d', math.floor((v.reset + 999) / 1000) + ttl_pad_ms))
+    redis.call('PEXPIRE', key, string.format('%d', floordiv(v.reset + 999, 1000) + ttl_pad_ms))
   end,
 
   -- The admissions of one call are the only members in [t, t+cost-1].

@@ -4,9 +4,9 @@
 -- admits more than max in any window. Go twin: memory_slidingwindow.go.
 
 algos['sliding-window'] = {
-  check = function(key, p, now)
-    local b = math.floor((p.window + 10 - 1) / 10)
-    local cur = math.floor(now / b)
+  check = function(key, p, now, v)
+    local b = floordiv(p.window + 10 - 1, 10)
+    local cur = floordiv(now, b)
     local oldest = cur - 10
     local flat = redis.call('HGETALL', key)
     -- The buckets still counting, non-empty (a refund can empty one): k
@@ -57,7 +57,8 @@ algos['sliding-window'] = {
     if newest ~= nil and newest > into then
       into = newest
     end
-    local v = {ok = true, remaining = p.max - count, retry = 0, reset = 0, receipt = nil, b = b, into = into, stale = stale}
+    v.ok, v.remaining, v.retry, v.reset, v.receipt = true, p.max - count, 0, 0, nil
+    v.b, v.into, v.stale = b, into, stale
     if newest ~= nil then
       -- Bucket j stops counting when the current bucket index passes j+10.
       v.reset = (newest + 10 + 1) * b - now
@@ -76,10 +77,9 @@ algos['sliding-window'] = {
         v.remaining = 0
       end
     end
-    return v
   end,
 
-  settle = function(key, p, now, v)
+  settle = function(key, v)
     if v.stale ~= nil then
       redis.call('HDEL', key, unpack(v.stale))
     end
@@ -94,7 +94,7 @@ algos['sliding-window'] = {
     v.remaining = v.remaining - p.cost
     v.reset = (v.into + 10 + 1) * v.b - now
     v.receipt = v.into
-    redis.call('PEXPIRE', key, string.format('%d', math.floor((v.reset + 999) / 1000) + ttl_pad_ms))
+    redis.call('PEXPIRE', key, string.format('%d', floordiv(v.reset + 999, 1000) + ttl_pad_ms))
   end,
 
   refund = function(key, p, now)

@@ -5,7 +5,7 @@
 -- bucket. Go twin: memory_tokenbucket.go.
 
 algos['token-bucket'] = {
-  check = function(key, p, now)
+  check = function(key, p, now, v)
     local cap = p.burst * p.window
     local st = redis.call('HMGET', key, 't', 's')
     local t, at = tonumber(st[1]), tonumber(st[2])
@@ -15,7 +15,7 @@ algos['token-bucket'] = {
     if t == nil or at == nil then
       t, at = cap, now
     elseif now > at then
-      if now - at >= math.floor((cap - t + p.max - 1) / p.max) then
+      if now - at >= floordiv(cap - t + p.max - 1, p.max) then
         t = cap
       else
         t = t + (now - at) * p.max
@@ -24,13 +24,13 @@ algos['token-bucket'] = {
     end
     local need = p.cost * p.window
     -- Refill starts at `at`, later than now only if another clock ran ahead.
-    local v = {ok = true, remaining = math.floor(t / p.window), retry = 0,
-      reset = at - now + math.floor((cap - t + p.max - 1) / p.max), receipt = nil, level = t, at = at}
+    v.ok, v.remaining, v.retry, v.receipt = true, floordiv(t, p.window), 0, nil
+    v.reset = at - now + floordiv(cap - t + p.max - 1, p.max)
+    v.level, v.at = t, at
     if t < need then
       v.ok = false
-      v.retry = at - now + math.floor((need - t + p.max - 1) / p.max)
+      v.retry = at - now + floordiv(need - t + p.max - 1, p.max)
     end
-    return v
   end,
 
   commit = function(key, p, now, v)
@@ -40,8 +40,8 @@ algos['token-bucket'] = {
     -- least cost*window, so taking whole tokens away leaves the same
     -- remainder.
     v.remaining = v.remaining - p.cost
-    v.reset = v.at - now + math.floor((p.burst * p.window - t + p.max - 1) / p.max)
-    redis.call('PEXPIRE', key, string.format('%d', math.floor((v.reset + 999) / 1000) + ttl_pad_ms))
+    v.reset = v.at - now + floordiv(p.burst * p.window - t + p.max - 1, p.max)
+    redis.call('PEXPIRE', key, string.format('%d', floordiv(v.reset + 999, 1000) + ttl_pad_ms))
   end,
 
   refund = function(key, p, now)

@@ -1,0 +1,112 @@
+package redislimit
+
+import (
+	"encoding/binary"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
+)
+
+// An ask is one request as the scripts read it, resolved once when the
+// call is decided: its storage key and its numbers in lua/main.lua's
+// layout. Everything between Decide and the reply reads asks, never the
+// runtime.Request again.
+type ask struct {
+	key                            string
+	code, window, max, burst, cost int64
+}
+
+// A decision is one call on its way to Redis: its requests resolved, and
+// the verdicts and receipts that the replies fill, all indexed as the
+// call's requests.
+type decision struct {
+	// now is the call's time in µs on the limiter's clock, or -1 for the
+	// server's.
+	now  int64
+	asks []ask
+	vs   []verdict
+	// receipts is nil unless the call spans cluster slots, which may
+	// need refunds.
+	receipts []int64
+}
+
+// resolve appends reqs to asks, resolved; a request in runtime.ModeOff,
+// which is never sent, gets the zero ask.
+func (r *Limiter) resolve(asks []ask, reqs []runtime.Request) []ask {
+	for _, q := range reqs {
+		if q.Limit.Mode == runtime.ModeOff {
+			asks = append(asks, ask{})
+			continue
+		}
+		l := q.Limit
+		asks = append(asks, ask{
+			key:    r.storageKey(l, q.Key),
+			code:   codeOf(l),
+			window: l.Window.Microseconds(),
+			max:    int64(l.Max),
+			burst:  burstOf(l),
+			cost:   costOf(q),
+		})
+	}
+	return asks
+}
+
+// appendNums appends to nums the numbers of the requests of d at idx, in
+// the layout of lua/main.lua's ARGV[2]; with receipts, for a refund. They
+// go as one string of little-endian 64-bit integers: one argument per call
+// rather than six per limit, and the cheapest form for the script to read
+// (struct.unpack).
+func appendNums(nums []byte, d *decision, idx []int, receipts bool) []byte {
+	le := binary.LittleEndian
+	nums = le.AppendUint64(nums, uint64(d.now))
+	nums = le.AppendUint64(nums, uint64(len(idx)))
+	for _, i := range idx {
+		a := &d.asks[i]
+		nums = le.AppendUint64(nums, uint64(a.code))
+		nums = le.AppendUint64(nums, uint64(a.window))
+		nums = le.AppendUint64(nums, uint64(a.max))
+		nums = le.AppendUint64(nums, uint64(a.burst))
+		nums = le.AppendUint64(nums, uint64(a.cost))
+		if receipts {
+			nums = le.AppendUint64(nums, uint64(d.receipts[i]))
+		}
+	}
+	return nums
+}
+
+// readCall reads one call's part of a script reply into the verdicts (and
+// receipts, when d keeps them) of the requests of d at idx, and returns
+// what follows it.
+func readCall(res []int64, d *decision, idx []int) (committed bool, rest []int64, err error) {
+	if len(res) < 1+5*len(idx) {
+		return false, nil, errReply(res)
+	}
+	for j, i := range idx {
+		f := res[1+5*j:]
+		d.vs[i] = verdict{ok: f[0] == 1, remaining: f[1], retry: f[2], reset: f[3]}
+		if d.receipts != nil {
+			d.receipts[i] = f[4]
+		}
+	}
+	return res[0] == 1, res[1+5*len(idx):], nil
+}
+
+// ordinals are the indexes of a call's requests when the call is its own
+// single group, as a batched call is.
+var ordinals = func() (o [16]int) {
+	for i := range o {
+		o[i] = i
+	}
+	return o
+}()
+
+// firstN returns the indexes 0 to n-1.
+func firstN(n int) []int {
+	if n <= len(ordinals) {
+		return ordinals[:n:n]
+	}
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
+}

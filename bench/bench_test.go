@@ -124,6 +124,7 @@ func BenchmarkAllow(b *testing.B) {
 						}
 					}
 					resetServerStats(b, c)
+					cpu := processCPU()
 					var admitted int64
 					if callers == 1 {
 						admitted = runSequential(b, decide, ks.keys)
@@ -135,6 +136,7 @@ func BenchmarkAllow(b *testing.B) {
 						b.Fatalf("%s admitted %d calls on a key whose limit was used up for the hour", ct.name, admitted)
 					}
 					reportServerStats(b, c)
+					b.ReportMetric(float64((processCPU()-cpu).Nanoseconds())/1e3/float64(b.N), "client-µs/op")
 				})
 			}
 		}

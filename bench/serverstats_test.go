@@ -6,7 +6,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -106,4 +108,15 @@ func TestParseScriptStats(t *testing.T) {
 	if _, _, err := parseScriptStats("cmdstat_evalsha:calls=1,usec=x\r\n"); err == nil {
 		t.Fatal("parseScriptStats accepted usec=x")
 	}
+}
+
+// processCPU returns the CPU time (user and system) this process, the
+// client side of every contender, has used: the client-µs/op metric is its
+// growth per decision, the client's cost beside Redis's redis-µs/op.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

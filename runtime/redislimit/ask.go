@@ -78,7 +78,7 @@ func appendNums(nums []byte, d *decision, idx []int, receipts bool) []byte {
 // what follows it.
 func readCall(res []int64, d *decision, idx []int) (committed bool, rest []int64, err error) {
 	if len(res) < 1+5*len(idx) {
-		return false, nil, errReply(res)
+		return false, nil, errReply(len(res))
 	}
 	for j, i := range idx {
 		f := res[1+5*j:]

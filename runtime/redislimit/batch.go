@@ -74,34 +74,52 @@ type call struct {
 	// sent; flight is the round trip that took it.
 	abandoned bool
 	flight    *flight
+	// alone is the batch of a call sent alone.
+	alone [1]*call
 }
 
-// A flight is one round trip's context, cancelled once every caller it
-// carries has stopped waiting: a decision nobody waits for is not worth a
-// retry or a reconnection, and one sent after its caller was answered by
-// the policy would count twice.
+// A flight is one round trip, and the context it runs on: it carries the
+// values of the context of the call that started it (none for a batch) but
+// none of its cancellation, and ends once every caller it carries has
+// stopped waiting (a decision nobody waits for is not worth a retry or a
+// reconnection, and one sent after its caller was answered by the policy
+// would count twice) or once its connect bound passes. Being its own
+// context, it costs a round trip one allocation and one timer.
 type flight struct {
-	ctx     context.Context
-	cancel  context.CancelFunc
+	values  context.Context
 	waiting atomic.Int32
 	connect connectBound
+	// deadline is the connect bound, fixed by start.
+	deadline time.Time
+	timer    *time.Timer
+
+	mu   sync.Mutex
+	done chan struct{}
+	err  error
 }
 
-// newFlight returns a flight for waiting callers, with parent's values.
-func newFlight(parent context.Context, waiting int, connect connectBound) *flight {
-	f := &flight{connect: connect}
-	f.ctx, f.cancel = context.WithCancel(context.WithoutCancel(parent))
+// newFlight returns a flight for waiting callers, with values' values.
+func newFlight(values context.Context, waiting int, connect connectBound) *flight {
+	f := &flight{values: values, connect: connect}
 	f.waiting.Store(int32(waiting))
 	return f
 }
 
-// start returns the context of the round trip, which starts now.
-func (f *flight) start() (context.Context, context.CancelFunc) {
+// start starts the round trip: its connect bound runs from now.
+func (f *flight) start() {
 	if f.connect.by.IsZero() {
-		return f.ctx, func() {}
+		return
 	}
 	// A goroutine that starts late still has a little time to connect.
-	return context.WithDeadline(f.ctx, later(f.connect.by, time.Now().Add(f.connect.least)))
+	f.deadline = later(f.connect.by, time.Now().Add(f.connect.least))
+	f.timer = time.AfterFunc(time.Until(f.deadline), f.expire)
+}
+
+// landed ends the round trip: its reply is in.
+func (f *flight) landed() {
+	if f.timer != nil {
+		f.timer.Stop()
+	}
 }
 
 // later returns the later of a and b.
@@ -115,9 +133,51 @@ func later(a, b time.Time) time.Time {
 // leave ends one caller's wait for f.
 func (f *flight) leave() {
 	if f.waiting.Add(-1) == 0 {
-		f.cancel()
+		f.end(context.Canceled)
 	}
 }
+
+func (f *flight) expire() { f.end(context.DeadlineExceeded) }
+
+// end ends f with err, unless it has ended.
+func (f *flight) end(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return
+	}
+	f.err = err
+	if f.done != nil {
+		close(f.done)
+	}
+}
+
+// Deadline is the connect bound, if any.
+func (f *flight) Deadline() (time.Time, bool) { return f.deadline, !f.deadline.IsZero() }
+
+// Done is closed once f ends.
+func (f *flight) Done() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done == nil {
+		f.done = make(chan struct{})
+		if f.err != nil {
+			close(f.done)
+		}
+	}
+	return f.done
+}
+
+// Err is why f ended: context.Canceled when its callers left, or
+// context.DeadlineExceeded when its connect bound passed.
+func (f *flight) Err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// Value is the value for key of the context that started f.
+func (f *flight) Value(key any) any { return f.values.Value(key) }
 
 func newBatcher(lim *Limiter) *batcher {
 	b := &batcher{lim: lim}
@@ -148,7 +208,7 @@ func (b *batcher) newCall(d *decision, idx []int) *call {
 // free makes c, whose caller has read its reply, ready for reuse.
 func (b *batcher) free(c *call) {
 	clear(c.asks[:])
-	c.d, c.flight = decision{}, nil
+	c.d, c.flight, c.alone[0] = decision{}, nil, nil
 	b.calls.Put(c)
 }
 
@@ -165,7 +225,8 @@ func (b *batcher) decide(ctx context.Context, d *decision, idx []int) (bool, err
 			b.inFlight++
 			c.flight = newFlight(ctx, 1, c.connect)
 			b.mu.Unlock()
-			go b.run([]*call{c})
+			c.alone[0] = c
+			go b.run(c.alone[:])
 		} else {
 			b.queue = append(b.queue, c)
 			b.mu.Unlock()
@@ -238,18 +299,20 @@ func (b *batcher) take() []*call {
 // run sends batches, starting with batch, until the queue is empty; then
 // it frees its round trip's place.
 func (b *batcher) run(batch []*call) {
-	// Buffers for the batches' numbers, reused.
-	var nums []byte
-	var res []int64
+	// Buffers for the batches' numbers, reused; a lone call's fit.
+	var numBuf [128]byte
+	var resBuf [16]int64
+	nums, res := numBuf[:0], resBuf[:0]
 	for batch != nil {
-		ctx, cancel := batch[0].flight.start()
+		f := batch[0].flight
+		f.start()
 		sent := time.Now()
 		if b.pipelined {
-			b.lim.evalPipelined(ctx, batch)
+			b.lim.evalPipelined(f, batch)
 		} else {
-			nums, res = b.lim.evalBatch(ctx, nums[:0], res[:0], batch)
+			nums, res = b.lim.evalBatch(f, nums[:0], res[:0], batch)
 		}
-		cancel()
+		f.landed()
 		b.lim.noteAnswer(sent, batch[0].err)
 		for _, c := range batch {
 			c.done <- struct{}{}

@@ -268,8 +268,7 @@ func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, cause err
 // noteAnswer records that Redis answered a round trip sent at sent: with
 // a reply, or with an error of its own.
 func (r *Limiter) noteAnswer(sent time.Time, err error) {
-	var rerr redis.Error
-	if err != nil && !errors.As(err, &rerr) {
+	if err != nil && !isRedisError(err) {
 		return
 	}
 	t := sent.UnixNano()
@@ -279,6 +278,12 @@ func (r *Limiter) noteAnswer(sent time.Time, err error) {
 			return
 		}
 	}
+}
+
+// isRedisError reports whether err is an error reply of Redis's.
+func isRedisError(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr)
 }
 
 // check asks Redis for something cheap on the node that holds key, unless
@@ -511,9 +516,9 @@ func (r *Limiter) evalGroup(ctx context.Context, w *wait, mode scriptMode, d *de
 	return committed, err
 }
 
-// errReply is a script reply unlike any the scripts give.
-func errReply(res []int64) error {
-	return fmt.Errorf("ratelimit: unexpected script reply %v; is the server Redis 5 or newer?", res)
+// errReply is a script reply of n numbers, unlike any the scripts give.
+func errReply(n int) error {
+	return fmt.Errorf("ratelimit: unexpected script reply of %d numbers; is the server Redis 5 or newer?", n)
 }
 
 // refund undoes the admissions recorded for groups, best effort: if Redis
@@ -601,10 +606,10 @@ func (r *Limiter) ask(ctx context.Context, w *wait, do func(context.Context) ([]
 		rt := &roundTrip{done: make(chan struct{})}
 		f := newFlight(ctx, 1, r.connectBound(w))
 		go func() {
-			ctx, cancel := f.start()
-			defer cancel()
+			f.start()
+			defer f.landed()
 			sent := time.Now()
-			rt.res, rt.err = do(ctx)
+			rt.res, rt.err = do(f)
 			r.noteAnswer(sent, rt.err)
 			close(rt.done)
 		}()

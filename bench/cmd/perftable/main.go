@@ -516,8 +516,8 @@ func against(r, base *row) (tput, lat string) {
 func render(w io.Writer, res *results, notes []string) error {
 	var b strings.Builder
 	preamble(&b, res, notes, "ratios against "+baseline+" and against the ceiling of the row's algorithm (bench/ceiling.go: a minimal batched client, GCRA or sliding log) in the same setting, repetition by repetition (median, range)")
-	b.WriteString("\n| library | callers | keys | decisions/s | × redis_rate | × ceiling | p50 µs | p50 × redis_rate | p50 × ceiling | p99 µs | allocs/op | B/op | Redis µs/op | Redis calls/op | admitted/op |\n")
-	b.WriteString("|---|---:|---|---:|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("\n| library | callers | keys | decisions/s | × redis_rate | × ceiling | p50 µs | p50 × redis_rate | p50 × ceiling | p99 µs | allocs/op | B/op | Redis µs/op | client CPU µs/op | Redis calls/op | admitted/op |\n")
+	b.WriteString("|---|---:|---|---:|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range res.settings {
 		for _, lib := range res.libs {
 			r := res.rows[lib][s]
@@ -530,7 +530,7 @@ func render(w io.Writer, res *results, notes []string) error {
 				ceil = res.rows[name][s]
 			}
 			ctput, clat := against(r, ceil)
-			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 				lib, s.callers, s.keys,
 				sig(median(r.decisionsPerSec())), tput, ctput,
 				sig(median(r.values("p50-µs"))), lat, clat,
@@ -538,6 +538,7 @@ func render(w io.Writer, res *results, notes []string) error {
 				sig(median(r.values("allocs/op"))),
 				sig(median(r.values("B/op"))),
 				sig(median(r.values("redis-µs/op"))),
+				sig(median(r.values("client-µs/op"))),
 				sig(median(r.values("redis-calls/op"))),
 				sig(median(r.values("admitted/op"))))
 		}

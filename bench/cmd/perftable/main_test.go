@@ -9,12 +9,12 @@ const sample = `goos: linux
 goarch: amd64
 pkg: github.com/ratelimitgen/ratelimitgen/bench
 cpu: Some CPU
-BenchmarkAllow/lib=ratelimitgen-gcra/callers=1/keys=10000-2         	    3254	    50000 ns/op	         1.000 admitted/op	       40 p50-µs	      100 p99-µs	         1.000 redis-calls/op	        12 redis-µs/op	    1328 B/op	      24 allocs/op
+BenchmarkAllow/lib=ratelimitgen-gcra/callers=1/keys=10000-2         	    3254	    50000 ns/op	         1.000 admitted/op	       40 p50-µs	      100 p99-µs	         1.000 redis-calls/op	        12 redis-µs/op	    1328 B/op	      24 allocs/op	         8 client-µs/op
 BenchmarkAllow/lib=redis_rate/callers=1/keys=10000-2                	    6849	    40000 ns/op	         1.000 admitted/op	        40 p50-µs	       264.2 p99-µs	         1.000 redis-calls/op	         8.521 redis-µs/op	     678 B/op	      19 allocs/op
 BenchmarkAllow/lib=ceiling-gcra/callers=1/keys=10000-2              	    6849	    40000 ns/op	         1.000 admitted/op	        20 p50-µs	       100 p99-µs	         1.000 redis-calls/op	         5 redis-µs/op	     500 B/op	      10 allocs/op
 BenchmarkAllow/lib=redis_rate/callers=64/keys=denied-2                	    6849	    10000 ns/op	         0 admitted/op	        600 p50-µs	       900 p99-µs	         1.000 redis-calls/op	         8 redis-µs/op	     678 B/op	      19 allocs/op
 BenchmarkAllow/lib=ratelimitgen-gcra/callers=64/keys=denied-2         	    3254	    1000 ns/op	         0 admitted/op	       60 p50-µs	      100 p99-µs	         0.001 redis-calls/op	        0.01 redis-µs/op	    100 B/op	      2 allocs/op
-BenchmarkAllow/lib=ratelimitgen-gcra/callers=1/keys=10000-2         	    3254	    20000 ns/op	         1.000 admitted/op	       20 p50-µs	      100 p99-µs	         1.000 redis-calls/op	        12 redis-µs/op	    1328 B/op	      24 allocs/op
+BenchmarkAllow/lib=ratelimitgen-gcra/callers=1/keys=10000-2         	    3254	    20000 ns/op	         1.000 admitted/op	       20 p50-µs	      100 p99-µs	         1.000 redis-calls/op	        12 redis-µs/op	    1328 B/op	      24 allocs/op	        12 client-µs/op
 BenchmarkAllow/lib=redis_rate/callers=1/keys=10000-2                	    6849	    40000 ns/op	         1.000 admitted/op	        40 p50-µs	       264.2 p99-µs	         1.000 redis-calls/op	         8.521 redis-µs/op	     678 B/op	      19 allocs/op
 BenchmarkAllow/lib=ceiling-gcra/callers=1/keys=10000-2              	    6849	    10000 ns/op	         1.000 admitted/op	        40 p50-µs	       100 p99-µs	         1.000 redis-calls/op	         5 redis-µs/op	     500 B/op	      10 allocs/op
 PASS
@@ -43,11 +43,11 @@ func TestParseRender(t *testing.T) {
 		"a note",
 		// 1e9/50000 and 1e9/20000: median 35,000/s; paired ratios 0.8 and 2
 		// to redis_rate, 0.8 and 0.5 to the GCRA ceiling (p50: 2 and 0.5).
-		"| ratelimitgen-gcra | 1 | 10000 | 35,000 | 1.40× (0.80–2.00) | 0.65× (0.50–0.80) | 30.0 | 0.75× (0.50–1.00) | 1.25× (0.50–2.00) | 100 | 24.0 | 1,328 | 12.0 | 1.00 | 1.00 |",
+		"| ratelimitgen-gcra | 1 | 10000 | 35,000 | 1.40× (0.80–2.00) | 0.65× (0.50–0.80) | 30.0 | 0.75× (0.50–1.00) | 1.25× (0.50–2.00) | 100 | 24.0 | 1,328 | 12.0 | 10.0 | 1.00 | 1.00 |",
 		"| redis_rate | 1 | 10000 | 25,000 | 1 | 0.62× (0.25–1.00) | 40.0 | 1 | 1.50× (1.00–2.00) |",
 		"| ceiling-gcra | 1 | 10000 | 62,500 | 2.50× (1.00–4.00) | 1 | 30.0 | 0.75× (0.50–1.00) | 1 |",
 		// No ceiling ran in this setting.
-		"| ratelimitgen-gcra | 64 | denied | 1,000,000 | 10.00× | – | 60.0 | 0.10× | – | 100 | 2.00 | 100 | 0.010 | 0.001 | 0 |",
+		"| ratelimitgen-gcra | 64 | denied | 1,000,000 | 10.00× | – | 60.0 | 0.10× | – | 100 | 2.00 | 100 | 0.010 | – | 0.001 | 0 |",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

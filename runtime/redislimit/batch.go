@@ -36,6 +36,12 @@ type batcher struct {
 	mu       sync.Mutex
 	inFlight int
 	queue    []*call
+	// flying holds the batch of each round trip under way (guarded by
+	// mu), for the watch; a run goroutine owns one slot.
+	flying [maxInFlight][]*call
+	// watch wakes the calls in queue and flying whose waits are due (see
+	// watch.go).
+	watch watch
 }
 
 const (
@@ -64,9 +70,12 @@ type call struct {
 	connect connectBound
 	asks    [inlineLimits]ask
 	vs      [inlineLimits]verdict
-	// done receives once the round trip has filled committed and err (and
-	// d's verdicts).
-	done      chan struct{}
+	// finished is set once the round trip has filled committed and err
+	// (and d's verdicts); wake then receives, as it does when the breaker
+	// opens and when the watch finds the wait due at due (UnixNano).
+	finished  atomic.Bool
+	wake      chan struct{}
+	due       atomic.Int64
 	committed bool
 	err       error
 	// abandoned (guarded by the batcher's mu) is set when the caller
@@ -181,7 +190,9 @@ func (f *flight) Value(key any) any { return f.values.Value(key) }
 
 func newBatcher(lim *Limiter) *batcher {
 	b := &batcher{lim: lim}
-	b.calls.New = func() any { return &call{done: make(chan struct{}, 1)} }
+	b.calls.New = func() any { return &call{wake: make(chan struct{}, 1)} }
+	b.watch.timer = time.AfterFunc(time.Hour, b.wakeDue)
+	b.watch.timer.Stop()
 	switch lim.client.(type) {
 	case *redis.ClusterClient, *redis.Ring:
 		b.pipelined = true
@@ -202,6 +213,11 @@ func (b *batcher) newCall(d *decision, idx []int) *call {
 	}
 	c.d.vs = c.d.vs[:n]
 	c.idx = firstN(n)
+	c.finished.Store(false)
+	select {
+	case <-c.wake:
+	default:
+	}
 	return c
 }
 
@@ -220,18 +236,22 @@ func (b *batcher) decide(ctx context.Context, d *decision, idx []int) (bool, err
 	b.lim.startWait(ctx, &c.w)
 	for {
 		c.connect = b.lim.connectBound(&c.w)
+		c.due.Store(c.w.due().UnixNano())
 		b.mu.Lock()
+		b.watchFrom(c.w.due())
 		if b.inFlight < maxInFlight {
 			b.inFlight++
 			c.flight = newFlight(ctx, 1, c.connect)
-			b.mu.Unlock()
 			c.alone[0] = c
-			go b.run(c.alone[:])
+			slot := b.freeSlot()
+			b.flying[slot] = c.alone[:]
+			b.mu.Unlock()
+			go b.run(slot, c.alone[:])
 		} else {
 			b.queue = append(b.queue, c)
 			b.mu.Unlock()
 		}
-		if err := c.w.until(ctx, c.done); err != nil {
+		if err := c.w.untilWoken(ctx, b, c); err != nil {
 			b.mu.Lock()
 			c.abandoned = true
 			f := c.flight
@@ -243,6 +263,7 @@ func (b *batcher) decide(ctx context.Context, d *decision, idx []int) (bool, err
 		}
 		c.flight.leave()
 		if c.w.resend(c.err) {
+			c.finished.Store(false)
 			continue
 		}
 		if c.err != nil {
@@ -258,9 +279,31 @@ func (b *batcher) decide(ctx context.Context, d *decision, idx []int) (bool, err
 	}
 }
 
-// take returns the next batch, or nil after freeing the round trip's place
-// when nothing is queued.
-func (b *batcher) take() []*call {
+// land wakes the callers of batch, the round trip in slot, which has
+// filled their calls. Once out of flying, a call may be reused at once.
+func (b *batcher) land(slot int, batch []*call) {
+	b.mu.Lock()
+	b.flying[slot] = nil
+	b.mu.Unlock()
+	for _, c := range batch {
+		c.finished.Store(true)
+		poke(c)
+	}
+}
+
+// freeSlot returns a slot of flying that no round trip holds; b.mu is held.
+func (b *batcher) freeSlot() int {
+	for i, f := range b.flying {
+		if f == nil {
+			return i
+		}
+	}
+	panic("ratelimit: more round trips than maxInFlight") // a defect of the batcher
+}
+
+// take returns the next batch for the round trip in slot, or nil after
+// freeing the round trip's place when nothing is queued.
+func (b *batcher) take(slot int) []*call {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for len(b.queue) > 0 {
@@ -289,6 +332,7 @@ func (b *batcher) take() []*call {
 			for _, c := range batch {
 				c.flight = f
 			}
+			b.flying[slot] = batch
 			return batch
 		}
 	}
@@ -297,8 +341,8 @@ func (b *batcher) take() []*call {
 }
 
 // run sends batches, starting with batch, until the queue is empty; then
-// it frees its round trip's place.
-func (b *batcher) run(batch []*call) {
+// it frees its round trip's place and its slot of flying.
+func (b *batcher) run(slot int, batch []*call) {
 	// Buffers for the batches' numbers, reused; a lone call's fit.
 	var numBuf [128]byte
 	var resBuf [16]int64
@@ -314,10 +358,8 @@ func (b *batcher) run(batch []*call) {
 		}
 		f.landed()
 		b.lim.noteAnswer(sent, batch[0].err)
-		for _, c := range batch {
-			c.done <- struct{}{}
-		}
-		batch = b.take()
+		b.land(slot, batch)
+		batch = b.take(slot)
 	}
 }
 

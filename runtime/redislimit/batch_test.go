@@ -178,8 +178,15 @@ func TestBatchingThroughNoScript(t *testing.T) {
 func TestBatchFailureFollowsPolicy(t *testing.T) {
 	srv := redistest.StartServer(t)
 	l := runtime.Limit{Name: "batch.fail", Window: time.Hour, Max: 1000}
-	for _, policy := range []FailurePolicy{FailClosed, FailLocal} {
-		t.Run(policy.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		policy FailurePolicy
+		// deadline gives each caller a deadline shorter than the
+		// limiter's timeout; without one, only the batcher's watch (see
+		// watch.go) ends the waits.
+		deadline bool
+	}{{FailClosed, true}, {FailLocal, true}, {FailClosed, false}, {FailLocal, false}} {
+		policy := tc.policy
+		t.Run(fmt.Sprintf("%v/deadline=%v", policy, tc.deadline), func(t *testing.T) {
 			events := &degradedLog{}
 			lim := New(srv.Client(t), WithFailurePolicy(policy), WithTimeout(200*time.Millisecond),
 				WithRetryInterval(50*time.Millisecond), WithOnDegraded(events.record))
@@ -193,7 +200,10 @@ func TestBatchFailureFollowsPolicy(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+					ctx, cancel := context.Background(), context.CancelFunc(func() {})
+					if tc.deadline {
+						ctx, cancel = context.WithTimeout(context.Background(), 100*time.Millisecond)
+					}
 					defer cancel()
 					ds, err := lim.Decide(ctx, runtime.Request{Limit: l, Key: fmt.Sprint("k", i)})
 					switch {

@@ -87,7 +87,10 @@ type breaker struct {
 	probing   atomic.Bool
 	// tripped is closed when the breaker opens, so that the callers
 	// already waiting for Redis stop waiting too; nil until someone waits.
+	// onTrip, if set, is called then too, for the callers that do not
+	// wait on tripped.
 	tripped atomic.Pointer[chan struct{}]
+	onTrip  func()
 }
 
 // allow reports whether this call may ask Redis, and whether it is the
@@ -123,6 +126,9 @@ func (b *breaker) record(now time.Time, failed, probe bool) (recovered bool) {
 		b.openUntil.Store(now.Add(b.interval).UnixNano())
 		if ch := b.tripped.Swap(nil); ch != nil {
 			close(*ch)
+		}
+		if b.onTrip != nil {
+			b.onTrip()
 		}
 	} else if b.openUntil.Load() != 0 {
 		recovered = b.openUntil.Swap(0) != 0

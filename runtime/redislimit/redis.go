@@ -86,6 +86,7 @@ func New(c redis.UniversalClient, opts ...Option) *Limiter {
 	}
 	if cfg.batching {
 		r.batch = newBatcher(r)
+		r.breaker.onTrip = r.batch.trip
 	}
 	return r
 }

@@ -180,19 +180,79 @@ func (w *wait) until(ctx context.Context, done <-chan struct{}) error {
 		default:
 		}
 		now := time.Now()
-		w.account(now, expected)
-		switch {
-		case !now.Before(w.hard):
-			return &errSilent{w: w, paused: 2*w.lost >= w.budget}
-		case !now.Before(w.end) && w.answered.Load() > w.start.UnixNano():
-			// Redis answered a round trip sent after this one began:
-			// this reply is on its way, or unread.
-			w.end = now.Add(w.period())
-		case !now.Before(w.end):
-			return &errSilent{w: w}
+		if err := w.judge(now, expected); err != nil {
+			return err
 		}
 		t.Reset(w.next(now))
 	}
+}
+
+// untilWoken waits for c's round trip as until waits for done, but woken
+// by b (see watch.go) rather than by a timer of its own and the breaker's
+// channel.
+func (w *wait) untilWoken(ctx context.Context, b *batcher, c *call) error {
+	if c.finished.Load() {
+		return nil
+	}
+	w.waiting.Add(1)
+	defer w.waiting.Add(-1)
+	ctxDone := ctx.Done()
+	for {
+		expected := w.next(w.last)
+		due := w.last.Add(expected)
+		select {
+		case <-c.wake:
+		case <-ctxDone:
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return ctx.Err()
+			}
+		}
+		if c.finished.Load() {
+			w.account(time.Now(), expected)
+			return nil
+		}
+		select {
+		case <-w.tripped:
+			return errTripped
+		default:
+		}
+		if time.Now().Before(due) && ctx.Err() == nil {
+			// A wake meant for an earlier use of c.
+			continue
+		}
+		goruntime.Gosched()
+		if c.finished.Load() {
+			w.account(time.Now(), expected)
+			return nil
+		}
+		now := time.Now()
+		if err := w.judge(now, expected); err != nil {
+			return err
+		}
+		b.expect(c, now.Add(w.next(now)))
+	}
+}
+
+// due is when w first wakes.
+func (w *wait) due() time.Time {
+	return w.last.Add(w.next(w.last))
+}
+
+// judge judges a wake at now, which was due expected after the last: it
+// returns the error that ends the wait, or nil to wait on.
+func (w *wait) judge(now time.Time, expected time.Duration) error {
+	w.account(now, expected)
+	switch {
+	case !now.Before(w.hard):
+		return &errSilent{w: w, paused: 2*w.lost >= w.budget}
+	case !now.Before(w.end) && w.answered.Load() > w.start.UnixNano():
+		// Redis answered a round trip sent after this one began: this
+		// reply is on its way, or unread.
+		w.end = now.Add(w.period())
+	case !now.Before(w.end):
+		return &errSilent{w: w}
+	}
+	return nil
 }
 
 // account counts the time since the last wake, which was to last expected,

@@ -7,6 +7,7 @@ type ServerOption func(*serverConfig)
 // serverConfig is what ServerOptions edit.
 type serverConfig struct {
 	extraArgs []string
+	under     []string
 }
 
 // WithArgs appends redis-server command-line arguments, for example
@@ -17,5 +18,15 @@ type serverConfig struct {
 func WithArgs(args ...string) ServerOption {
 	return func(c *serverConfig) {
 		c.extraArgs = append(c.extraArgs, args...)
+	}
+}
+
+// Under runs redis-server under a tool, the command given with its
+// arguments up to redis-server's path, for example
+// Under("valgrind", "--tool=callgrind") to count the instructions it runs
+// (see Server.PID). The tool must be on the PATH.
+func Under(command string, args ...string) ServerOption {
+	return func(c *serverConfig) {
+		c.under = append([]string{command}, args...)
 	}
 }

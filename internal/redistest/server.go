@@ -50,6 +50,7 @@ var errPortInUse = errors.New("port already in use")
 // Pause and Resume are not meant to race with each other.
 type Server struct {
 	bin     string
+	under   []string
 	dir     string
 	cluster bool
 	args    []string
@@ -93,6 +94,9 @@ func newServer(t testing.TB, cluster bool, opts []ServerOption) *Server {
 		cluster: cluster,
 		args:    cfg.extraArgs,
 	}
+	if len(cfg.under) > 0 {
+		s.under = append([]string{lookBinary(t, cfg.under[0])}, cfg.under[1:]...)
+	}
 	// Registered after t.TempDir, so it runs before the directory is removed.
 	t.Cleanup(func() {
 		if err := s.kill(); err != nil {
@@ -100,6 +104,17 @@ func newServer(t testing.TB, cluster bool, opts []ServerOption) *Server {
 		}
 	})
 	return s
+}
+
+// PID returns the process ID of the running server (of the tool it runs
+// under, which is the same process for valgrind), or 0 while it is stopped.
+func (s *Server) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.proc == nil {
+		return 0
+	}
+	return s.proc.cmd.Process.Pid
 }
 
 // Addr returns the server's "127.0.0.1:port" address. It stays the same
@@ -308,7 +323,11 @@ func spawn(bin string, args []string, dir string, log *logBuffer) (p *process, m
 // launch runs redis-server on port and waits until it answers. On success the
 // new process becomes s.proc; on failure it has been killed.
 func (s *Server) launch(port int) error {
-	p, mark, err := spawn(s.bin, s.commandArgs(port), s.dir, &s.log)
+	bin, args := s.bin, s.commandArgs(port)
+	if len(s.under) > 0 {
+		bin, args = s.under[0], append(append(append([]string{}, s.under[1:]...), s.bin), args...)
+	}
+	p, mark, err := spawn(bin, args, s.dir, &s.log)
 	if err != nil {
 		return err
 	}

@@ -174,6 +174,9 @@ if settles then
   end
 end
 -- unpack passes its numbers on Lua's C stack, which holds a few thousand.
+if #out <= 1000 then
+  return struct.pack('<' .. string.rep('i8', #out), unpack(out))
+end
 local parts = {}
 for i = 1, #out, 1000 do
   local j = math.min(i + 999, #out)

@@ -1,0 +1,104 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
+	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/redislimit"
+)
+
+// BenchmarkRedisInstructions counts what each decision costs redis-server
+// in instructions, which, unlike its time, is the same from run to run and
+// machine to machine of one kind: redis-server runs under valgrind's
+// callgrind, and the redis-instr/op metric is the instructions it ran while
+// the benchmark's decisions were made (64 callers, 10,000 keys, Max 100 per
+// second), per decision. The -nobatch row is ratelimitgen deciding each call
+// in a script call of its own, as redis_rate does. Under callgrind Redis is some fifty times slower,
+// so ratelimitgen runs with a one-minute timeout here, and give it a fixed
+// count, as in
+//
+//	go test -run '^$' -bench RedisInstructions -benchtime 8000x
+func BenchmarkRedisInstructions(b *testing.B) {
+	for _, tool := range []string{"valgrind", "callgrind_control"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			b.Fatalf("%s not found in PATH; install it with: sudo apt-get install -y valgrind", tool)
+		}
+	}
+	slow := redislimit.WithTimeout(time.Minute)
+	for _, ct := range []contender{
+		{name: "ratelimitgen-gcra", build: ratelimitgen(runtime.GCRA, false, slow)},
+		ceilingContenders[1],
+		{name: "redis_rate", build: redisRate},
+		{name: "ratelimitgen-gcra-nobatch", build: ratelimitgen(runtime.GCRA, false, append([]redislimit.Option{slow}, unbatched...)...)},
+		{name: "ratelimitgen-sliding-log", build: ratelimitgen(runtime.SlidingLog, false, slow)},
+		ceilingContenders[0],
+	} {
+		b.Run("lib="+ct.name+"/callers=64/keys=10000", func(b *testing.B) {
+			dir := b.TempDir()
+			srv := redistest.StartServer(b, redistest.Under("valgrind", "--tool=callgrind",
+				"--callgrind-out-file="+filepath.Join(dir, "callgrind.out")))
+			c := newClient(srv.Addr())
+			b.Cleanup(func() { _ = c.Close() })
+			ks := keySets[1]
+			decide, err := ct.build(c, ks.spec, time.Now)
+			if err != nil {
+				b.Fatal(err)
+			}
+			// Load the scripts and warm the keys, uncounted.
+			for i := range 200 {
+				if _, err := decide(context.Background(), ks.keys[i]); err != nil {
+					b.Fatal(err)
+				}
+			}
+			callgrind(b, "-z", srv.PID())
+			runParallel(b, decide, ks.keys, 64)
+			b.StopTimer()
+			callgrind(b, "-d", srv.PID())
+			b.ReportMetric(float64(dumpedInstructions(b, dir))/float64(b.N), "redis-instr/op")
+		})
+	}
+}
+
+// callgrind runs callgrind_control with op (-z zeroes the counts, -d dumps
+// them) for the process pid.
+func callgrind(b *testing.B, op string, pid int) {
+	b.Helper()
+	if out, err := exec.Command("callgrind_control", op, strconv.Itoa(pid)).CombinedOutput(); err != nil {
+		b.Fatalf("callgrind_control %s: %v: %s", op, err, out)
+	}
+}
+
+// dumpedInstructions returns the instructions of the one dump that
+// callgrind_control -d wrote in dir (callgrind.out.N; the file without a
+// number is written only when the process ends).
+func dumpedInstructions(b *testing.B, dir string) int64 {
+	b.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "callgrind.out.*"))
+	if err != nil || len(files) != 1 {
+		b.Fatalf("want one callgrind dump in %s, found %v (%v)", dir, files, err)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		b.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "summary: "); ok {
+			n, err := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
+			if err != nil {
+				b.Fatalf("%s: summary %q: %v", files[0], v, err)
+			}
+			return n
+		}
+	}
+	b.Fatal(fmt.Sprintf("%s: no summary line", files[0]))
+	return 0
+}

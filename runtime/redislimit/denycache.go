@@ -164,10 +164,15 @@ func newDenyCache(maxBytes int, clock func() time.Time) *denyCache {
 // now reads the cache's clock in ns: the limiter's clock truncated to the
 // microsecond, as the script receives it, or the monotonic clock.
 func (c *denyCache) now() int64 {
+	return c.nowAt(time.Now())
+}
+
+// nowAt is now, given the process's clock read at at.
+func (c *denyCache) nowAt(at time.Time) int64 {
 	if c.clock != nil {
 		return c.clock().UnixMicro() * 1000
 	}
-	return int64(time.Since(c.base))
+	return int64(at.Sub(c.base))
 }
 
 // algoCode numbers the algorithms, resolving the zero value; 0 is unknown.
@@ -224,17 +229,17 @@ func (c *denyCache) ran(t int64) {
 	}
 }
 
-// lookup reads the clock and denies reqs from the cache when a denial in
+// lookup reads the clock (the process's was read at at) and denies reqs from the cache when a denial in
 // force covers every request not in runtime.ModeOff and at least one of
 // them is enforced, filling their verdicts as the script would. A denial
 // of a shadow limit is as exact as any but never denies: a call with an
 // uncovered limit, or with no enforced one, goes to Redis whole. It
 // returns the time it read, for remember. A nil cache answers nothing.
-func (c *denyCache) lookup(reqs []runtime.Request, vs []verdict) (int64, bool) {
+func (c *denyCache) lookup(reqs []runtime.Request, vs []verdict, at time.Time) (int64, bool) {
 	if c == nil {
 		return 0, false
 	}
-	now := c.now()
+	now := c.nowAt(at)
 	if c.clock != nil && now < c.seen.Load() {
 		// The limiter's clock went back behind a script it ran: that
 		// script may have tidied away admissions that count again now,

@@ -158,7 +158,8 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	if off == len(reqs) {
 		return runtime.Decisions{Allowed: true}, nil
 	}
-	asked, denied := r.deny.lookup(reqs, vs)
+	start := time.Now()
+	asked, denied := r.deny.lookup(reqs, vs, start)
 	if denied {
 		// A caller answered from memory never blocks, and one that asks
 		// again at once would keep its processor from the goroutines that
@@ -168,7 +169,6 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 		}
 		return runtime.Decisions{Source: runtime.SourceDenyCache}, nil
 	}
-	start := time.Now()
 	send, probe := r.breaker.allow(start)
 	if !send {
 		return r.degrade(ctx, reqs, ErrCircuitOpen)

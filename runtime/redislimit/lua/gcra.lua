@@ -2,33 +2,59 @@
 -- are spaced by ceil(window/max) µs with a tolerance of burst intervals.
 -- One GET, and one SET when admitting. Go twin: memory_gcra.go.
 
+-- gcra_read reads key's TAT and returns, for a call of cost at now: whether
+-- it has room, the remaining calls before it (unclamped), the µs until room
+-- when it has none, the µs until the state empties, and the TAT that
+-- admitting it would leave.
+local function gcra_read(key, now, window, max, burst, cost)
+  local interval = floordiv(window + max - 1, max)
+  local tolerance = burst * interval
+  local tat = tonumber(redis.call('GET', key))
+  if tat == nil or tat < now then
+    tat = now
+  end
+  local new = tat + cost * interval
+  local remaining = floordiv(tolerance - (tat - now), interval)
+  if new - now > tolerance then
+    return false, remaining, new - tolerance - now, tat - now, new
+  end
+  return true, remaining, 0, tat - now, new
+end
+
+-- gcra_write records an admission: the TAT new, kept until it passes. An
+-- admitted call left at least cost intervals of tolerance, so what remains
+-- is gcra_read's remaining less cost, which it did not clamp.
+local function gcra_write(key, now, new)
+  redis.call('SET', key, string.format('%d', new), 'PX', string.format('%d', floordiv(new - now + 999, 1000) + ttl_pad_ms))
+end
+
 algos['gcra'] = {
   check = function(key, p, now, v)
-    local interval = floordiv(p.window + p.max - 1, p.max)
-    local tolerance = p.burst * interval
-    local tat = tonumber(redis.call('GET', key))
-    if tat == nil or tat < now then
-      tat = now
+    local ok, remaining, retry, reset, new = gcra_read(key, now, p.window, p.max, p.burst, p.cost)
+    if not ok and remaining < 0 then
+      remaining = 0
     end
-    local new = tat + p.cost * interval
-    v.ok, v.remaining, v.retry, v.reset, v.receipt, v.new = true, floordiv(tolerance - (tat - now), interval), 0, tat - now, nil, new
-    if new - now > tolerance then
-      v.ok = false
-      v.retry = new - tolerance - now
-      if v.remaining < 0 then
-        v.remaining = 0
-      end
-    end
+    v.ok, v.remaining, v.retry, v.reset, v.receipt, v.new = ok, remaining, retry, reset, nil, new
   end,
 
-  -- An admitted call left at least cost intervals of tolerance, so the
-  -- remaining floor((tolerance - (new-now)) / interval) is check's less
-  -- cost, which check did not clamp.
   commit = function(key, p, now, v)
-    local reset = v.new - now
+    gcra_write(key, now, v.new)
     v.remaining = v.remaining - p.cost
-    v.reset = reset
-    redis.call('SET', key, string.format('%d', v.new), 'PX', string.format('%d', floordiv(reset + 999, 1000) + ttl_pad_ms))
+    v.reset = v.new - now
+  end,
+
+  -- decide1 is check and commit for a call of this one enforced limit, as
+  -- main.lua's fast path wants them: no tables.
+  decide1 = function(key, now, window, max, burst, cost)
+    local ok, remaining, retry, reset, new = gcra_read(key, now, window, max, burst, cost)
+    if not ok then
+      if remaining < 0 then
+        remaining = 0
+      end
+      return false, remaining, retry, reset, 0
+    end
+    gcra_write(key, now, new)
+    return true, remaining - cost, 0, new - now, 0
   end,
 
   refund = function(key, p, now)

@@ -5,6 +5,12 @@
 -- refund functions, and optionally settle, in the table `algos`; their Go
 -- twins in runtime/memory_*.go must decide identically.
 --
+-- An algorithm may also register decide1(key, now, window, max, burst,
+-- cost), check and commit for a call of that one enforced limit, returning
+-- allowed, remaining, retry, reset, receipt and, for a denial that leaves
+-- settling to do, the verdict settle takes; it must decide, record and
+-- settle exactly as check, commit and settle do.
+--
 -- check(key, p, now, v) only reads, and fills the verdict table v, which
 -- may hold an earlier verdict (of any algorithm): it sets every field that
 -- it or commit reads. check only reads. commit records an admission, and its first write is a
@@ -102,78 +108,98 @@ while pos <= count do
     ttl_pad_ms = 1000
   end
 
-  for i = 1, n do
-    local code, window, max, burst, cost = nums[pos], nums[pos + 1], nums[pos + 2], nums[pos + 3], nums[pos + 4]
+  local fast = mode == 'a' and n == 1 and nums[pos] < shadow_flag and algos[algo_names[nums[pos]]]
+  fast = fast and fast.decide1
+  if fast then
+    -- A call of one enforced limit, the commonest: its algorithm's decide1
+    -- checks and commits it with no table, where the general path below
+    -- fills a limit's and a verdict's.
+    k = k + 1
+    local ok, remaining, retry, reset, receipt, kept = fast(KEYS[k], now, nums[pos + 1], nums[pos + 2], nums[pos + 3], nums[pos + 4])
+    if kept then
+      -- A denial with tidying to do, which waits for the batch's end as
+      -- the general path's settles do.
+      settles = settles or {}
+      settles[#settles + 1] = {algos[algo_names[nums[pos]]].settle, KEYS[k], kept}
+    end
     pos = pos + 5
-    local shadow = code >= shadow_flag
-    if shadow then
-      code = code - shadow_flag
+    local o = #out
+    local allowed = ok and 1 or 0
+    out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6] = allowed, allowed, remaining, retry, reset, receipt
+  else
+    for i = 1, n do
+      local code, window, max, burst, cost = nums[pos], nums[pos + 1], nums[pos + 2], nums[pos + 3], nums[pos + 4]
+      pos = pos + 5
+      local shadow = code >= shadow_flag
+      if shadow then
+        code = code - shadow_flag
+      end
+      local name = algo_names[code]
+      impl[i] = algos[name]
+      if impl[i] == nil then
+        return redis.error_reply('ERR ratelimit: unknown algorithm ' .. tostring(code))
+      end
+      local p = ps[i]
+      if p == nil then
+        -- Sized for its fields: a table that grows is rebuilt each time.
+        p = {algo = name, window = 0, max = 0, burst = 0, cost = 0, receipt = 0, shadow = false}
+        ps[i] = p
+      end
+      p.algo, p.window, p.max, p.burst, p.cost, p.receipt, p.shadow = name, window, max, burst, cost, 0, shadow
+      if mode == 'r' then
+        p.receipt = nums[pos]
+        pos = pos + 1
+      end
     end
-    local name = algo_names[code]
-    impl[i] = algos[name]
-    if impl[i] == nil then
-      return redis.error_reply('ERR ratelimit: unknown algorithm ' .. tostring(code))
-    end
-    local p = ps[i]
-    if p == nil then
-      -- Sized for its fields: a table that grows is rebuilt each time.
-      p = {algo = name, window = 0, max = 0, burst = 0, cost = 0, receipt = 0, shadow = false}
-      ps[i] = p
-    end
-    p.algo, p.window, p.max, p.burst, p.cost, p.receipt, p.shadow = name, window, max, burst, cost, 0, shadow
-    if mode == 'r' then
-      p.receipt = nums[pos]
-      pos = pos + 1
-    end
-  end
 
-  if mode == 'r' then
-    if not redis.call('SET', KEYS[#KEYS], '1', 'NX', 'PX', refund_marker_ms) then
+    if mode == 'r' then
+      if not redis.call('SET', KEYS[#KEYS], '1', 'NX', 'PX', refund_marker_ms) then
+        return ''
+      end
+      for i = 1, n do
+        impl[i].refund(KEYS[k + i], ps[i], now)
+      end
       return ''
     end
+
+    local all = true
     for i = 1, n do
-      impl[i].refund(KEYS[k + i], ps[i], now)
+      if verdicts[i] == nil or verdicts[i].kept then
+        -- Room for the fields every verdict has and three of the
+        -- algorithm's own.
+        verdicts[i] = {ok = false, remaining = 0, retry = 0, reset = 0, receipt = 0}
+      end
+      impl[i].check(KEYS[k + i], ps[i], now, verdicts[i])
+      if not verdicts[i].ok and not ps[i].shadow then
+        all = false
+      end
     end
-    return ''
-  end
+    local committed = all and mode == 'a'
+    for i = 1, n do
+      if committed and verdicts[i].ok then
+        -- Every enforced verdict is ok here, so this is each enforced limit
+        -- and each shadow limit with room.
+        impl[i].commit(KEYS[k + i], ps[i], now, verdicts[i])
+      elseif impl[i].settle ~= nil then
+        settles = settles or {}
+        settles[#settles + 1] = {impl[i].settle, KEYS[k + i], verdicts[i]}
+        verdicts[i].kept = true
+      end
+    end
 
-  local all = true
-  for i = 1, n do
-    if verdicts[i] == nil or verdicts[i].kept then
-      -- Room for the fields every verdict has and three of the
-      -- algorithm's own.
-      verdicts[i] = {ok = false, remaining = 0, retry = 0, reset = 0, receipt = 0}
+    local o = #out
+    out[o + 1] = committed and 1 or 0
+    for i = 1, n do
+      local v = verdicts[i]
+      out[o + 2] = v.ok and 1 or 0
+      out[o + 3] = v.remaining
+      out[o + 4] = v.retry
+      out[o + 5] = v.reset
+      out[o + 6] = v.receipt or 0
+      o = o + 5
     end
-    impl[i].check(KEYS[k + i], ps[i], now, verdicts[i])
-    if not verdicts[i].ok and not ps[i].shadow then
-      all = false
-    end
+    k = k + n
   end
-  local committed = all and mode == 'a'
-  for i = 1, n do
-    if committed and verdicts[i].ok then
-      -- Every enforced verdict is ok here, so this is each enforced limit
-      -- and each shadow limit with room.
-      impl[i].commit(KEYS[k + i], ps[i], now, verdicts[i])
-    elseif impl[i].settle ~= nil then
-      settles = settles or {}
-      settles[#settles + 1] = {impl[i].settle, KEYS[k + i], verdicts[i]}
-      verdicts[i].kept = true
-    end
-  end
-
-  local o = #out
-  out[o + 1] = committed and 1 or 0
-  for i = 1, n do
-    local v = verdicts[i]
-    out[o + 2] = v.ok and 1 or 0
-    out[o + 3] = v.remaining
-    out[o + 4] = v.retry
-    out[o + 5] = v.reset
-    out[o + 6] = v.receipt or 0
-    o = o + 5
-  end
-  k = k + n
 end
 if settles then
   for _, s in ipairs(settles) do

@@ -10,72 +10,130 @@
 -- entries after each call, but recording before removing may briefly hold
 -- Max+cost of them.
 
-algos['sliding-log'] = {
-  -- The window is (now-window, now]: an admission at s stops counting at
-  -- s+window. The log is its stale entries, those that stopped counting,
-  -- then the `count` ones still counting. v.trim is the score up to which
-  -- entries are stale, as a string; v.stale how many there are, or -1 when
-  -- check did not count them.
-  --
-  -- A compact log (Max <= sl_compact) is counted with ZCARD, constant
-  -- time, less a ZCOUNT of the stale entries, which Redis walks one by one
-  -- in a compact ZSET: counting the others the same way would cost a walk
-  -- of up to Max entries. A larger log may be a skiplist, where ZCOUNT of
-  -- the entries still counting takes one command and logarithmic time.
-  check = function(key, p, now, v)
-    local upto = now - p.window
-    local trim = string.format('%d', upto)
-    v.ok, v.remaining, v.retry, v.reset, v.receipt = true, p.max, 0, 0, nil
-    v.trim, v.stale, v.newest = trim, 0, nil
-    -- Members are their own scores.
-    local count, newest
-    if p.max > 128 then
-      count = redis.call('ZCOUNT', key, '(' .. trim, '+inf')
-      v.stale = -1
-      if count > 0 then
-        newest = tonumber(redis.call('ZRANGE', key, '-1', '-1')[1])
-      end
-    else
-      count = redis.call('ZCARD', key)
-      if count > 0 then
-        newest = tonumber(redis.call('ZRANGE', key, '-1', '-1')[1])
-        if newest <= upto then
-          v.stale = count
-          count = 0
-        elseif count > 1 then
-          v.stale = redis.call('ZCOUNT', key, '-inf', trim)
-          count = count - v.stale
-        end
-      end
-    end
+-- The window is (now-window, now]: an admission at s stops counting at
+-- s+window. The log is its stale entries, those that stopped counting,
+-- then the `count` ones still counting. trim is the score up to which
+-- entries are stale, as a string; stale how many there are, or -1 when
+-- sl_read did not count them.
+--
+-- A compact log (Max <= sl_compact) is counted with ZCARD, constant time,
+-- less a ZCOUNT of the stale entries, which Redis walks one by one in a
+-- compact ZSET: counting the others the same way would cost a walk of up
+-- to Max entries. A larger log may be a skiplist, where ZCOUNT of the
+-- entries still counting takes one command and logarithmic time.
+--
+-- sl_read returns, for a call of cost at now: whether it has room, the
+-- remaining calls before it (clamped at 0 when it has none), the µs until
+-- room when it has none and until the log empties, and trim, stale and the
+-- newest entry still counting (nil if none), for sl_write and settle.
+local function sl_read(key, now, window, max, cost)
+  local upto = now - window
+  local trim = string.format('%d', upto)
+  local stale, reset = 0, 0
+  -- Members are their own scores.
+  local count, newest
+  if max > 128 then
+    count = redis.call('ZCOUNT', key, '(' .. trim, '+inf')
+    stale = -1
     if count > 0 then
-      v.newest = newest
-      v.reset = newest + p.window - now
+      newest = tonumber(redis.call('ZRANGE', key, '-1', '-1')[1])
     end
-    v.remaining = p.max - count
-    if count + p.cost > p.max then
-      -- Room for this call appears when the (count+cost-max)-th oldest
-      -- admission still counting expires: the (max-cost+1)-th newest.
-      local i = string.format('%d', p.cost - p.max - 1)
-      local r
-      if v.stale < 0 and count + p.cost - p.max == 1 then
-        -- That is the oldest still counting (a key called at its limit,
-        -- one unit at a time), and the stale entries were not counted: the
-        -- entry before it shows whether there are any, which spares settle
-        -- a write.
-        r = redis.call('ZRANGE', key, string.format('%d', p.cost - p.max - 2), i)
-        if #r == 1 then
-          v.stale = 0
-        end
-      else
-        r = redis.call('ZRANGE', key, i, i)
-      end
-      v.ok = false
-      v.retry = tonumber(r[#r]) + p.window - now
-      if v.remaining < 0 then
-        v.remaining = 0
+  else
+    count = redis.call('ZCARD', key)
+    if count > 0 then
+      newest = tonumber(redis.call('ZRANGE', key, '-1', '-1')[1])
+      if newest <= upto then
+        stale = count
+        count = 0
+      elseif count > 1 then
+        stale = redis.call('ZCOUNT', key, '-inf', trim)
+        count = count - stale
       end
     end
+  end
+  if count > 0 then
+    reset = newest + window - now
+  else
+    newest = nil
+  end
+  local remaining = max - count
+  if count + cost <= max then
+    return true, remaining, 0, reset, trim, stale, newest
+  end
+  -- Room for this call appears when the (count+cost-max)-th oldest
+  -- admission still counting expires: the (max-cost+1)-th newest.
+  local i = string.format('%d', cost - max - 1)
+  local r
+  if stale < 0 and count + cost - max == 1 then
+    -- That is the oldest still counting (a key called at its limit, one
+    -- unit at a time), and the stale entries were not counted: the entry
+    -- before it shows whether there are any, which spares settle a write.
+    r = redis.call('ZRANGE', key, string.format('%d', cost - max - 2), i)
+    if #r == 1 then
+      stale = 0
+    end
+  else
+    r = redis.call('ZRANGE', key, i, i)
+  end
+  if remaining < 0 then
+    remaining = 0
+  end
+  return false, remaining, tonumber(r[#r]) + window - now, reset, trim, stale, newest
+end
+
+-- sl_write records a call that sl_read found room for, and returns the
+-- remaining calls, the µs until the log empties, and the receipt.
+local function sl_write(key, now, window, max, cost, remaining, trim, stale, newest)
+  local t = now
+  if newest ~= nil and newest >= t then
+    t = newest + 1
+  end
+  -- Recording first could take a compact log with stale entries past
+  -- sl_compact entries; then a write that changes nothing (XX: existing
+  -- members only, and members are never 'x') comes first instead, for
+  -- Redis to refuse.
+  if stale > 0 and max <= 128 and max + cost > 128 then
+    redis.call('ZADD', key, 'XX', '0', 'x')
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', trim)
+    stale = 0
+  end
+  if cost == 1 then
+    local s = string.format('%d', t)
+    redis.call('ZADD', key, s, s)
+  else
+    -- ZADD in chunks: Lua's unpack is limited to a few thousand values.
+    local args = {}
+    for i = 0, cost - 1 do
+      local s = string.format('%d', t + i)
+      args[#args + 1] = s
+      args[#args + 1] = s
+      if #args >= 1000 then
+        redis.call('ZADD', key, unpack(args))
+        args = {}
+      end
+    end
+    if #args > 0 then
+      redis.call('ZADD', key, unpack(args))
+    end
+  end
+  -- Recording appends (t is later than every entry), so the stale entries
+  -- are still ranks 0 to stale-1.
+  if stale == 1 then
+    redis.call('ZREMRANGEBYRANK', key, '0', '0')
+  elseif stale ~= 0 then
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', trim)
+  end
+  local reset = t + cost - 1 + window - now
+  -- Expire the key exactly when its newest admission leaves the window.
+  redis.call('PEXPIRE', key, string.format('%d', floordiv(reset + 999, 1000) + ttl_pad_ms))
+  -- sl_read's remaining was max-count, unclamped as count+cost <= max.
+  return remaining - cost, reset, t
+end
+
+algos['sliding-log'] = {
+  check = function(key, p, now, v)
+    v.ok, v.remaining, v.retry, v.reset, v.trim, v.stale, v.newest = sl_read(key, now, p.window, p.max, p.cost)
+    v.receipt = nil
   end,
 
   -- settle may run after later calls of the same script recorded in this
@@ -87,54 +145,23 @@ algos['sliding-log'] = {
   end,
 
   commit = function(key, p, now, v)
-    local t = now
-    if v.newest ~= nil and v.newest >= t then
-      t = v.newest + 1
-    end
-    local cost = p.cost
-    local stale = v.stale
-    -- Recording first could take a compact log with stale entries past
-    -- sl_compact entries; then a write that changes nothing (XX: existing
-    -- members only, and members are never 'x') comes first instead, for
-    -- Redis to refuse.
-    local compact = stale > 0 and p.max <= 128 and p.max + cost > 128
-    if compact then
-      redis.call('ZADD', key, 'XX', '0', 'x')
-      redis.call('ZREMRANGEBYSCORE', key, '-inf', v.trim)
-      stale = 0
-    end
-    if cost == 1 then
-      local s = string.format('%d', t)
-      redis.call('ZADD', key, s, s)
-    else
-      -- ZADD in chunks: Lua's unpack is limited to a few thousand values.
-      local args = {}
-      for i = 0, cost - 1 do
-        local s = string.format('%d', t + i)
-        args[#args + 1] = s
-        args[#args + 1] = s
-        if #args >= 1000 then
-          redis.call('ZADD', key, unpack(args))
-          args = {}
-        end
+    v.remaining, v.reset, v.receipt = sl_write(key, now, p.window, p.max, p.cost, v.remaining, v.trim, v.stale, v.newest)
+  end,
+
+  -- A denied call returns what settle needs, for main.lua to settle it
+  -- after the batch.
+  decide1 = function(key, now, window, max, burst, cost)
+    local ok, remaining, retry, reset, trim, stale, newest = sl_read(key, now, window, max, cost)
+    if not ok then
+      local keep
+      if stale ~= 0 then
+        keep = {trim = trim, stale = stale}
       end
-      if #args > 0 then
-        redis.call('ZADD', key, unpack(args))
-      end
+      return false, remaining, retry, reset, 0, keep
     end
-    -- Recording appends (t is later than every entry), so the stale
-    -- entries are still ranks 0 to stale-1.
-    if stale == 1 then
-      redis.call('ZREMRANGEBYRANK', key, '0', '0')
-    elseif stale ~= 0 then
-      redis.call('ZREMRANGEBYSCORE', key, '-inf', v.trim)
-    end
-    -- check's remaining was max-count, unclamped as count+cost <= max.
-    v.remaining = v.remaining - cost
-    v.reset = t + cost - 1 + p.window - now
-    v.receipt = t
-    -- Expire the key exactly when its newest admission leaves the window.
-    redis.call('PEXPIRE', key, string.format('%d', floordiv(v.reset + 999, 1000) + ttl_pad_ms))
+    local receipt
+    remaining, reset, receipt = sl_write(key, now, window, max, cost, remaining, trim, stale, newest)
+    return true, remaining, 0, reset, receipt
   end,
 
   -- The admissions of one call are the only members in [t, t+cost-1].

@@ -58,7 +58,8 @@ const (
 // A call is one decision whose requests share a slot, from the caller that
 // waits for it to the round trip that carries it. It holds its own copy
 // of the requests, as the round trip may outlive a caller that stopped
-// waiting. A call is reused once its caller has read a reply; one that its
+// waiting. A call (with its channel) is reused once its caller has read a
+// reply; one that its
 // caller left, or that ended in an error, is left to the garbage collector,
 // as something may still refer to it.
 type call struct {
@@ -236,9 +237,10 @@ func (b *batcher) decide(ctx context.Context, d *decision, idx []int) (bool, err
 	b.lim.startWait(ctx, &c.w)
 	for {
 		c.connect = b.lim.connectBound(&c.w)
-		c.due.Store(c.w.due().UnixNano())
+		due := c.w.due()
+		c.due.Store(due.UnixNano())
 		b.mu.Lock()
-		b.watchFrom(c.w.due())
+		b.watchFrom(due)
 		if b.inFlight < maxInFlight {
 			b.inFlight++
 			c.flight = newFlight(ctx, 1, c.connect)

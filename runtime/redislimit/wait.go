@@ -48,8 +48,6 @@ type wait struct {
 	tripped <-chan struct{}
 	// waiting counts the limiter's callers in until.
 	waiting *atomic.Int32
-	// timer wakes until; kept across the waits of a reused call.
-	timer *time.Timer
 }
 
 const (
@@ -68,7 +66,7 @@ func (r *Limiter) startWait(ctx context.Context, w *wait) {
 	now := time.Now()
 	timeout := r.cfg.timeout
 	*w = wait{start: now, last: now, budget: timeout, hard: now.Add(maxStallFactor * timeout),
-		answered: &r.answered, tripped: r.breaker.opened(), waiting: &r.waiting, timer: w.timer}
+		answered: &r.answered, tripped: r.breaker.opened(), waiting: &r.waiting}
 	if dl, ok := ctx.Deadline(); ok && dl.Before(w.hard) {
 		w.hard, w.callerHard = dl, true
 		if dl.Before(now.Add(timeout)) {
@@ -146,12 +144,7 @@ func (w *wait) until(ctx context.Context, done <-chan struct{}) error {
 	}
 	w.waiting.Add(1)
 	defer w.waiting.Add(-1)
-	if w.timer == nil {
-		w.timer = time.NewTimer(w.next(w.last))
-	} else {
-		w.timer.Reset(w.next(w.last))
-	}
-	t := w.timer
+	t := time.NewTimer(w.next(w.last))
 	defer t.Stop()
 	for {
 		expected := w.next(w.last)
@@ -217,7 +210,7 @@ func (w *wait) untilWoken(ctx context.Context, b *batcher, c *call) error {
 		default:
 		}
 		if time.Now().Before(due) && ctx.Err() == nil {
-			// A wake meant for an earlier use of c.
+			// Early: a wake left from an earlier use of c.
 			continue
 		}
 		goruntime.Gosched()

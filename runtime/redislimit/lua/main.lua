@@ -108,19 +108,18 @@ while pos <= count do
     ttl_pad_ms = 1000
   end
 
-  local fast = mode == 'a' and n == 1 and nums[pos] < shadow_flag and algos[algo_names[nums[pos]]]
-  fast = fast and fast.decide1
-  if fast then
+  local one = mode == 'a' and n == 1 and nums[pos] < shadow_flag and algos[algo_names[nums[pos]]]
+  if one and one.decide1 then
     -- A call of one enforced limit, the commonest: its algorithm's decide1
     -- checks and commits it with no table, where the general path below
     -- fills a limit's and a verdict's.
     k = k + 1
-    local ok, remaining, retry, reset, receipt, kept = fast(KEYS[k], now, nums[pos + 1], nums[pos + 2], nums[pos + 3], nums[pos + 4])
+    local ok, remaining, retry, reset, receipt, kept = one.decide1(KEYS[k], now, nums[pos + 1], nums[pos + 2], nums[pos + 3], nums[pos + 4])
     if kept then
       -- A denial with tidying to do, which waits for the batch's end as
       -- the general path's settles do.
       settles = settles or {}
-      settles[#settles + 1] = {algos[algo_names[nums[pos]]].settle, KEYS[k], kept}
+      settles[#settles + 1] = {one.settle, KEYS[k], kept}
     end
     pos = pos + 5
     local o = #out

@@ -12,8 +12,9 @@ type algoSpec struct {
 	// tag goes into storage keys so that algorithms never read each
 	// other's data structures.
 	tag string
-	// code is the algorithm's number in the script's input: its place in
-	// lua/main.lua's algo_names. A shadow limit's is code+shadowFlag.
+	// code is the algorithm's number in the script's input: the key its
+	// lua file registers under in algos and decide1s (lua/header.lua). A
+	// shadow limit's is code+shadowFlag.
 	code int64
 	// file is the algorithm's script in lua/.
 	file string

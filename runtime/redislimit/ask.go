@@ -73,6 +73,68 @@ func appendNums(nums []byte, d *decision, idx []int, receipts bool) []byte {
 	return nums
 }
 
+// A uniform script call (modeUniform) decides calls of one enforced
+// limit each, the same limit for all: the commonest batch, and every lone
+// call of one limit. The script reads the limit's numbers once, and
+// answers three numbers per call, as it needs no receipt (a call within
+// one slot is never refunded) and its calls are committed exactly when
+// allowed.
+
+// uniformAsk returns the limit that every call of batch decides alone,
+// enforced, or nil if they do not.
+func uniformAsk(batch []*call) *ask {
+	a := &batch[0].d.asks[0]
+	if !a.uniform(len(batch[0].idx)) {
+		return nil
+	}
+	for _, c := range batch[1:] {
+		if len(c.idx) != 1 || !a.sameLimit(&c.d.asks[0]) {
+			return nil
+		}
+	}
+	return a
+}
+
+// uniform reports whether a, of a call of n limits, can be decided in a
+// uniform script call.
+func (a *ask) uniform(n int) bool { return n == 1 && a.code < shadowFlag }
+
+// sameLimit reports whether a and b are decided by the same numbers.
+func (a *ask) sameLimit(b *ask) bool {
+	return a.code == b.code && a.window == b.window && a.max == b.max && a.burst == b.burst && a.cost == b.cost
+}
+
+// appendUniform appends to nums the numbers of a uniform script call of
+// the limit a at the times nows: a's numbers, then one now when every call
+// shares it, one per call otherwise.
+func appendUniform(nums []byte, a *ask, nows func(i int) int64, calls int) []byte {
+	le := binary.LittleEndian
+	for _, n := range [...]int64{a.code, a.window, a.max, a.burst, a.cost} {
+		nums = le.AppendUint64(nums, uint64(n))
+	}
+	first := nows(0)
+	same := true
+	for i := 1; i < calls && same; i++ {
+		same = nows(i) == first
+	}
+	if same {
+		return le.AppendUint64(nums, uint64(first))
+	}
+	for i := range calls {
+		nums = le.AppendUint64(nums, uint64(nows(i)))
+	}
+	return nums
+}
+
+// uniformVerdict reads one call's numbers of a uniform script call's reply:
+// remaining*2 + allowed, retry and reset.
+func uniformVerdict(f []int64) verdict {
+	return verdict{ok: f[0]&1 == 1, remaining: f[0] >> 1, retry: f[1], reset: f[2]}
+}
+
+// uniformFields is how many numbers a uniform reply holds per call.
+const uniformFields = 3
+
 // readCall reads one call's part of a script reply into the verdicts (and
 // receipts, when d keeps them) of the requests of d at idx, and returns
 // what follows it.

@@ -379,6 +379,23 @@ func (r *Limiter) evalBatch(ctx context.Context, nums []byte, res []int64, batch
 			// A pointer, which go-redis accepts, is not boxed anew.
 			args = append(args, &c.d.asks[j].key)
 		}
+	}
+	if a := uniformAsk(batch); a != nil {
+		nums = appendUniform(nums, a, func(i int) int64 { return batch[i].d.now }, len(batch))
+		res, err := s.run(ctx, r.client, finishArgs(args, modeUniform, nums), res)
+		if err == nil && len(res) != uniformFields*len(batch) {
+			err = errReply(len(res))
+		}
+		for i, c := range batch {
+			c.err = err
+			if err == nil {
+				c.d.vs[0] = uniformVerdict(res[uniformFields*i:])
+				c.committed = c.d.vs[0].ok
+			}
+		}
+		return nums, res
+	}
+	for _, c := range batch {
 		nums = appendNums(nums, &c.d, c.idx, false)
 	}
 	res, err := s.run(ctx, r.client, finishArgs(args, modeDecide, nums), res)
@@ -404,7 +421,11 @@ func (r *Limiter) evalPipelined(ctx context.Context, batch []*call) {
 	cmds := make([]*redis.Cmd, len(batch))
 	args := make([][]any, len(batch))
 	for i, c := range batch {
-		args[i] = r.callArgs(scriptOf(&c.d, c.idx), modeDecide, &c.d, c.idx, false)
+		if s := scriptOf(&c.d, c.idx); c.d.uniform(c.idx) {
+			args[i] = uniformArgs(s, &c.d, 0)
+		} else {
+			args[i] = r.callArgs(s, modeDecide, &c.d, c.idx, false)
+		}
 		cmds[i] = pipe.Do(ctx, args[i]...)
 	}
 	_, _ = pipe.Exec(ctx)
@@ -417,7 +438,7 @@ func (r *Limiter) evalPipelined(ctx context.Context, batch []*call) {
 			res, err = scriptOf(&c.d, c.idx).run(ctx, r.client, args[i], nil)
 		}
 		if err == nil {
-			c.committed, _, err = readCall(res, &c.d, c.idx)
+			c.committed, err = readGroup(res, &c.d, c.idx, c.d.uniform(c.idx))
 		}
 		c.err = err
 	}

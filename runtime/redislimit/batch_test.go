@@ -101,6 +101,33 @@ func TestBatchingIsExact(t *testing.T) {
 	t.Logf("%d decisions in %d script calls", 64*20, scripts)
 }
 
+// TestUniformBatchesAreExact: batches whose calls each decide one limit,
+// the same for all, take the script's uniform path (the limit sent once);
+// here every call also reads a clock of its own, so the batch carries one
+// time per call. Each algorithm (decide1 of its own or not) still admits
+// exactly Max per key in a window that never slides.
+func TestUniformBatchesAreExact(t *testing.T) {
+	srv := redistest.StartServer(t)
+	base := time.Date(2026, 1, 1, 0, 10, 0, 0, time.UTC)
+	var ticks atomic.Int64
+	// Every reading a microsecond later than the one before.
+	ticking := func() time.Time { return base.Add(time.Duration(ticks.Add(1)) * time.Microsecond) }
+	for _, algo := range runtime.Algorithms() {
+		t.Run(string(algo), func(t *testing.T) {
+			lim := New(srv.Client(t), WithClock(ticking), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithDenyCache(0))
+			l := runtime.Limit{Name: "batch.uniform." + string(algo), Window: time.Hour, Max: 20, Algorithm: algo}
+			keys := stormKeys(8)
+			before := evalCalls(t, srv)
+			admitted := storm(t, []*Limiter{lim}, 64, 20, keys, l)
+			scripts := evalCalls(t, srv) - before
+			for _, k := range keys {
+				require.Equal(t, l.Max, admitted[k], "key %q", k)
+			}
+			require.Less(t, scripts, 64*20, "every decision took a script call of its own: nothing was batched")
+		})
+	}
+}
+
 // TestLoneCallerIsNotBatched: one caller's decisions each go at once, in a
 // script call of their own; with WithBatching(false), every decision does.
 func TestLoneCallerIsNotBatched(t *testing.T) {

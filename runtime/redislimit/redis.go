@@ -494,13 +494,15 @@ func (r *Limiter) groups(reqs []runtime.Request) [][]int {
 var singleGroup = [][]int{{0}}
 
 // A scriptMode is what lua/main.lua's ARGV[1] asks: decide, check only,
-// or refund. Each is boxed once, as the command's argument.
+// refund, or decide calls of one limit (see uniformAsk). Each is boxed
+// once, as the command's argument.
 type scriptMode any
 
 var (
-	modeDecide scriptMode = "a"
-	modeCheck  scriptMode = "c"
-	modeRefund scriptMode = "r"
+	modeDecide  scriptMode = "a"
+	modeCheck   scriptMode = "c"
+	modeRefund  scriptMode = "r"
+	modeUniform scriptMode = "u"
 )
 
 // evalGroup runs the script in mode (modeDecide or modeCheck) for the
@@ -509,12 +511,47 @@ var (
 // admissions were recorded.
 func (r *Limiter) evalGroup(ctx context.Context, w *wait, mode scriptMode, d *decision, idx []int) (bool, error) {
 	s := scriptOf(d, idx)
-	res, err := r.eval(ctx, w, s, r.callArgs(s, mode, d, idx, false))
+	var args []any
+	uniform := mode == modeDecide && d.uniform(idx)
+	if uniform {
+		args = uniformArgs(s, d, idx[0])
+	} else {
+		args = r.callArgs(s, mode, d, idx, false)
+	}
+	res, err := r.eval(ctx, w, s, args)
 	if err != nil {
 		return false, err
 	}
-	committed, _, err := readCall(res, d, idx)
-	return committed, err
+	return readGroup(res, d, idx, uniform)
+}
+
+// uniform reports whether the requests of d at idx can be decided in a
+// uniform script call: one enforced limit, and no receipt to keep.
+func (d *decision) uniform(idx []int) bool {
+	return d.receipts == nil && d.asks[idx[0]].uniform(len(idx))
+}
+
+// uniformArgs returns the command that runs s to decide request i of d, in
+// a uniform script call.
+func uniformArgs(s *script, d *decision, i int) []any {
+	args := append(s.scriptArgs(1), d.asks[i].key)
+	nums := appendUniform(make([]byte, 0, 48), &d.asks[i], func(int) int64 { return d.now }, 1)
+	return finishArgs(args, modeUniform, nums)
+}
+
+// readGroup reads the reply res of the script call for the requests of d
+// at idx, uniform or not, into their verdicts (and receipts), and reports
+// whether they were committed.
+func readGroup(res []int64, d *decision, idx []int, uniform bool) (bool, error) {
+	if !uniform {
+		committed, _, err := readCall(res, d, idx)
+		return committed, err
+	}
+	if len(res) != uniformFields {
+		return false, errReply(len(res))
+	}
+	d.vs[idx[0]] = uniformVerdict(res)
+	return d.vs[idx[0]].ok, nil
 }
 
 // errReply is a script reply of n numbers, unlike any the scripts give.

@@ -113,7 +113,7 @@ func isDecision(args []string) bool {
 		return false
 	}
 	n, err := strconv.Atoi(args[2])
-	return err == nil && 3+n < len(args) && args[3+n] == "a"
+	return err == nil && 3+n < len(args) && (args[3+n] == "a" || args[3+n] == "u")
 }
 
 // TestLostDecisionRepliesNeverOverAdmit drops the reply of every third

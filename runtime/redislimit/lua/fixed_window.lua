@@ -1,54 +1,56 @@
 -- fixed-window: a HASH {w = window index, n = count} per key, windows aligned
 -- to the Unix epoch. Go twin: memory_fixedwindow.go.
 
-algos['fixed-window'] = {
-  check = function(key, p, now, v)
-    local w = floordiv(now, p.window)
-    local st = redis.call('HMGET', key, 'w', 'n')
-    local sw = tonumber(st[1])
-    local count = 0
-    -- v.same says the key holds the window counted in (ours, or a later
-    -- one), whose count commit then increments.
-    v.ok, v.remaining, v.retry, v.reset, v.receipt = true, p.max, 0, 0, nil
-    v.w, v.same = w, false
-    if sw ~= nil and sw >= w then
-      -- A window later than ours was written by a clock ahead of ours: keep
-      -- counting in it rather than reopen an earlier one.
-      w = sw
-      count = tonumber(st[2])
-      v.w = w
-      v.same = true
-    end
-    local ends = (w + 1) * p.window - now
-    v.remaining = p.max - count
-    if count > 0 then
-      v.reset = ends
-    end
-    if count + p.cost > p.max then
-      v.ok = false
-      v.retry = ends
-      if v.remaining < 0 then
-        v.remaining = 0
+algos[3] = function()
+  return {
+    check = function(key, p, now, v)
+      local w = floordiv(now, p.window)
+      local st = redis.call('HMGET', key, 'w', 'n')
+      local sw = tonumber(st[1])
+      local count = 0
+      -- v.same says the key holds the window counted in (ours, or a later
+      -- one), whose count commit then increments.
+      v.ok, v.remaining, v.retry, v.reset, v.receipt = true, p.max, 0, 0, nil
+      v.w, v.same = w, false
+      if sw ~= nil and sw >= w then
+        -- A window later than ours was written by a clock ahead of ours: keep
+        -- counting in it rather than reopen an earlier one.
+        w = sw
+        count = tonumber(st[2])
+        v.w = w
+        v.same = true
       end
-    end
-  end,
+      local ends = (w + 1) * p.window - now
+      v.remaining = p.max - count
+      if count > 0 then
+        v.reset = ends
+      end
+      if count + p.cost > p.max then
+        v.ok = false
+        v.retry = ends
+        if v.remaining < 0 then
+          v.remaining = 0
+        end
+      end
+    end,
 
-  commit = function(key, p, now, v)
-    if v.same then
-      redis.call('HINCRBY', key, 'n', string.format('%d', p.cost))
-    else
-      redis.call('HSET', key, 'w', string.format('%d', v.w), 'n', string.format('%d', p.cost))
-    end
-    -- check's remaining was max-count, unclamped as count+cost <= max.
-    v.remaining = v.remaining - p.cost
-    v.reset = (v.w + 1) * p.window - now
-    v.receipt = v.w
-    redis.call('PEXPIRE', key, string.format('%d', floordiv(v.reset + 999, 1000) + ttl_pad_ms))
-  end,
+    commit = function(key, p, now, v)
+      if v.same then
+        redis.call('HINCRBY', key, 'n', string.format('%d', p.cost))
+      else
+        redis.call('HSET', key, 'w', string.format('%d', v.w), 'n', string.format('%d', p.cost))
+      end
+      -- check's remaining was max-count, unclamped as count+cost <= max.
+      v.remaining = v.remaining - p.cost
+      v.reset = (v.w + 1) * p.window - now
+      v.receipt = v.w
+      redis.call('PEXPIRE', key, string.format('%d', floordiv(v.reset + 999, 1000) + ttl_pad_ms))
+    end,
 
-  refund = function(key, p, now)
-    if tonumber(redis.call('HGET', key, 'w')) == p.receipt then
-      redis.call('HINCRBY', key, 'n', string.format('%d', -p.cost))
-    end
-  end,
-}
+    refund = function(key, p, now)
+      if tonumber(redis.call('HGET', key, 'w')) == p.receipt then
+        redis.call('HINCRBY', key, 'n', string.format('%d', -p.cost))
+      end
+    end,
+  }
+end

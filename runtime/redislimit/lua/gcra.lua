@@ -28,40 +28,42 @@ local function gcra_write(key, now, new)
   redis.call('SET', key, string.format('%d', new), 'PX', string.format('%d', floordiv(new - now + 999, 1000) + ttl_pad_ms))
 end
 
-algos['gcra'] = {
-  check = function(key, p, now, v)
-    local ok, remaining, retry, reset, new = gcra_read(key, now, p.window, p.max, p.burst, p.cost)
-    if not ok and remaining < 0 then
+-- decide1 is check and commit for a call of this one enforced limit, as
+-- main.lua's fast path wants them: no tables.
+decide1s[5] = function(key, now, window, max, burst, cost)
+  local ok, remaining, retry, reset, new = gcra_read(key, now, window, max, burst, cost)
+  if not ok then
+    if remaining < 0 then
       remaining = 0
     end
-    v.ok, v.remaining, v.retry, v.reset, v.receipt, v.new = ok, remaining, retry, reset, nil, new
-  end,
+    return false, remaining, retry, reset, 0
+  end
+  gcra_write(key, now, new)
+  return true, remaining - cost, 0, new - now, 0
+end
 
-  commit = function(key, p, now, v)
-    gcra_write(key, now, v.new)
-    v.remaining = v.remaining - p.cost
-    v.reset = v.new - now
-  end,
-
-  -- decide1 is check and commit for a call of this one enforced limit, as
-  -- main.lua's fast path wants them: no tables.
-  decide1 = function(key, now, window, max, burst, cost)
-    local ok, remaining, retry, reset, new = gcra_read(key, now, window, max, burst, cost)
-    if not ok then
-      if remaining < 0 then
+algos[5] = function()
+  return {
+    check = function(key, p, now, v)
+      local ok, remaining, retry, reset, new = gcra_read(key, now, p.window, p.max, p.burst, p.cost)
+      if not ok and remaining < 0 then
         remaining = 0
       end
-      return false, remaining, retry, reset, 0
-    end
-    gcra_write(key, now, new)
-    return true, remaining - cost, 0, new - now, 0
-  end,
+      v.ok, v.remaining, v.retry, v.reset, v.receipt, v.new = ok, remaining, retry, reset, nil, new
+    end,
 
-  refund = function(key, p, now)
-    local tat = tonumber(redis.call('GET', key))
-    if tat ~= nil then
-      local interval = floordiv(p.window + p.max - 1, p.max)
-      redis.call('SET', key, string.format('%d', tat - p.cost * interval), 'KEEPTTL')
-    end
-  end,
-}
+    commit = function(key, p, now, v)
+      gcra_write(key, now, v.new)
+      v.remaining = v.remaining - p.cost
+      v.reset = v.new - now
+    end,
+
+    refund = function(key, p, now)
+      local tat = tonumber(redis.call('GET', key))
+      if tat ~= nil then
+        local interval = floordiv(p.window + p.max - 1, p.max)
+        redis.call('SET', key, string.format('%d', tat - p.cost * interval), 'KEEPTTL')
+      end
+    end,
+  }
+end

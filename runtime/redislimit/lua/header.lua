@@ -2,7 +2,8 @@
 --
 -- Redis runs the whole script again on every call, so what it defines at
 -- the top (each function, table and upvalue is an allocation) is kept to
--- the registry, one helper and one number. A decision's cost is then
+-- the registry, one helper and one number, and each algorithm's table of
+-- functions is built only by a run that uses it. A decision's cost is then
 -- mostly its redis.call()s, the calls into C (string.format, tonumber,
 -- struct, math: each costs more than dozens of Lua operations) and the
 -- tables it creates, and the algorithms keep all three few: arguments go
@@ -12,7 +13,11 @@
 -- (%d converts to a 64-bit integer; tostring would print 1e+15, and '%.0f'
 -- is slower); a verdict fills a table that main.lua reuses.
 
-local algos = {}
+-- The registry, by algorithm code (algoSpecs in algorithm.go): algos[code]
+-- builds the algorithm's table of check, commit, refund and, optionally,
+-- settle; decide1s[code] is its decide1, if it has one (see main.lua), or
+-- false. Sized for every code, so registering allocates nothing more.
+local algos, decide1s = {false, false, false, false, false}, {false, false, false, false, false}
 
 -- floordiv is math.floor(a / b), to the bit (Lua's % is a - floor(a/b)*b,
 -- exact for these whole numbers), without the call into C.

@@ -1,19 +1,20 @@
 -- Entry point of the limiter script. Go concatenates lua/*.lua (this file
 -- last) into one script, so that one EVALSHA decides any mix of algorithms,
 -- several limits of one call at once (all or nothing), and several calls
--- one after another. Each algorithm file registers check, commit and
--- refund functions, and optionally settle, in the table `algos`; their Go
--- twins in runtime/memory_*.go must decide identically.
+-- one after another. Each algorithm file registers, in `algos` under its
+-- code, a function that builds its check, commit and refund functions,
+-- and optionally settle; their Go twins in runtime/memory_*.go must decide
+-- identically.
 --
--- An algorithm may also register decide1(key, now, window, max, burst,
--- cost), check and commit for a call of that one enforced limit, returning
+-- An algorithm may also register, in `decide1s`, decide1(key, now, window,
+-- max, burst, cost): check and commit for a call of that one enforced limit, returning
 -- allowed, remaining, retry, reset, receipt and, for a denial that leaves
 -- settling to do, the verdict settle takes; it must decide, record and
 -- settle exactly as check, commit and settle do.
 --
 -- check(key, p, now, v) only reads, and fills the verdict table v, which
 -- may hold an earlier verdict (of any algorithm): it sets every field that
--- it or commit reads. check only reads. commit records an admission, and its first write is a
+-- it or commit reads. commit records an admission, and its first write is a
 -- command that Redis refuses when it is out of memory (maxmemory with
 -- noeviction): Redis checks memory only at a script's first write, so any
 -- write before it, even a deletion, would let every later one through.
@@ -27,17 +28,22 @@
 -- KEYS      the storage keys of every limit of every call, in order; for
 --           'r', then a refund marker
 -- ARGV[1]   'a' to decide, 'c' to check without recording anything,
---           'r' to refund earlier admissions (one call)
+--           'r' to refund earlier admissions (one call), 'u' to decide
+--           calls of one enforced limit each, the same limit for all
 -- ARGV[2]   the calls, as little-endian 64-bit integers: for each call
 --           now (µs, or -1 for the server's clock) and its number of limits
 --           n, then for each limit: code, window µs, max, burst, cost, and
---           for 'r' the receipt. code is the algorithm's index in
---           algo_names, plus shadow_flag for a limit in shadow mode.
+--           for 'r' the receipt. code is the algorithm's code (its key in
+--           algos), plus shadow_flag for a limit in shadow mode.
+--           For 'u': the limit's code, window µs, max, burst and cost, then
+--           one now for every call, or one per call (one per key).
 --
 -- 'a' and 'c' return one string of little-endian 64-bit integers: for each
 -- call, committed (1 or 0), then per limit: allowed, remaining, retry µs,
 -- reset µs, receipt. (A string is one reply for the client to read, where
--- an array is one reply per number.) A call is admitted
+-- an array is one reply per number.) 'u' returns, for each call,
+-- remaining*2 + allowed, retry µs and reset µs: its calls are committed
+-- exactly when allowed, and need no receipt. A call is admitted
 -- (committed) only if every one of its enforced limits allows; a call with
 -- none is always admitted. An admitted call is recorded under its enforced
 -- limits and under its shadow limits that allow; a shadow limit without
@@ -53,17 +59,49 @@
 -- slot: a client that resends the command after losing the reply finds the
 -- marker and refunds nothing, so a refund applies at most once.
 
-local algo_names = {'sliding-log', 'sliding-window', 'fixed-window', 'token-bucket', 'gcra'}
--- Added to a limit's code when it is in shadow mode; above every index.
+-- Added to a limit's code when it is in shadow mode; above every code.
 local shadow_flag = 8
 
 local mode = ARGV[1]
+local count = #ARGV[2] / 8
+
+local server_now
+-- clock returns a call's time: now, or the server's for -1; and sets
+-- ttl_pad_ms for it.
+local function clock(now)
+  if now >= 0 then
+    ttl_pad_ms = 1000
+    return now
+  end
+  -- The server's clock, not the callers': app servers' clocks drift apart.
+  if server_now == nil then
+    local t = redis.call('TIME')
+    server_now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  end
+  ttl_pad_ms = 0
+  return server_now
+end
+
+if mode == 'u' and #KEYS == 1 then
+  -- A lone call of one limit, the commonest script call: decided before
+  -- the rest of this file defines anything, with no table.
+  local code, window, max, burst, cost, now = struct.unpack('<i8i8i8i8i8i8', ARGV[2])
+  local decide1 = decide1s[code]
+  if decide1 then
+    local ok, remaining, retry, reset, _, kept = decide1(KEYS[1], clock(now), window, max, burst, cost)
+    if kept then
+      algos[code]().settle(KEYS[1], kept)
+    end
+    return struct.pack('<i8i8i8', ok and remaining * 2 + 1 or remaining * 2, retry, reset)
+  end
+end
 
 -- The numbers of ARGV[2], read with as few calls into C as its stack, which
 -- holds a few thousand values, allows.
 local nums
-local count = #ARGV[2] / 8
-if count == 7 then
+if mode == 'u' then
+  -- Read below.
+elseif count == 7 then
   -- One call of one limit, the commonest: a literal format costs nothing
   -- to build.
   nums = {struct.unpack('<i8i8i8i8i8i8i8', ARGV[2])}
@@ -85,41 +123,81 @@ local pos = 1
 -- written only when refunding, never on the decision path.
 local refund_marker_ms = 60000
 
-local server_now
-local out = {}
+-- ops returns the functions of the algorithm code (nil for an unknown
+-- code), built on their first use in this run.
+local built
+local function ops(code)
+  local o = built and built[code]
+  if not o and algos[code] then
+    o = algos[code]()
+    built = built or {}
+    built[code] = o
+  end
+  return o
+end
+
+local out
 local settles
 local k = 0
--- A call's limits, their algorithms and verdicts, reused by every call of
--- a batch: the tables of a limit are filled anew for each call, but for a
--- verdict that a settle keeps.
+
+if mode == 'u' then
+  -- The limit, and the first call's now (or every call's).
+  local code, window, max, burst, cost, now = struct.unpack('<i8i8i8i8i8i8', ARGV[2])
+  local decide1 = decide1s[code]
+  if not decide1 then
+    local a = ops(code)
+    if a == nil then
+      return redis.error_reply('ERR ratelimit: unknown algorithm ' .. tostring(code))
+    end
+    -- check and commit, with tables.
+    local p = {window = window, max = max, burst = burst, cost = cost, receipt = 0, shadow = false}
+    decide1 = function(key, now)
+      local v = {ok = false, remaining = 0, retry = 0, reset = 0, receipt = 0}
+      a.check(key, p, now, v)
+      if v.ok then
+        a.commit(key, p, now, v)
+      elseif a.settle ~= nil then
+        return false, v.remaining, v.retry, v.reset, 0, v
+      end
+      return v.ok, v.remaining, v.retry, v.reset, 0
+    end
+  end
+  -- One now per call unless they share one.
+  local nows = count > 6 and {struct.unpack('<' .. string.rep('i8', count - 5), ARGV[2], 41)}
+  out = {}
+  local o = 0
+  for i = 1, #KEYS do
+    local ok, remaining, retry, reset, _, kept = decide1(KEYS[i], clock(nows and nows[i] or now), window, max, burst, cost)
+    if kept then
+      settles = settles or {}
+      settles[#settles + 1] = {ops(code).settle, KEYS[i], kept}
+    end
+    out[o + 1], out[o + 2], out[o + 3] = ok and remaining * 2 + 1 or remaining * 2, retry, reset
+    o = o + 3
+  end
+  -- The general path's end, below: settles, then the reply.
+  count = 0
+end
+
+out = out or {}
 local ps, impl, verdicts = {}, {}, {}
 while pos <= count do
-  local now, n = nums[pos], nums[pos + 1]
+  local now, n = clock(nums[pos]), nums[pos + 1]
   pos = pos + 2
-  if now < 0 then
-    -- The server's clock, not the callers': app servers' clocks drift apart.
-    if server_now == nil then
-      local t = redis.call('TIME')
-      server_now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    end
-    now = server_now
-    ttl_pad_ms = 0
-  else
-    ttl_pad_ms = 1000
-  end
 
-  local one = mode == 'a' and n == 1 and nums[pos] < shadow_flag and algos[algo_names[nums[pos]]]
-  if one and one.decide1 then
+  -- (A shadow limit's code is no key of decide1s.)
+  local one = mode == 'a' and n == 1 and decide1s[nums[pos]]
+  if one then
     -- A call of one enforced limit, the commonest: its algorithm's decide1
     -- checks and commits it with no table, where the general path below
     -- fills a limit's and a verdict's.
     k = k + 1
-    local ok, remaining, retry, reset, receipt, kept = one.decide1(KEYS[k], now, nums[pos + 1], nums[pos + 2], nums[pos + 3], nums[pos + 4])
+    local ok, remaining, retry, reset, receipt, kept = one(KEYS[k], now, nums[pos + 1], nums[pos + 2], nums[pos + 3], nums[pos + 4])
     if kept then
       -- A denial with tidying to do, which waits for the batch's end as
       -- the general path's settles do.
       settles = settles or {}
-      settles[#settles + 1] = {one.settle, KEYS[k], kept}
+      settles[#settles + 1] = {ops(nums[pos]).settle, KEYS[k], kept}
     end
     pos = pos + 5
     local o = #out
@@ -133,18 +211,17 @@ while pos <= count do
       if shadow then
         code = code - shadow_flag
       end
-      local name = algo_names[code]
-      impl[i] = algos[name]
+      impl[i] = ops(code)
       if impl[i] == nil then
         return redis.error_reply('ERR ratelimit: unknown algorithm ' .. tostring(code))
       end
       local p = ps[i]
       if p == nil then
         -- Sized for its fields: a table that grows is rebuilt each time.
-        p = {algo = name, window = 0, max = 0, burst = 0, cost = 0, receipt = 0, shadow = false}
+        p = {window = 0, max = 0, burst = 0, cost = 0, receipt = 0, shadow = false}
         ps[i] = p
       end
-      p.algo, p.window, p.max, p.burst, p.cost, p.receipt, p.shadow = name, window, max, burst, cost, 0, shadow
+      p.window, p.max, p.burst, p.cost, p.receipt, p.shadow = window, max, burst, cost, 0, shadow
       if mode == 'r' then
         p.receipt = nums[pos]
         pos = pos + 1

@@ -130,42 +130,44 @@ local function sl_write(key, now, window, max, cost, remaining, trim, stale, new
   return remaining - cost, reset, t
 end
 
-algos['sliding-log'] = {
-  check = function(key, p, now, v)
-    v.ok, v.remaining, v.retry, v.reset, v.trim, v.stale, v.newest = sl_read(key, now, p.window, p.max, p.cost)
-    v.receipt = nil
-  end,
-
-  -- settle may run after later calls of the same script recorded in this
-  -- log, so it removes by score.
-  settle = function(key, v)
-    if v.stale ~= 0 then
-      redis.call('ZREMRANGEBYSCORE', key, '-inf', v.trim)
+-- A denied call returns what settle needs, for main.lua to settle it
+-- after the batch.
+decide1s[1] = function(key, now, window, max, burst, cost)
+  local ok, remaining, retry, reset, trim, stale, newest = sl_read(key, now, window, max, cost)
+  if not ok then
+    local keep
+    if stale ~= 0 then
+      keep = {trim = trim, stale = stale}
     end
-  end,
+    return false, remaining, retry, reset, 0, keep
+  end
+  local receipt
+  remaining, reset, receipt = sl_write(key, now, window, max, cost, remaining, trim, stale, newest)
+  return true, remaining, 0, reset, receipt
+end
 
-  commit = function(key, p, now, v)
-    v.remaining, v.reset, v.receipt = sl_write(key, now, p.window, p.max, p.cost, v.remaining, v.trim, v.stale, v.newest)
-  end,
+algos[1] = function()
+  return {
+    check = function(key, p, now, v)
+      v.ok, v.remaining, v.retry, v.reset, v.trim, v.stale, v.newest = sl_read(key, now, p.window, p.max, p.cost)
+      v.receipt = nil
+    end,
 
-  -- A denied call returns what settle needs, for main.lua to settle it
-  -- after the batch.
-  decide1 = function(key, now, window, max, burst, cost)
-    local ok, remaining, retry, reset, trim, stale, newest = sl_read(key, now, window, max, cost)
-    if not ok then
-      local keep
-      if stale ~= 0 then
-        keep = {trim = trim, stale = stale}
+    -- settle may run after later calls of the same script recorded in this
+    -- log, so it removes by score.
+    settle = function(key, v)
+      if v.stale ~= 0 then
+        redis.call('ZREMRANGEBYSCORE', key, '-inf', v.trim)
       end
-      return false, remaining, retry, reset, 0, keep
-    end
-    local receipt
-    remaining, reset, receipt = sl_write(key, now, window, max, cost, remaining, trim, stale, newest)
-    return true, remaining, 0, reset, receipt
-  end,
+    end,
 
-  -- The admissions of one call are the only members in [t, t+cost-1].
-  refund = function(key, p, now)
-    redis.call('ZREMRANGEBYSCORE', key, string.format('%d', p.receipt), string.format('%d', p.receipt + p.cost - 1))
-  end,
-}
+    commit = function(key, p, now, v)
+      v.remaining, v.reset, v.receipt = sl_write(key, now, p.window, p.max, p.cost, v.remaining, v.trim, v.stale, v.newest)
+    end,
+
+    -- The admissions of one call are the only members in [t, t+cost-1].
+    refund = function(key, p, now)
+      redis.call('ZREMRANGEBYSCORE', key, string.format('%d', p.receipt), string.format('%d', p.receipt + p.cost - 1))
+    end,
+  }
+end

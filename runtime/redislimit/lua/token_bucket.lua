@@ -4,50 +4,52 @@
 -- whole numbers (below 2^53, checked by the caller). A missing key is a full
 -- bucket. Go twin: memory_tokenbucket.go.
 
-algos['token-bucket'] = {
-  check = function(key, p, now, v)
-    local cap = p.burst * p.window
-    local st = redis.call('HMGET', key, 't', 's')
-    local t, at = tonumber(st[1]), tonumber(st[2])
-    -- The level at now and the time it refers to, which never moves
-    -- backwards: a clock behind the last writer's must not be refilled
-    -- twice for the same microseconds.
-    if t == nil or at == nil then
-      t, at = cap, now
-    elseif now > at then
-      if now - at >= floordiv(cap - t + p.max - 1, p.max) then
-        t = cap
-      else
-        t = t + (now - at) * p.max
+algos[4] = function()
+  return {
+    check = function(key, p, now, v)
+      local cap = p.burst * p.window
+      local st = redis.call('HMGET', key, 't', 's')
+      local t, at = tonumber(st[1]), tonumber(st[2])
+      -- The level at now and the time it refers to, which never moves
+      -- backwards: a clock behind the last writer's must not be refilled
+      -- twice for the same microseconds.
+      if t == nil or at == nil then
+        t, at = cap, now
+      elseif now > at then
+        if now - at >= floordiv(cap - t + p.max - 1, p.max) then
+          t = cap
+        else
+          t = t + (now - at) * p.max
+        end
+        at = now
       end
-      at = now
-    end
-    local need = p.cost * p.window
-    -- Refill starts at `at`, later than now only if another clock ran ahead.
-    v.ok, v.remaining, v.retry, v.receipt = true, floordiv(t, p.window), 0, nil
-    v.reset = at - now + floordiv(cap - t + p.max - 1, p.max)
-    v.level, v.at = t, at
-    if t < need then
-      v.ok = false
-      v.retry = at - now + floordiv(need - t + p.max - 1, p.max)
-    end
-  end,
+      local need = p.cost * p.window
+      -- Refill starts at `at`, later than now only if another clock ran ahead.
+      v.ok, v.remaining, v.retry, v.receipt = true, floordiv(t, p.window), 0, nil
+      v.reset = at - now + floordiv(cap - t + p.max - 1, p.max)
+      v.level, v.at = t, at
+      if t < need then
+        v.ok = false
+        v.retry = at - now + floordiv(need - t + p.max - 1, p.max)
+      end
+    end,
 
-  commit = function(key, p, now, v)
-    local t = v.level - p.cost * p.window
-    redis.call('HSET', key, 't', string.format('%d', t), 's', string.format('%d', v.at))
-    -- t / window is check's level / window less cost: the level was at
-    -- least cost*window, so taking whole tokens away leaves the same
-    -- remainder.
-    v.remaining = v.remaining - p.cost
-    v.reset = v.at - now + floordiv(p.burst * p.window - t + p.max - 1, p.max)
-    redis.call('PEXPIRE', key, string.format('%d', floordiv(v.reset + 999, 1000) + ttl_pad_ms))
-  end,
+    commit = function(key, p, now, v)
+      local t = v.level - p.cost * p.window
+      redis.call('HSET', key, 't', string.format('%d', t), 's', string.format('%d', v.at))
+      -- t / window is check's level / window less cost: the level was at
+      -- least cost*window, so taking whole tokens away leaves the same
+      -- remainder.
+      v.remaining = v.remaining - p.cost
+      v.reset = v.at - now + floordiv(p.burst * p.window - t + p.max - 1, p.max)
+      redis.call('PEXPIRE', key, string.format('%d', floordiv(v.reset + 999, 1000) + ttl_pad_ms))
+    end,
 
-  refund = function(key, p, now)
-    local t = tonumber(redis.call('HGET', key, 't'))
-    if t ~= nil then
-      redis.call('HSET', key, 't', string.format('%d', math.min(p.burst * p.window, t + p.cost * p.window)))
-    end
-  end,
-}
+    refund = function(key, p, now)
+      local t = tonumber(redis.call('HGET', key, 't'))
+      if t ~= nil then
+        redis.call('HSET', key, 't', string.format('%d', math.min(p.burst * p.window, t + p.cost * p.window)))
+      end
+    end,
+  }
+end

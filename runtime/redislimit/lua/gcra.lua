@@ -24,8 +24,19 @@ end
 -- gcra_write records an admission: the TAT new, kept until it passes. An
 -- admitted call left at least cost intervals of tolerance, so what remains
 -- is gcra_read's remaining less cost, which it did not clamp.
+--
+-- In a batch the calls of fresh keys leave the same TAT and lifetime, so
+-- each is formatted again only when it changes.
+local gcra_tat, gcra_tat_s, gcra_px, gcra_px_s
 local function gcra_write(key, now, new)
-  redis.call('SET', key, string.format('%d', new), 'PX', string.format('%d', floordiv(new - now + 999, 1000) + ttl_pad_ms))
+  if new ~= gcra_tat then
+    gcra_tat, gcra_tat_s = new, string.format('%d', new)
+  end
+  local px = floordiv(new - now + 999, 1000) + ttl_pad_ms
+  if px ~= gcra_px then
+    gcra_px, gcra_px_s = px, string.format('%d', px)
+  end
+  redis.call('SET', key, gcra_tat_s, 'PX', gcra_px_s)
 end
 
 -- decide1 is check and commit for a call of this one enforced limit, as

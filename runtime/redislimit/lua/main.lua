@@ -65,6 +65,27 @@ local shadow_flag = 8
 local mode = ARGV[1]
 local count = #ARGV[2] / 8
 
+if mode == 'u' and #KEYS == 1 then
+  -- A lone call of one limit, the commonest script call: decided before
+  -- the rest of this file defines anything, with no table.
+  local code, window, max, burst, cost, now = struct.unpack('<i8i8i8i8i8i8', ARGV[2])
+  local decide1 = decide1s[code]
+  if decide1 then
+    -- As clock, below, does.
+    if now < 0 then
+      local t = redis.call('TIME')
+      now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    else
+      ttl_pad_ms = 1000
+    end
+    local ok, remaining, retry, reset, _, kept = decide1(KEYS[1], now, window, max, burst, cost)
+    if kept then
+      algos[code]().settle(KEYS[1], kept)
+    end
+    return struct.pack('<i8i8i8', ok and remaining * 2 + 1 or remaining * 2, retry, reset)
+  end
+end
+
 local server_now
 -- clock returns a call's time: now, or the server's for -1; and sets
 -- ttl_pad_ms for it.
@@ -80,20 +101,6 @@ local function clock(now)
   end
   ttl_pad_ms = 0
   return server_now
-end
-
-if mode == 'u' and #KEYS == 1 then
-  -- A lone call of one limit, the commonest script call: decided before
-  -- the rest of this file defines anything, with no table.
-  local code, window, max, burst, cost, now = struct.unpack('<i8i8i8i8i8i8', ARGV[2])
-  local decide1 = decide1s[code]
-  if decide1 then
-    local ok, remaining, retry, reset, _, kept = decide1(KEYS[1], clock(now), window, max, burst, cost)
-    if kept then
-      algos[code]().settle(KEYS[1], kept)
-    end
-    return struct.pack('<i8i8i8', ok and remaining * 2 + 1 or remaining * 2, retry, reset)
-  end
 end
 
 -- The numbers of ARGV[2], read with as few calls into C as its stack, which

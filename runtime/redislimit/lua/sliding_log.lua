@@ -26,9 +26,17 @@
 -- remaining calls before it (clamped at 0 when it has none), the µs until
 -- room when it has none and until the log empties, and trim, stale and the
 -- newest entry still counting (nil if none), for sl_write and settle.
+--
+-- In a batch the calls share their time, and those of fresh keys their
+-- members and lifetimes, so each number is formatted again only when it
+-- changes.
+local sl_upto, sl_trim, sl_t, sl_member, sl_px, sl_px_s
 local function sl_read(key, now, window, max, cost)
   local upto = now - window
-  local trim = string.format('%d', upto)
+  if upto ~= sl_upto then
+    sl_upto, sl_trim = upto, string.format('%d', upto)
+  end
+  local trim = sl_trim
   local stale, reset = 0, 0
   -- Members are their own scores.
   local count, newest
@@ -98,8 +106,10 @@ local function sl_write(key, now, window, max, cost, remaining, trim, stale, new
     stale = 0
   end
   if cost == 1 then
-    local s = string.format('%d', t)
-    redis.call('ZADD', key, s, s)
+    if t ~= sl_t then
+      sl_t, sl_member = t, string.format('%d', t)
+    end
+    redis.call('ZADD', key, sl_member, sl_member)
   else
     -- ZADD in chunks: Lua's unpack is limited to a few thousand values.
     local args = {}
@@ -125,7 +135,11 @@ local function sl_write(key, now, window, max, cost, remaining, trim, stale, new
   end
   local reset = t + cost - 1 + window - now
   -- Expire the key exactly when its newest admission leaves the window.
-  redis.call('PEXPIRE', key, string.format('%d', floordiv(reset + 999, 1000) + ttl_pad_ms))
+  local px = floordiv(reset + 999, 1000) + ttl_pad_ms
+  if px ~= sl_px then
+    sl_px, sl_px_s = px, string.format('%d', px)
+  end
+  redis.call('PEXPIRE', key, sl_px_s)
   -- sl_read's remaining was max-count, unclamped as count+cost <= max.
   return remaining - cost, reset, t
 end

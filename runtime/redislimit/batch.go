@@ -231,10 +231,11 @@ func (b *batcher) free(c *call) {
 
 // decide decides the requests of d at idx, which share a slot: alone and
 // at once when a round trip is free, otherwise in the next batch, waiting
-// as long as a wait from ctx allows. ctx's values go with a lone call.
-func (b *batcher) decide(ctx context.Context, d *decision, idx []int) (bool, error) {
+// as long as a wait from ctx, begun at start, allows. ctx's values go with
+// a lone call.
+func (b *batcher) decide(ctx context.Context, start time.Time, d *decision, idx []int) (bool, error) {
 	c := b.newCall(d, idx)
-	b.lim.startWait(ctx, &c.w)
+	b.lim.startWaitAt(ctx, &c.w, start)
 	for {
 		c.connect = b.lim.connectBound(&c.w)
 		due := c.w.due()

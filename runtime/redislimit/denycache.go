@@ -329,8 +329,11 @@ func (c *denyCache) remember(reqs []runtime.Request, vs []verdict, err error, t0
 		return
 	}
 	from, slack := t0, int64(0)
-	t1 := c.now()
-	if c.clock != nil {
+	// t1 is read only when needed (most calls are admitted).
+	var t1 int64
+	read := c.clock != nil
+	if read {
+		t1 = c.now()
 		c.ran(t1)
 		// The script read the clock after t0; if it went backwards in
 		// between, the script's time is unknown.
@@ -359,6 +362,9 @@ func (c *denyCache) remember(reqs []runtime.Request, vs []verdict, err error, t0
 		until := from + int64(micros(v.retry)) - slack
 		if until <= from {
 			continue
+		}
+		if !read {
+			t1, read = c.now(), true
 		}
 		c.insert(reqs[i], from, until, t1+int64(micros(v.retry)), v, t1)
 	}

@@ -182,7 +182,7 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 		d.now = r.cfg.clock().UnixMicro()
 	}
 	groups := r.groups(reqs)
-	committed, err := r.run(ctx, &d, groups)
+	committed, err := r.run(ctx, start, &d, groups)
 	r.deny.remember(reqs, vs, err, asked)
 	if err == nil {
 		if r.breaker.record(start, false, probe) {
@@ -398,13 +398,13 @@ func (r *Limiter) reloadTopology() {
 }
 
 // run asks Redis for the decision d of the requests in groups (see
-// groups), waiting as long as a wait from ctx allows.
-func (r *Limiter) run(ctx context.Context, d *decision, groups [][]int) (committed bool, err error) {
+// groups), waiting as long as a wait from ctx, begun at start, allows.
+func (r *Limiter) run(ctx context.Context, start time.Time, d *decision, groups [][]int) (committed bool, err error) {
 	if len(groups) == 1 && r.batch != nil {
-		return r.batch.decide(ctx, d, groups[0])
+		return r.batch.decide(ctx, start, d, groups[0])
 	}
 	var w wait
-	r.startWait(ctx, &w)
+	r.startWaitAt(ctx, &w, start)
 	if len(groups) == 1 {
 		return r.evalGroup(ctx, &w, modeDecide, d, groups[0])
 	}

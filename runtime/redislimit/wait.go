@@ -63,7 +63,11 @@ const (
 // startWait starts w as a wait of r's timeout, or until ctx's deadline
 // when that comes first.
 func (r *Limiter) startWait(ctx context.Context, w *wait) {
-	now := time.Now()
+	r.startWaitAt(ctx, w, time.Now())
+}
+
+// startWaitAt is startWait for a wait that began at now.
+func (r *Limiter) startWaitAt(ctx context.Context, w *wait, now time.Time) {
 	timeout := r.cfg.timeout
 	*w = wait{start: now, last: now, budget: timeout, hard: now.Add(maxStallFactor * timeout),
 		answered: &r.answered, tripped: r.breaker.opened(), waiting: &r.waiting}
@@ -193,15 +197,19 @@ func (w *wait) untilWoken(ctx context.Context, b *batcher, c *call) error {
 	for {
 		expected := w.next(w.last)
 		due := w.last.Add(expected)
-		select {
-		case <-c.wake:
-		case <-ctxDone:
-			if errors.Is(ctx.Err(), context.Canceled) {
-				return ctx.Err()
+		if ctxDone == nil {
+			<-c.wake
+		} else {
+			select {
+			case <-c.wake:
+			case <-ctxDone:
+				if errors.Is(ctx.Err(), context.Canceled) {
+					return ctx.Err()
+				}
 			}
 		}
 		if c.finished.Load() {
-			w.account(time.Now(), expected)
+			w.landed(c, expected)
 			return nil
 		}
 		select {
@@ -215,7 +223,7 @@ func (w *wait) untilWoken(ctx context.Context, b *batcher, c *call) error {
 		}
 		goruntime.Gosched()
 		if c.finished.Load() {
-			w.account(time.Now(), expected)
+			w.landed(c, expected)
 			return nil
 		}
 		now := time.Now()
@@ -223,6 +231,15 @@ func (w *wait) untilWoken(ctx context.Context, b *batcher, c *call) error {
 			return err
 		}
 		b.expect(c, now.Add(w.next(now)))
+	}
+}
+
+// landed accounts for the wake of c's caller once its round trip landed,
+// expected after the last: only a failed round trip is judged by the time
+// lost meanwhile (see resend and outcome), so only then is the clock read.
+func (w *wait) landed(c *call, expected time.Duration) {
+	if c.err != nil {
+		w.account(time.Now(), expected)
 	}
 }
 

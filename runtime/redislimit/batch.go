@@ -37,8 +37,10 @@ type batcher struct {
 	inFlight int
 	queue    []*call
 	// flying holds the batch of each round trip under way (guarded by
-	// mu), for the watch; a run goroutine owns one slot.
+	// mu), for the watch; a run goroutine owns one slot, and its slots
+	// entry.
 	flying [maxInFlight][]*call
+	slots  [maxInFlight]slot
 	// watch wakes the calls in queue and flying whose waits are due (see
 	// watch.go).
 	watch watch
@@ -88,6 +90,16 @@ type call struct {
 	alone [1]*call
 }
 
+// A slot is what the round trips of one slot of flying reuse, one after
+// another: the command's arguments, numbers and reply, and the timer of
+// the connect bound.
+type slot struct {
+	args  []any
+	nums  []byte
+	res   []int64
+	timer *time.Timer
+}
+
 // A flight is one round trip, and the context it runs on: it carries the
 // values of the context of the call that started it (none for a batch) but
 // none of its cancellation, and ends once every caller it carries has
@@ -99,13 +111,13 @@ type flight struct {
 	values  context.Context
 	waiting atomic.Int32
 	connect connectBound
-	// deadline is the connect bound, fixed by start.
-	deadline time.Time
-	timer    *time.Timer
+	timer   *time.Timer
 
-	mu   sync.Mutex
-	done chan struct{}
-	err  error
+	mu sync.Mutex
+	// deadline is the connect bound, fixed by begin.
+	deadline time.Time
+	done     chan struct{}
+	err      error
 }
 
 // newFlight returns a flight for waiting callers, with values' values.
@@ -115,20 +127,41 @@ func newFlight(values context.Context, waiting int, connect connectBound) *fligh
 	return f
 }
 
-// start starts the round trip: its connect bound runs from now.
+// start starts the round trip on a timer of its own for the connect
+// bound; landed stops it.
 func (f *flight) start() {
-	if f.connect.by.IsZero() {
-		return
+	if d, ok := f.begin(); ok {
+		f.timer = time.AfterFunc(d, f.expire)
 	}
-	// A goroutine that starts late still has a little time to connect.
-	f.deadline = later(f.connect.by, time.Now().Add(f.connect.least))
-	f.timer = time.AfterFunc(time.Until(f.deadline), f.expire)
 }
 
-// landed ends the round trip: its reply is in.
+// landed ends the round trip that start started: its reply is in.
 func (f *flight) landed() {
 	if f.timer != nil {
 		f.timer.Stop()
+	}
+}
+
+// begin starts the round trip: its connect bound runs from now. It returns
+// how long until the bound passes, and false when there is none.
+func (f *flight) begin() (time.Duration, bool) {
+	if f.connect.by.IsZero() {
+		return 0, false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	// A goroutine that starts late still has a little time to connect.
+	f.deadline = later(f.connect.by, time.Now().Add(f.connect.least))
+	return time.Until(f.deadline), true
+}
+
+// expireBy ends f if its connect bound passed by now.
+func (f *flight) expireBy(now time.Time) {
+	f.mu.Lock()
+	passed := !f.deadline.IsZero() && !now.Before(f.deadline)
+	f.mu.Unlock()
+	if passed {
+		f.expire()
 	}
 }
 
@@ -163,7 +196,11 @@ func (f *flight) end(err error) {
 }
 
 // Deadline is the connect bound, if any.
-func (f *flight) Deadline() (time.Time, bool) { return f.deadline, !f.deadline.IsZero() }
+func (f *flight) Deadline() (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.deadline, !f.deadline.IsZero()
+}
 
 // Done is closed once f ends.
 func (f *flight) Done() <-chan struct{} {
@@ -283,10 +320,11 @@ func (b *batcher) decide(ctx context.Context, start time.Time, d *decision, idx 
 }
 
 // land wakes the callers of batch, the round trip in slot, which has
-// filled their calls. Once out of flying, a call may be reused at once.
+// filled their calls. Once out of flying, a call may be reused at once;
+// the slot stays its run goroutine's (empty, not nil) until take frees it.
 func (b *batcher) land(slot int, batch []*call) {
 	b.mu.Lock()
-	b.flying[slot] = nil
+	b.flying[slot] = batch[:0]
 	b.mu.Unlock()
 	for _, c := range batch {
 		c.finished.Store(true)
@@ -294,7 +332,8 @@ func (b *batcher) land(slot int, batch []*call) {
 	}
 }
 
-// freeSlot returns a slot of flying that no round trip holds; b.mu is held.
+// freeSlot returns a slot of flying that no run goroutine holds; b.mu is
+// held.
 func (b *batcher) freeSlot() int {
 	for i, f := range b.flying {
 		if f == nil {
@@ -340,50 +379,79 @@ func (b *batcher) take(slot int) []*call {
 		}
 	}
 	b.inFlight--
+	b.flying[slot] = nil
 	return nil
 }
 
 // run sends batches, starting with batch, until the queue is empty; then
 // it frees its round trip's place and its slot of flying.
 func (b *batcher) run(slot int, batch []*call) {
-	// Buffers for the batches' numbers, reused; a lone call's fit.
-	var numBuf [128]byte
-	var resBuf [16]int64
-	nums, res := numBuf[:0], resBuf[:0]
+	s := &b.slots[slot]
 	for batch != nil {
 		f := batch[0].flight
-		f.start()
+		if d, ok := f.begin(); ok {
+			if s.timer == nil {
+				s.timer = time.AfterFunc(d, func() { b.expire(slot) })
+			} else {
+				s.timer.Reset(d)
+			}
+		}
 		sent := time.Now()
 		if b.pipelined {
 			b.lim.evalPipelined(f, batch)
 		} else {
-			nums, res = b.lim.evalBatch(f, nums[:0], res[:0], batch)
+			b.lim.evalBatch(f, s, batch)
 		}
-		f.landed()
+		if s.timer != nil {
+			s.timer.Stop()
+		}
 		b.lim.noteAnswer(sent, batch[0].err)
 		b.land(slot, batch)
 		batch = b.take(slot)
 	}
 }
 
-// evalBatch decides a batch in one script call, its numbers built in nums
-// and its reply read into res, which it returns for reuse.
-func (r *Limiter) evalBatch(ctx context.Context, nums []byte, res []int64, batch []*call) ([]byte, []int64) {
-	s := batchScript(batch)
-	keys := 0
-	for _, c := range batch {
-		keys += len(c.idx)
+// expire ends the round trip in slot if its connect bound passed: the
+// slot's timer may also fire for an earlier round trip, whose bound was
+// earlier.
+func (b *batcher) expire(slot int) {
+	b.mu.Lock()
+	var f *flight
+	if batch := b.flying[slot]; len(batch) > 0 {
+		f = batch[0].flight
 	}
-	args := s.scriptArgs(keys)
+	b.mu.Unlock()
+	if f != nil {
+		f.expireBy(time.Now())
+	}
+}
+
+// evalBatch decides a batch in one script call, its command, numbers and
+// reply built in sl's buffers.
+func (r *Limiter) evalBatch(ctx context.Context, sl *slot, batch []*call) {
+	s := batchScript(batch)
+	args := s.appendArgs(sl.args[:0])
 	for _, c := range batch {
 		for j := range c.d.asks {
 			// A pointer, which go-redis accepts, is not boxed anew.
 			args = append(args, &c.d.asks[j].key)
 		}
 	}
-	if a := uniformAsk(batch); a != nil {
-		nums = appendUniform(nums, a, func(i int) int64 { return batch[i].d.now }, len(batch))
-		res, err := s.run(ctx, r.client, finishArgs(args, modeUniform, nums), res)
+	nums, mode := sl.nums[:0], modeDecide
+	a := uniformAsk(batch)
+	if a != nil {
+		nums, mode = appendUniform(nums, a, func(i int) int64 { return batch[i].d.now }, len(batch)), modeUniform
+	} else {
+		for _, c := range batch {
+			nums = appendNums(nums, &c.d, c.idx, false)
+		}
+	}
+	args = finishArgs(args, mode, nums)
+	res, err := s.run(ctx, r.client, args, sl.res[:0])
+	// The keys belong to calls, which are reused.
+	clear(args)
+	sl.args, sl.nums, sl.res = args[:0], nums[:0], res[:0]
+	if a != nil {
 		if err == nil && len(res) != uniformFields*len(batch) {
 			err = errReply(len(res))
 		}
@@ -394,13 +462,8 @@ func (r *Limiter) evalBatch(ctx context.Context, nums []byte, res []int64, batch
 				c.committed = c.d.vs[0].ok
 			}
 		}
-		return nums, res
+		return
 	}
-	for _, c := range batch {
-		nums = appendNums(nums, &c.d, c.idx, false)
-	}
-	res, err := s.run(ctx, r.client, finishArgs(args, modeDecide, nums), res)
-	all := res
 	for _, c := range batch {
 		if err != nil {
 			c.err = err
@@ -411,7 +474,6 @@ func (r *Limiter) evalBatch(ctx context.Context, nums []byte, res []int64, batch
 			err = c.err
 		}
 	}
-	return nums, all
 }
 
 // evalPipelined decides a batch as a pipeline of one script call per

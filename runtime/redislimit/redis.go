@@ -613,10 +613,11 @@ func (r *Limiter) callArgs(s *script, mode scriptMode, d *decision, idx []int, r
 }
 
 // finishArgs completes the arguments of a script command: the number of
-// keys, then ARGV.
+// keys, then ARGV. nums goes as it is, not copied: like the keys, it must
+// not change until the command has run.
 func finishArgs(args []any, mode scriptMode, nums []byte) []any {
 	args[2] = len(args) - 3
-	return append(args, any(mode), string(nums))
+	return append(args, any(mode), nums)
 }
 
 func (r *Limiter) storageKey(l runtime.Limit, key string) string {

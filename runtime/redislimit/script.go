@@ -68,7 +68,12 @@ var (
 // the script and room for the number of keys, which args sets once the
 // keys follow.
 func (s *script) scriptArgs(keys int) []any {
-	return append(make([]any, 0, 3+keys+2), cmdEvalSha, s.hash, nil)
+	return s.appendArgs(make([]any, 0, 3+keys+2))
+}
+
+// appendArgs is scriptArgs, appended to args.
+func (s *script) appendArgs(args []any) []any {
+	return append(args, cmdEvalSha, s.hash, nil)
 }
 
 // doer runs a command: every go-redis client and pipeline does.

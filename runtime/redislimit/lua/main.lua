@@ -7,10 +7,10 @@
 -- identically.
 --
 -- An algorithm may also register, in `decide1s`, decide1(key, now, window,
--- max, burst, cost): check and commit for a call of that one enforced limit, returning
--- allowed, remaining, retry, reset, receipt and, for a denial that leaves
--- settling to do, the verdict settle takes; it must decide, record and
--- settle exactly as check, commit and settle do.
+-- max, burst, cost): check and commit for a call of that one enforced
+-- limit, returning allowed, remaining, retry, reset, receipt and, for a
+-- denial that leaves settling to do, the verdict settle takes; it must
+-- decide, record and settle exactly as check, commit and settle do.
 --
 -- check(key, p, now, v) only reads, and fills the verdict table v, which
 -- may hold an earlier verdict (of any algorithm): it sets every field that
@@ -182,7 +182,8 @@ if mode == 'u' then
     out[o + 1], out[o + 2], out[o + 3] = ok and remaining * 2 + 1 or remaining * 2, retry, reset
     o = o + 3
   end
-  -- The general path's end, below: settles, then the reply.
+  -- Nothing for the general path below but its end: settles, then the
+  -- reply.
   count = 0
 end
 

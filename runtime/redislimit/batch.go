@@ -458,8 +458,7 @@ func (r *Limiter) evalBatch(ctx context.Context, sl *slot, batch []*call) {
 		for i, c := range batch {
 			c.err = err
 			if err == nil {
-				c.d.vs[0] = uniformVerdict(res[uniformFields*i:])
-				c.committed = c.d.vs[0].ok
+				c.committed, c.err = readGroup(res[uniformFields*i:uniformFields*(i+1)], &c.d, c.idx, true)
 			}
 		}
 		return

@@ -154,10 +154,11 @@ var clientClockRatelimitgen = contender{
 }
 
 // contextTimeoutRatelimitgen is ratelimitgen's sliding log on a client
-// with ContextTimeoutEnabled. With it the limiter can leave its per-decision
-// timeout to the client; on a default client it waits for each reply on a
-// goroutine of its own so that the timeout holds whatever the client's read
-// timeout is. Benchmarked beside the default to show what that costs.
+// with ContextTimeoutEnabled, whose reads would follow a context deadline
+// that a paused process passes: there the limiter waits for every reply on
+// a goroutine of its own, where on a default client a lone decision is
+// read on its caller's goroutine. Benchmarked beside the default to show
+// what that costs.
 var contextTimeoutRatelimitgen = contender{
 	name: "ratelimitgen-sliding-log+ctxtimeout", algorithm: "sliding log (exact)", clock: "server",
 	build: ratelimitgen(runtime.SlidingLog, false), contextTimeout: true,

@@ -3,6 +3,7 @@ package redislimit
 import (
 	"context"
 	"errors"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,10 +18,13 @@ import (
 // holds a decision back, so a lone caller's latency is what it was, and the
 // busier the limiter, the larger the batches.
 //
-// Round trips run on goroutines of their own, bounded only by the client's
-// timeouts, and each caller waits for its decision as its wait allows: a
-// caller that gives up never takes a reply from the others, and a reply
-// that arrives while the process is paused still decides.
+// Round trips of batches run on goroutines of their own, bounded only by
+// the client's timeouts, and each caller waits for its decision as its wait
+// allows: a caller that gives up never takes a reply from the others, and
+// a reply that arrives while the process is paused still decides. A lone
+// decision on a single server is read on its caller's goroutine (see
+// decide): a hand-off to another goroutine and back wakes an idle
+// processor twice per decision.
 //
 // On a single server or a Sentinel-managed one, a batch is one script call
 // that decides its calls one after another, each atomically. On a Redis
@@ -88,6 +92,12 @@ type call struct {
 	flight    *flight
 	// alone is the batch of a call sent alone.
 	alone [1]*call
+	// direct (guarded by the batcher's mu) says the caller reads the
+	// round trip itself (see decide); the watch then records in late how
+	// late (ns) its wakes were, and re-arms them every period (ns).
+	direct bool
+	late   atomic.Int64
+	period int64
 }
 
 // A slot is what the round trips of one slot of flying reuse, one after
@@ -270,13 +280,34 @@ func (b *batcher) free(c *call) {
 // at once when a round trip is free, otherwise in the next batch, waiting
 // as long as a wait from ctx, begun at start, allows. ctx's values go with
 // a lone call.
+//
+// A lone call on a client that allows it (see Limiter.direct) is sent and
+// read on its caller's goroutine, within the limiter's timeout: a period
+// to get a connection, the rest to write and read. The watch meanwhile
+// records how late its wakes are, as they would be for a waiting caller.
+// When the read times out, a wake more than a little late says the process
+// was paused or starved, and the reply may have arrived unread: the call
+// is sent again, through a round trip of its own, and waited for as a
+// batched call is, for what remains of its wait (the first may still
+// count, which over-counts, never over-admits). So is a call that got no
+// connection within the period, one whose connection broke (which go-redis
+// would retry), and one whose read timed out before the budget ended.
+// Otherwise Redis was silent for the timeout while the process ran.
 func (b *batcher) decide(ctx context.Context, start time.Time, d *decision, idx []int) (bool, error) {
 	c := b.newCall(d, idx)
 	b.lim.startWaitAt(ctx, &c.w, start)
+	// Not while a check of Redis runs: a caller in a read of its own waits
+	// out its timeout, where the breaker releases the others at once.
+	direct := b.lim.direct != nil && c.w.budget == b.lim.cfg.timeout && !b.lim.checking.Load()
 	for {
 		c.connect = b.lim.connectBound(&c.w)
+		if direct {
+			c.connect = directBound(&c.w)
+		}
 		due := c.w.due()
 		c.due.Store(due.UnixNano())
+		c.late.Store(0)
+		c.period = int64(c.w.period())
 		b.mu.Lock()
 		b.watchFrom(due)
 		if b.inFlight < maxInFlight {
@@ -285,8 +316,13 @@ func (b *batcher) decide(ctx context.Context, start time.Time, d *decision, idx 
 			c.alone[0] = c
 			slot := b.freeSlot()
 			b.flying[slot] = c.alone[:]
+			c.direct = direct
 			b.mu.Unlock()
-			go b.run(slot, c.alone[:])
+			if direct {
+				b.runAlone(slot, c)
+			} else {
+				go b.run(slot, c.alone[:])
+			}
 		} else {
 			b.queue = append(b.queue, c)
 			b.mu.Unlock()
@@ -302,6 +338,13 @@ func (b *batcher) decide(ctx context.Context, start time.Time, d *decision, idx 
 			return false, err
 		}
 		c.flight.leave()
+		if c.direct {
+			c.direct, direct = false, false
+			if b.resendAlone(c) {
+				c.finished.Store(false)
+				continue
+			}
+		}
 		if c.w.resend(c.err) {
 			c.finished.Store(false)
 			continue
@@ -386,29 +429,72 @@ func (b *batcher) take(slot int) []*call {
 // run sends batches, starting with batch, until the queue is empty; then
 // it frees its round trip's place and its slot of flying.
 func (b *batcher) run(slot int, batch []*call) {
-	s := &b.slots[slot]
 	for batch != nil {
-		f := batch[0].flight
-		if d, ok := f.begin(); ok {
-			if s.timer == nil {
-				s.timer = time.AfterFunc(d, func() { b.expire(slot) })
-			} else {
-				s.timer.Reset(d)
-			}
-		}
-		sent := time.Now()
-		if b.pipelined {
-			b.lim.evalPipelined(f, batch)
-		} else {
-			b.lim.evalBatch(f, s, batch)
-		}
-		if s.timer != nil {
-			s.timer.Stop()
-		}
-		b.lim.noteAnswer(sent, batch[0].err)
-		b.land(slot, batch)
+		b.fly(slot, batch, b.lim.client)
 		batch = b.take(slot)
 	}
+}
+
+// runAlone sends c, a lone call, through Limiter.direct on its caller's
+// goroutine, and leaves the batches queued meanwhile to a run goroutine.
+func (b *batcher) runAlone(slot int, c *call) {
+	b.fly(slot, c.alone[:], b.lim.direct)
+	if next := b.take(slot); next != nil {
+		go b.run(slot, next)
+	}
+}
+
+// fly makes batch's round trip, in slot, through client, and lands it.
+func (b *batcher) fly(slot int, batch []*call, client doer) {
+	s := &b.slots[slot]
+	f := batch[0].flight
+	if d, ok := f.begin(); ok {
+		if s.timer == nil {
+			s.timer = time.AfterFunc(d, func() { b.expire(slot) })
+		} else {
+			s.timer.Reset(d)
+		}
+	}
+	sent := time.Now()
+	if b.pipelined {
+		b.lim.evalPipelined(f, batch)
+	} else {
+		b.lim.evalBatch(f, client, s, batch)
+	}
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	b.lim.noteAnswer(sent, batch[0].err)
+	b.land(slot, batch)
+}
+
+// resendAlone judges the round trip that c's caller read itself (see
+// decide), and reports whether c must be sent again; otherwise c.err is
+// what the wait found.
+func (b *batcher) resendAlone(c *call) bool {
+	var (
+		nerr net.Error
+		op   *net.OpError
+	)
+	switch err := c.err; {
+	case err == nil, isRedisError(err):
+		return false
+	case errors.Is(err, context.DeadlineExceeded):
+		// No connection within directBound.
+		return true
+	case errors.As(err, &op) && op.Op == "dial":
+		// A refused connection, as any round trip's: the pool has
+		// retried the dial.
+		return false
+	case !errors.As(err, &nerr) || !nerr.Timeout():
+		// A connection that broke, which the limiter's own client retries.
+		return true
+	}
+	now := time.Now()
+	// The watch's late wakes, and the wake it has not made yet.
+	late := time.Duration(max(c.late.Load(), now.UnixNano()-c.due.Load()))
+	c.err = c.w.judge(now, now.Sub(c.w.last)-late)
+	return c.err == nil
 }
 
 // expire ends the round trip in slot if its connect bound passed: the
@@ -428,7 +514,7 @@ func (b *batcher) expire(slot int) {
 
 // evalBatch decides a batch in one script call, its command, numbers and
 // reply built in sl's buffers.
-func (r *Limiter) evalBatch(ctx context.Context, sl *slot, batch []*call) {
+func (r *Limiter) evalBatch(ctx context.Context, client doer, sl *slot, batch []*call) {
 	s := batchScript(batch)
 	args := s.appendArgs(sl.args[:0])
 	for _, c := range batch {
@@ -447,7 +533,7 @@ func (r *Limiter) evalBatch(ctx context.Context, sl *slot, batch []*call) {
 		}
 	}
 	args = finishArgs(args, mode, nums)
-	res, err := s.run(ctx, r.client, args, sl.res[:0])
+	res, err := s.run(ctx, client, args, sl.res[:0])
 	// The keys belong to calls, which are reused.
 	clear(args)
 	sl.args, sl.nums, sl.res = args[:0], nums[:0], res[:0]

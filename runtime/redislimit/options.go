@@ -75,8 +75,10 @@ func WithPrefix(p string) Option {
 // ends the wait in any case, and no wait lasts longer than 10*d. When a
 // wait ends without a reply, that decision follows the FailurePolicy, and a
 // check of Redis itself decides whether the breaker opens (see
-// WithRetryInterval); callers still waiting are then released at once. A
-// d <= 0 keeps the default.
+// WithRetryInterval); callers still waiting for a shared round trip are
+// then released at once, and a lone decision that its caller reads itself
+// (on a *redis.Client, see Limiter.Decide) ends within d. A d <= 0 keeps
+// the default.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {

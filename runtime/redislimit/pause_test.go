@@ -136,3 +136,33 @@ func TestCPUStarvedInstancesNeverOverAdmit(t *testing.T) {
 	}
 	auditInstances(t, cfg, reports)
 }
+
+// TestPausedLoneReadNeverOverAdmits freezes an instance while the replies
+// to its lone decisions are on their way. A lone decision is read on its
+// caller's goroutine, with the limiter's timeout as the read's own (see
+// batcher.decide), so a pause of the instance that outlasts the timeout
+// makes the read time out on resuming, with the reply unread. Redis is
+// frozen first, for long enough that the instance's requests wait for it;
+// then the instance is frozen, Redis resumes and answers, and the instance
+// stays frozen past its timeout. Taken for Redis's silence, such a read
+// would send the decision to the fallback; the audit finds that.
+func TestPausedLoneReadNeverOverAdmits(t *testing.T) {
+	srv := redistest.StartServer(t)
+	cfg := stalledConfig(srv)
+	// Two callers: the round trips the batcher allows at once, both read
+	// by their callers.
+	cfg.Goroutines = 2
+	in := startInstance(t, cfg)
+	in.start(t)
+	for range pausesPerInstance {
+		time.Sleep(pauseGapMin + rand.N(pauseGapSpread))
+		srv.Pause(t)
+		time.Sleep(50 * time.Millisecond)
+		require.NoError(t, redistest.PauseProcess(in.cmd.Process), "pausing the instance")
+		srv.Resume(t)
+		time.Sleep(pauseLength)
+		require.NoError(t, redistest.ResumeProcess(in.cmd.Process), "resuming the instance")
+	}
+	reports := finishInstances(t, []*instance{in})
+	auditInstances(t, cfg, reports)
+}

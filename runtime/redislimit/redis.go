@@ -56,6 +56,13 @@ type Limiter struct {
 	// readsFollowCtx says the client bounds reads by the context's
 	// deadline (ContextTimeoutEnabled); see connectBound.
 	readsFollowCtx bool
+	// direct is the client through which a lone decision is read on its
+	// caller's goroutine (see batcher.decide): the client itself, with no
+	// retries of its own and read and write timeouts of the limiter's
+	// timeout less one period of a wait, which directBound leaves to
+	// getting a connection. It is nil where reads follow the context, on a
+	// Cluster or a Ring, and when the client's own timeouts are shorter.
+	direct *redis.Client
 	// deny remembers Redis's denials (see WithDenyCache); nil when off.
 	deny *denyCache
 }
@@ -79,6 +86,7 @@ func New(c redis.UniversalClient, opts ...Option) *Limiter {
 	switch c := c.(type) {
 	case *redis.Client:
 		r.readsFollowCtx = c.Options().ContextTimeoutEnabled
+		r.direct = directClient(c, cfg.timeout)
 	case *redis.ClusterClient:
 		r.readsFollowCtx = c.Options().ContextTimeoutEnabled
 	case *redis.Ring:
@@ -116,6 +124,11 @@ func (r *Limiter) Allow(ctx context.Context, l runtime.Limit, key string) (runti
 // requests were invalid, ctx was done on entry or cancelled, or Redis
 // failed under FailClosed. A deadline of ctx that passes while Redis is
 // asked is Redis failing to answer in time: the FailurePolicy decides.
+//
+// On a *redis.Client, a decision that finds no other on its way is sent
+// and read on the caller's goroutine, as go-redis's own commands are, with
+// the limiter's timeout (see WithTimeout) as the read's bound; once sent,
+// it is waited for within that timeout even if ctx is cancelled meanwhile.
 //
 // Limits whose keys share a Redis Cluster slot (all limits on the same key
 // do, whatever their names) are decided in one script, atomically. Limits on
@@ -397,6 +410,25 @@ func (r *Limiter) reloadTopology() {
 	}
 }
 
+// directClient returns the client through which a lone decision on c is
+// read by its caller (see Limiter.direct), for a limiter's timeout, or nil
+// when c cannot serve: its reads follow the context, or its own read or
+// write timeout is shorter than the direct read's, which would lengthen
+// them.
+func directClient(c *redis.Client, timeout time.Duration) *redis.Client {
+	read := timeout - periodOf(timeout)
+	opt := c.Options()
+	shorter := func(d time.Duration) bool { return d > 0 && d < read }
+	if read <= 0 || opt.ContextTimeoutEnabled || shorter(opt.ReadTimeout) || shorter(opt.WriteTimeout) {
+		return nil
+	}
+	d := c.WithTimeout(read)
+	// A clone's options are its own. Its retries would read again with a
+	// whole timeout each; the limiter resends what needs resending.
+	d.Options().MaxRetries = 0
+	return d
+}
+
 // run asks Redis for the decision d of the requests in groups (see
 // groups), waiting as long as a wait from ctx, begun at start, allows.
 func (r *Limiter) run(ctx context.Context, start time.Time, d *decision, groups [][]int) (committed bool, err error) {
@@ -676,6 +708,14 @@ func (r *Limiter) connectBound(w *wait) connectBound {
 		return connectBound{}
 	}
 	return connectBound{by: w.end.Add(-w.period() / 2), least: w.period()}
+}
+
+// directBound bounds how long a lone call that its caller reads (see
+// Limiter.direct) may take to get a connection: one period of w, which
+// the direct read's timeout leaves of w's budget. Past it, the call is
+// handed to a round trip of its own.
+func directBound(w *wait) connectBound {
+	return connectBound{by: w.start.Add(w.period())}
 }
 
 // A connectBound ends the attempts to connect at by, but leaves at least

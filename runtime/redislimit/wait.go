@@ -125,9 +125,11 @@ func (w *wait) resend(err error) bool {
 
 // outcome returns err, the error of a round trip that w waited for, as
 // the wait saw it: a round trip that gave up getting a connection when
-// its budget ended (context.DeadlineExceeded) is Redis not answering.
+// its budget ended (context.DeadlineExceeded) is Redis not answering. An
+// *errSilent is the wait's own finding already.
 func (w *wait) outcome(err error) error {
-	if err != nil && errors.Is(err, context.DeadlineExceeded) {
+	var silent *errSilent
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &silent) {
 		return &errSilent{w: w, noConn: true, paused: w.lost > 0}
 	}
 	return err
@@ -294,6 +296,9 @@ func (w *wait) next(now time.Time) time.Duration {
 }
 
 // period is the time between wakes.
-func (w *wait) period() time.Duration {
-	return max(w.budget/wakesPerBudget, time.Millisecond)
+func (w *wait) period() time.Duration { return periodOf(w.budget) }
+
+// periodOf is the time between wakes of a wait of budget.
+func periodOf(budget time.Duration) time.Duration {
+	return max(budget/wakesPerBudget, time.Millisecond)
 }

@@ -53,7 +53,15 @@ func (b *batcher) wakeDue() {
 	now := time.Now().UnixNano()
 	next := int64(0)
 	b.each(func(c *call) {
-		switch due := c.due.Load(); {
+		due := c.due.Load()
+		if c.direct && due <= now {
+			// Nobody waits on c's wake: the watch keeps its wait's
+			// account instead (see batcher.decide).
+			c.late.Store(max(c.late.Load(), now-due))
+			due = now + c.period
+			c.due.Store(due)
+		}
+		switch {
 		case due <= now:
 			poke(c)
 		case next == 0 || due < next:

@@ -470,30 +470,30 @@ func (b *batcher) fly(slot int, batch []*call, client doer) {
 
 // resendAlone judges the round trip that c's caller read itself (see
 // decide), and reports whether c must be sent again; otherwise c.err is
-// what the wait found.
+// what the wait found. The time the read took counts towards c's wait as a
+// caller's sleep would, lateness (the watch's late wakes, and the wake it
+// has not made yet) excepted.
 func (b *batcher) resendAlone(c *call) bool {
 	var (
 		nerr net.Error
 		op   *net.OpError
 	)
-	switch err := c.err; {
-	case err == nil, isRedisError(err):
+	err := c.err
+	if err == nil || isRedisError(err) || errors.As(err, &op) && op.Op == "dial" && !errors.Is(err, context.DeadlineExceeded) {
+		// A reply, or a refused connection (the pool has retried the
+		// dial): as any round trip's.
 		return false
-	case errors.Is(err, context.DeadlineExceeded):
-		// No connection within directBound.
-		return true
-	case errors.As(err, &op) && op.Op == "dial":
-		// A refused connection, as any round trip's: the pool has
-		// retried the dial.
-		return false
-	case !errors.As(err, &nerr) || !nerr.Timeout():
-		// A connection that broke, which the limiter's own client retries.
-		return true
 	}
 	now := time.Now()
-	// The watch's late wakes, and the wake it has not made yet.
 	late := time.Duration(max(c.late.Load(), now.UnixNano()-c.due.Load()))
-	c.err = c.w.judge(now, now.Sub(c.w.last)-late)
+	expected := now.Sub(c.w.last) - late
+	if errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &nerr) || !nerr.Timeout() {
+		// No connection within directBound, or one that broke, which the
+		// limiter's own client retries.
+		c.w.account(now, expected)
+		return true
+	}
+	c.err = c.w.judge(now, expected)
 	return c.err == nil
 }
 

@@ -191,6 +191,11 @@ func (w *wait) until(ctx context.Context, done <-chan struct{}) error {
 // channel.
 func (w *wait) untilWoken(ctx context.Context, b *batcher, c *call) error {
 	if c.finished.Load() {
+		if !c.direct {
+			// The process may have been paused before its caller came
+			// to wait. (A call its caller read is judged by resendAlone.)
+			w.landed(c, w.next(w.last))
+		}
 		return nil
 	}
 	w.waiting.Add(1)

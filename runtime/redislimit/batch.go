@@ -301,9 +301,6 @@ func (b *batcher) decide(ctx context.Context, start time.Time, d *decision, idx 
 	direct := b.lim.direct != nil && c.w.budget == b.lim.cfg.timeout && !b.lim.checking.Load()
 	for {
 		c.connect = b.lim.connectBound(&c.w)
-		if direct {
-			c.connect = directBound(&c.w)
-		}
 		due := c.w.due()
 		c.due.Store(due.UnixNano())
 		c.late.Store(0)
@@ -312,6 +309,9 @@ func (b *batcher) decide(ctx context.Context, start time.Time, d *decision, idx 
 		b.watchFrom(due)
 		if b.inFlight < maxInFlight {
 			b.inFlight++
+			if direct {
+				c.connect = directBound(&c.w)
+			}
 			c.flight = newFlight(ctx, 1, c.connect)
 			c.alone[0] = c
 			slot := b.freeSlot()
@@ -485,7 +485,10 @@ func (b *batcher) resendAlone(c *call) bool {
 		return false
 	}
 	now := time.Now()
-	late := time.Duration(max(c.late.Load(), now.UnixNano()-c.due.Load()))
+	// due before late: the watch stores a late wake's lateness before the
+	// next due, so a due that has moved on comes with its lateness.
+	due := c.due.Load()
+	late := time.Duration(max(c.late.Load(), now.UnixNano()-due))
 	expected := now.Sub(c.w.last) - late
 	if errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &nerr) || !nerr.Timeout() {
 		// No connection within directBound, or one that broke, which the

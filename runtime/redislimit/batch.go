@@ -474,12 +474,8 @@ func (b *batcher) fly(slot int, batch []*call, client doer) {
 // caller's sleep would, lateness (the watch's late wakes, and the wake it
 // has not made yet) excepted.
 func (b *batcher) resendAlone(c *call) bool {
-	var (
-		nerr net.Error
-		op   *net.OpError
-	)
 	err := c.err
-	if err == nil || isRedisError(err) || errors.As(err, &op) && op.Op == "dial" && !errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || isRedisError(err) || isRefused(err) {
 		// A reply, or a refused connection (the pool has retried the
 		// dial): as any round trip's.
 		return false
@@ -490,7 +486,7 @@ func (b *batcher) resendAlone(c *call) bool {
 	due := c.due.Load()
 	late := time.Duration(max(c.late.Load(), now.UnixNano()-due))
 	expected := now.Sub(c.w.last) - late
-	if errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &nerr) || !nerr.Timeout() {
+	if errors.Is(err, context.DeadlineExceeded) || !isTimeout(err) {
 		// No connection within directBound, or one that broke, which the
 		// limiter's own client retries.
 		c.w.account(now, expected)
@@ -498,6 +494,19 @@ func (b *batcher) resendAlone(c *call) bool {
 	}
 	c.err = c.w.judge(now, expected)
 	return c.err == nil
+}
+
+// isRefused reports whether err is a connection that could not be made,
+// other than for want of time.
+func isRefused(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial" && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// isTimeout reports whether err is a read or write that timed out.
+func isTimeout(err error) bool {
+	var nerr net.Error
+	return errors.As(err, &nerr) && nerr.Timeout()
 }
 
 // expire ends the round trip in slot if its connect bound passed: the

@@ -128,8 +128,7 @@ func (w *wait) resend(err error) bool {
 // its budget ended (context.DeadlineExceeded) is Redis not answering. An
 // *errSilent is the wait's own finding already.
 func (w *wait) outcome(err error) error {
-	var silent *errSilent
-	if err != nil && errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &silent) {
+	if _, silent := err.(*errSilent); err != nil && !silent && errors.Is(err, context.DeadlineExceeded) {
 		return &errSilent{w: w, noConn: true, paused: w.lost > 0}
 	}
 	return err

@@ -338,12 +338,13 @@ func (b *batcher) decide(ctx context.Context, start time.Time, d *decision, idx 
 			return false, err
 		}
 		c.flight.leave()
-		if c.direct {
-			c.direct, direct = false, false
-			if b.resendAlone(c) {
-				c.finished.Store(false)
-				continue
-			}
+		// Only a first attempt is read by the caller: a resent call's
+		// wait may have less than a direct read's timeout left.
+		read := c.direct
+		c.direct, direct = false, false
+		if read && b.resendAlone(c) {
+			c.finished.Store(false)
+			continue
 		}
 		if c.w.resend(c.err) {
 			c.finished.Store(false)

@@ -27,11 +27,23 @@
 -- room when it has none and until the log empties, and trim, stale and the
 -- newest entry still counting (nil if none), for sl_write and settle.
 --
+-- With lazy, a call that has room even if none of the log is stale leaves
+-- the stale entries uncounted and in count: stale is nil, and remaining
+-- too low by their number until sl_write's trim counts them. A busy key
+-- under its limit is then decided without a ZCOUNT. On the server's clock
+-- and with sl_gt, such a call of cost 1 also leaves the newest entry
+-- unread (newest is false): its entry is now's, which only a call of
+-- this script can already hold, and PEXPIRE's GT never shortens the
+-- key's life if an entry is later (the server's clock stepped back).
+-- Its reset is then the log's emptying as of its own entry.
+--
 -- In a batch the calls share their time, and those of fresh keys their
 -- members and lifetimes, so each number is formatted again only when it
 -- changes.
 local sl_upto, sl_trim, sl_t, sl_member, sl_px, sl_px_s
-local function sl_read(key, now, window, max, cost)
+-- PEXPIRE's GT and REDIS_VERSION_NUM both came with Redis 7.
+local sl_gt = redis.REDIS_VERSION_NUM ~= nil
+local function sl_read(key, now, window, max, cost, lazy)
   local upto = now - window
   if upto ~= sl_upto then
     sl_upto, sl_trim = upto, string.format('%d', upto)
@@ -48,11 +60,18 @@ local function sl_read(key, now, window, max, cost)
     end
   else
     count = redis.call('ZCARD', key)
+    if count > 0 and count < max and lazy and cost == 1 and sl_gt and ttl_pad_ms == 0 then
+      return true, max - count, 0, 0, trim, nil, false
+    end
     if count > 0 then
       newest = tonumber(redis.call('ZRANGE', key, '-1', '-1')[1])
       if newest <= upto then
         stale = count
         count = 0
+      elseif count + cost <= max and lazy then
+        if count > 1 then
+          stale = nil
+        end
       elseif count > 1 then
         stale = redis.call('ZCOUNT', key, '-inf', trim)
         count = count - stale
@@ -93,6 +112,25 @@ end
 -- remaining calls, the µs until the log empties, and the receipt.
 local function sl_write(key, now, window, max, cost, remaining, trim, stale, newest)
   local t = now
+  if newest == false then
+    if t ~= sl_t then
+      sl_t, sl_member = t, string.format('%d', t)
+    end
+    if redis.call('ZADD', key, 'NX', sl_member, sl_member) == 0 then
+      -- A call of this script recorded now already: after the newest.
+      t = tonumber(redis.call('ZRANGE', key, '-1', '-1')[1]) + 1
+      sl_t, sl_member = t, string.format('%d', t)
+      redis.call('ZADD', key, sl_member, sl_member)
+    end
+    remaining = remaining + redis.call('ZREMRANGEBYSCORE', key, '-inf', trim)
+    local reset = t + window - now
+    local px = floordiv(reset + 999, 1000)
+    if px ~= sl_px then
+      sl_px, sl_px_s = px, string.format('%d', px)
+    end
+    redis.call('PEXPIRE', key, sl_px_s, 'GT')
+    return remaining - 1, reset, t
+  end
   if newest ~= nil and newest >= t then
     t = newest + 1
   end
@@ -100,7 +138,9 @@ local function sl_write(key, now, window, max, cost, remaining, trim, stale, new
   -- sl_compact entries; then a write that changes nothing (XX: existing
   -- members only, and members are never 'x') comes first instead, for
   -- Redis to refuse.
-  if stale > 0 and max <= 128 and max + cost > 128 then
+  -- (A lazy count has room whether or not any entry is stale: count+cost
+  -- entries, at most max.)
+  if stale ~= nil and stale > 0 and max <= 128 and max + cost > 128 then
     redis.call('ZADD', key, 'XX', '0', 'x')
     redis.call('ZREMRANGEBYSCORE', key, '-inf', trim)
     stale = 0
@@ -128,7 +168,9 @@ local function sl_write(key, now, window, max, cost, remaining, trim, stale, new
   end
   -- Recording appends (t is later than every entry), so the stale entries
   -- are still ranks 0 to stale-1.
-  if stale == 1 then
+  if stale == nil then
+    remaining = remaining + redis.call('ZREMRANGEBYSCORE', key, '-inf', trim)
+  elseif stale == 1 then
     redis.call('ZREMRANGEBYRANK', key, '0', '0')
   elseif stale ~= 0 then
     redis.call('ZREMRANGEBYSCORE', key, '-inf', trim)
@@ -147,7 +189,7 @@ end
 -- A denied call returns what settle needs, for main.lua to settle it
 -- after the batch.
 decide1s[1] = function(key, now, window, max, burst, cost)
-  local ok, remaining, retry, reset, trim, stale, newest = sl_read(key, now, window, max, cost)
+  local ok, remaining, retry, reset, trim, stale, newest = sl_read(key, now, window, max, cost, true)
   if not ok then
     local keep
     if stale ~= 0 then

@@ -88,10 +88,13 @@ type memTable struct {
 // below. A table being built is written plainly, as storing it in the
 // shard publishes all of it: that is cheaper than atomic stores, and under
 // the race detector much cheaper, since each address first written
-// atomically costs it a record of its own.
+// atomically costs it a record of its own. The padding keeps every slot's
+// h 64-bit aligned on 32-bit platforms, where atomic 64-bit operations
+// need it and a 12-byte slot would leave every other one unaligned.
 type memSlot struct {
 	h uint64
 	e unsafe.Pointer
+	_ [(8 - unsafe.Sizeof(unsafe.Pointer(nil))%8) % 8]byte
 }
 
 func (sl *memSlot) entry() *memEntry { return (*memEntry)(atomic.LoadPointer(&sl.e)) }

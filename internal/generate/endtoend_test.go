@@ -179,9 +179,11 @@ func e2eModule() (env []string, mod string, err error) {
 	return env, mod, nil
 }
 
-// TestE2E386 runs the memory half of the end-to-end tests on a 32-bit
-// platform, where int(x) would wrap a large uint64 or int64 cost around to
-// a small one (the Redis half needs nothing more to show it).
+// TestE2E386 runs the memory half of the end-to-end tests, and the memory
+// limiter's own tests, on a 32-bit platform, where int(x) would wrap a
+// large uint64 or int64 cost around to a small one, and a 64-bit atomic
+// operation panics on a field that is not 64-bit aligned (the Redis half
+// needs nothing more to show either).
 func TestE2E386(t *testing.T) {
 	env, mod, err := e2eModule()
 	if err != nil {
@@ -189,15 +191,21 @@ func TestE2E386(t *testing.T) {
 	}
 	t.Cleanup(func() { os.RemoveAll(mod) })
 	env386 := append(env, "GOARCH=386")
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
 	if can386(t, mod, env386) {
 		goCmd(t, mod, env386, "test", "-count=1", "-run=Memory", "./e2e/")
+		goCmd(t, root, env386, "test", "-count=1", "-run=Memory", "./runtime/")
 		return
 	}
 	// Some sandboxes (gVisor among them) run no 32-bit binaries: the
-	// package is then at least compiled and vetted for 386.
-	t.Log("this host cannot execute GOARCH=386 binaries; the 386 end-to-end tests are compiled and vetted, not run")
+	// packages are then at least compiled and vetted for 386.
+	t.Log("this host cannot execute GOARCH=386 binaries; the 386 memory tests are compiled and vetted, not run")
 	goCmd(t, mod, env386, "vet", "./e2e/")
 	goCmd(t, mod, env386, "test", "-c", "-o", filepath.Join(t.TempDir(), "e2e386.test"), "./e2e/")
+	goCmd(t, root, env386, "vet", "./runtime/")
 }
 
 // TestE2EBenchmarks runs the benchmarks of the generated code with

@@ -5,7 +5,7 @@ algos[3] = function()
   return {
     check = function(key, p, now, v)
       local w = floordiv(now, p.window)
-      local st = redis.call('HMGET', key, 'w', 'n')
+      local st = call('HMGET', key, 'w', 'n')
       local sw = tonumber(st[1])
       local count = 0
       -- v.same says the key holds the window counted in (ours, or a later
@@ -36,20 +36,20 @@ algos[3] = function()
 
     commit = function(key, p, now, v)
       if v.same then
-        redis.call('HINCRBY', key, 'n', string.format('%d', p.cost))
+        call('HINCRBY', key, 'n', string.format('%d', p.cost))
       else
-        redis.call('HSET', key, 'w', string.format('%d', v.w), 'n', string.format('%d', p.cost))
+        call('HSET', key, 'w', string.format('%d', v.w), 'n', string.format('%d', p.cost))
       end
       -- check's remaining was max-count, unclamped as count+cost <= max.
       v.remaining = v.remaining - p.cost
       v.reset = (v.w + 1) * p.window - now
       v.receipt = v.w
-      redis.call('PEXPIRE', key, string.format('%d', floordiv(v.reset + 999, 1000) + ttl_pad_ms))
+      call('PEXPIRE', key, string.format('%d', floordiv(v.reset + 999, 1000) + ttl_pad_ms))
     end,
 
     refund = function(key, p, now)
-      if tonumber(redis.call('HGET', key, 'w')) == p.receipt then
-        redis.call('HINCRBY', key, 'n', string.format('%d', -p.cost))
+      if tonumber(call('HGET', key, 'w')) == p.receipt then
+        call('HINCRBY', key, 'n', string.format('%d', -p.cost))
       end
     end,
   }

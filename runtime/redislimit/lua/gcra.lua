@@ -9,7 +9,7 @@
 local function gcra_read(key, now, window, max, burst, cost)
   local interval = floordiv(window + max - 1, max)
   local tolerance = burst * interval
-  local tat = tonumber(redis.call('GET', key))
+  local tat = tonumber(call('GET', key))
   if tat == nil or tat < now then
     tat = now
   end
@@ -36,7 +36,7 @@ local function gcra_write(key, now, new)
   if px ~= gcra_px then
     gcra_px, gcra_px_s = px, string.format('%d', px)
   end
-  redis.call('SET', key, gcra_tat_s, 'PX', gcra_px_s)
+  call('SET', key, gcra_tat_s, 'PX', gcra_px_s)
 end
 
 -- decide1 is check and commit for a call of this one enforced limit, as
@@ -70,10 +70,10 @@ algos[5] = function()
     end,
 
     refund = function(key, p, now)
-      local tat = tonumber(redis.call('GET', key))
+      local tat = tonumber(call('GET', key))
       if tat ~= nil then
         local interval = floordiv(p.window + p.max - 1, p.max)
-        redis.call('SET', key, string.format('%d', tat - p.cost * interval), 'KEEPTTL')
+        call('SET', key, string.format('%d', tat - p.cost * interval), 'KEEPTTL')
       end
     end,
   }

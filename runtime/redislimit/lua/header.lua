@@ -2,7 +2,7 @@
 --
 -- Redis runs the whole script again on every call, so what it defines at
 -- the top (each function, table and upvalue is an allocation) is kept to
--- the registry, one helper and one number, and each algorithm's table of
+-- the registry, two helpers and one number, and each algorithm's table of
 -- functions is built only by a run that uses it. A decision's cost is then
 -- mostly its redis.call()s, the calls into C (string.format, tonumber,
 -- struct, math: each costs more than dozens of Lua operations) and the
@@ -18,6 +18,9 @@
 -- settle; decide1s[code] is its decide1, if it has one (see main.lua), or
 -- false. Sized for every code, so registering allocates nothing more.
 local algos, decide1s = {false, false, false, false, false}, {false, false, false, false, false}
+
+-- call is redis.call, looked up once: a decision makes several.
+local call = redis.call
 
 -- floordiv is math.floor(a / b), to the bit (Lua's % is a - floor(a/b)*b,
 -- exact for these whole numbers), without the call into C.

@@ -73,7 +73,7 @@ if mode == 'u' and #KEYS == 1 then
   if decide1 then
     -- As clock, below, does.
     if now < 0 then
-      local t = redis.call('TIME')
+      local t = call('TIME')
       now = tonumber(t[1]) * 1000000 + tonumber(t[2])
     else
       ttl_pad_ms = 1000
@@ -96,7 +96,7 @@ local function clock(now)
   end
   -- The server's clock, not the callers': app servers' clocks drift apart.
   if server_now == nil then
-    local t = redis.call('TIME')
+    local t = call('TIME')
     server_now = tonumber(t[1]) * 1000000 + tonumber(t[2])
   end
   ttl_pad_ms = 0
@@ -171,10 +171,11 @@ if mode == 'u' then
   end
   -- One now per call unless they share one.
   local nows = count > 6 and {struct.unpack('<' .. string.rep('i8', count - 5), ARGV[2], 41)}
+  local shared = not nows and clock(now)
   out = {}
   local o = 0
   for i = 1, #KEYS do
-    local ok, remaining, retry, reset, _, kept = decide1(KEYS[i], clock(nows and nows[i] or now), window, max, burst, cost)
+    local ok, remaining, retry, reset, _, kept = decide1(KEYS[i], shared or clock(nows[i]), window, max, burst, cost)
     if kept then
       settles = settles or {}
       settles[#settles + 1] = {ops(code).settle, KEYS[i], kept}
@@ -237,7 +238,7 @@ while pos <= count do
     end
 
     if mode == 'r' then
-      if not redis.call('SET', KEYS[#KEYS], '1', 'NX', 'PX', refund_marker_ms) then
+      if not call('SET', KEYS[#KEYS], '1', 'NX', 'PX', refund_marker_ms) then
         return ''
       end
       for i = 1, n do

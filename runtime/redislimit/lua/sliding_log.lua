@@ -30,12 +30,15 @@
 -- With lazy, a call that has room even if none of the log is stale leaves
 -- the stale entries uncounted and in count: stale is nil, and remaining
 -- too low by their number until sl_write's trim counts them. A busy key
--- under its limit is then decided without a ZCOUNT. On the server's clock
--- and with sl_gt, such a call of cost 1 also leaves the newest entry
--- unread (newest is false): its entry is now's, which only a call of
--- this script can already hold, and PEXPIRE's GT never shortens the
--- key's life if an entry is later (the server's clock stepped back).
--- Its reset is then the log's emptying as of its own entry.
+-- under its limit is then decided without a ZCOUNT. count, when given, is
+-- the log's ZCARD, read already.
+--
+-- On the server's clock and with sl_gt, decide1 records a call of cost 1
+-- that a compact log has room for even if none of it is stale with
+-- sl_append, which reads nothing but that ZCARD: its entry is now's,
+-- which only a call of this script can already hold, and PEXPIRE's GT
+-- never shortens the key's life if an entry is later (the server's clock
+-- stepped back). Its reset is then the log's emptying as of its own entry.
 --
 -- In a batch the calls share their time, and those of fresh keys their
 -- members and lifetimes, so each number is formatted again only when it
@@ -43,7 +46,7 @@
 local sl_upto, sl_trim, sl_t, sl_member, sl_px, sl_px_s
 -- PEXPIRE's GT and REDIS_VERSION_NUM both came with Redis 7.
 local sl_gt = redis.REDIS_VERSION_NUM ~= nil
-local function sl_read(key, now, window, max, cost, lazy)
+local function sl_read(key, now, window, max, cost, lazy, count)
   local upto = now - window
   if upto ~= sl_upto then
     sl_upto, sl_trim = upto, string.format('%d', upto)
@@ -51,20 +54,17 @@ local function sl_read(key, now, window, max, cost, lazy)
   local trim = sl_trim
   local stale, reset = 0, 0
   -- Members are their own scores.
-  local count, newest
+  local newest
   if max > 128 then
-    count = redis.call('ZCOUNT', key, '(' .. trim, '+inf')
+    count = call('ZCOUNT', key, '(' .. trim, '+inf')
     stale = -1
     if count > 0 then
-      newest = tonumber(redis.call('ZRANGE', key, '-1', '-1')[1])
+      newest = tonumber(call('ZRANGE', key, '-1', '-1')[1])
     end
   else
-    count = redis.call('ZCARD', key)
-    if count > 0 and count < max and lazy and cost == 1 and sl_gt and ttl_pad_ms == 0 then
-      return true, max - count, 0, 0, trim, nil, false
-    end
+    count = count or call('ZCARD', key)
     if count > 0 then
-      newest = tonumber(redis.call('ZRANGE', key, '-1', '-1')[1])
+      newest = tonumber(call('ZRANGE', key, '-1', '-1')[1])
       if newest <= upto then
         stale = count
         count = 0
@@ -73,7 +73,7 @@ local function sl_read(key, now, window, max, cost, lazy)
           stale = nil
         end
       elseif count > 1 then
-        stale = redis.call('ZCOUNT', key, '-inf', trim)
+        stale = call('ZCOUNT', key, '-inf', trim)
         count = count - stale
       end
     end
@@ -95,12 +95,12 @@ local function sl_read(key, now, window, max, cost, lazy)
     -- That is the oldest still counting (a key called at its limit, one
     -- unit at a time), and the stale entries were not counted: the entry
     -- before it shows whether there are any, which spares settle a write.
-    r = redis.call('ZRANGE', key, string.format('%d', cost - max - 2), i)
+    r = call('ZRANGE', key, string.format('%d', cost - max - 2), i)
     if #r == 1 then
       stale = 0
     end
   else
-    r = redis.call('ZRANGE', key, i, i)
+    r = call('ZRANGE', key, i, i)
   end
   if remaining < 0 then
     remaining = 0
@@ -108,29 +108,38 @@ local function sl_read(key, now, window, max, cost, lazy)
   return false, remaining, tonumber(r[#r]) + window - now, reset, trim, stale, newest
 end
 
+-- sl_append records a call of cost 1 at now, the server's, in a compact
+-- log of count entries (0 < count < max), stale or not, and returns the
+-- remaining calls, the µs until the log empties, and the receipt.
+local function sl_append(key, now, window, max, count)
+  local upto = now - window
+  if upto ~= sl_upto then
+    sl_upto, sl_trim = upto, string.format('%d', upto)
+  end
+  local t = now
+  if t ~= sl_t then
+    sl_t, sl_member = t, string.format('%d', t)
+  end
+  if call('ZADD', key, 'NX', sl_member, sl_member) == 0 then
+    -- A call of this script recorded now already: after the newest.
+    t = tonumber(call('ZRANGE', key, '-1', '-1')[1]) + 1
+    sl_t, sl_member = t, string.format('%d', t)
+    call('ZADD', key, sl_member, sl_member)
+  end
+  local remaining = max - count + call('ZREMRANGEBYSCORE', key, '-inf', sl_trim)
+  local reset = t + window - now
+  local px = floordiv(reset + 999, 1000)
+  if px ~= sl_px then
+    sl_px, sl_px_s = px, string.format('%d', px)
+  end
+  call('PEXPIRE', key, sl_px_s, 'GT')
+  return remaining - 1, reset, t
+end
+
 -- sl_write records a call that sl_read found room for, and returns the
 -- remaining calls, the µs until the log empties, and the receipt.
 local function sl_write(key, now, window, max, cost, remaining, trim, stale, newest)
   local t = now
-  if newest == false then
-    if t ~= sl_t then
-      sl_t, sl_member = t, string.format('%d', t)
-    end
-    if redis.call('ZADD', key, 'NX', sl_member, sl_member) == 0 then
-      -- A call of this script recorded now already: after the newest.
-      t = tonumber(redis.call('ZRANGE', key, '-1', '-1')[1]) + 1
-      sl_t, sl_member = t, string.format('%d', t)
-      redis.call('ZADD', key, sl_member, sl_member)
-    end
-    remaining = remaining + redis.call('ZREMRANGEBYSCORE', key, '-inf', trim)
-    local reset = t + window - now
-    local px = floordiv(reset + 999, 1000)
-    if px ~= sl_px then
-      sl_px, sl_px_s = px, string.format('%d', px)
-    end
-    redis.call('PEXPIRE', key, sl_px_s, 'GT')
-    return remaining - 1, reset, t
-  end
   if newest ~= nil and newest >= t then
     t = newest + 1
   end
@@ -141,15 +150,15 @@ local function sl_write(key, now, window, max, cost, remaining, trim, stale, new
   -- (A lazy count has room whether or not any entry is stale: count+cost
   -- entries, at most max.)
   if stale ~= nil and stale > 0 and max <= 128 and max + cost > 128 then
-    redis.call('ZADD', key, 'XX', '0', 'x')
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', trim)
+    call('ZADD', key, 'XX', '0', 'x')
+    call('ZREMRANGEBYSCORE', key, '-inf', trim)
     stale = 0
   end
   if cost == 1 then
     if t ~= sl_t then
       sl_t, sl_member = t, string.format('%d', t)
     end
-    redis.call('ZADD', key, sl_member, sl_member)
+    call('ZADD', key, sl_member, sl_member)
   else
     -- ZADD in chunks: Lua's unpack is limited to a few thousand values.
     local args = {}
@@ -158,22 +167,22 @@ local function sl_write(key, now, window, max, cost, remaining, trim, stale, new
       args[#args + 1] = s
       args[#args + 1] = s
       if #args >= 1000 then
-        redis.call('ZADD', key, unpack(args))
+        call('ZADD', key, unpack(args))
         args = {}
       end
     end
     if #args > 0 then
-      redis.call('ZADD', key, unpack(args))
+      call('ZADD', key, unpack(args))
     end
   end
   -- Recording appends (t is later than every entry), so the stale entries
   -- are still ranks 0 to stale-1.
   if stale == nil then
-    remaining = remaining + redis.call('ZREMRANGEBYSCORE', key, '-inf', trim)
+    remaining = remaining + call('ZREMRANGEBYSCORE', key, '-inf', trim)
   elseif stale == 1 then
-    redis.call('ZREMRANGEBYRANK', key, '0', '0')
+    call('ZREMRANGEBYRANK', key, '0', '0')
   elseif stale ~= 0 then
-    redis.call('ZREMRANGEBYSCORE', key, '-inf', trim)
+    call('ZREMRANGEBYSCORE', key, '-inf', trim)
   end
   local reset = t + cost - 1 + window - now
   -- Expire the key exactly when its newest admission leaves the window.
@@ -181,7 +190,7 @@ local function sl_write(key, now, window, max, cost, remaining, trim, stale, new
   if px ~= sl_px then
     sl_px, sl_px_s = px, string.format('%d', px)
   end
-  redis.call('PEXPIRE', key, sl_px_s)
+  call('PEXPIRE', key, sl_px_s)
   -- sl_read's remaining was max-count, unclamped as count+cost <= max.
   return remaining - cost, reset, t
 end
@@ -189,7 +198,15 @@ end
 -- A denied call returns what settle needs, for main.lua to settle it
 -- after the batch.
 decide1s[1] = function(key, now, window, max, burst, cost)
-  local ok, remaining, retry, reset, trim, stale, newest = sl_read(key, now, window, max, cost, true)
+  local count
+  if max <= 128 and cost == 1 and sl_gt and ttl_pad_ms == 0 then
+    count = call('ZCARD', key)
+    if count > 0 and count < max then
+      local remaining, reset, receipt = sl_append(key, now, window, max, count)
+      return true, remaining, 0, reset, receipt
+    end
+  end
+  local ok, remaining, retry, reset, trim, stale, newest = sl_read(key, now, window, max, cost, true, count)
   if not ok then
     local keep
     if stale ~= 0 then
@@ -213,7 +230,7 @@ algos[1] = function()
     -- log, so it removes by score.
     settle = function(key, v)
       if v.stale ~= 0 then
-        redis.call('ZREMRANGEBYSCORE', key, '-inf', v.trim)
+        call('ZREMRANGEBYSCORE', key, '-inf', v.trim)
       end
     end,
 
@@ -223,7 +240,7 @@ algos[1] = function()
 
     -- The admissions of one call are the only members in [t, t+cost-1].
     refund = function(key, p, now)
-      redis.call('ZREMRANGEBYSCORE', key, string.format('%d', p.receipt), string.format('%d', p.receipt + p.cost - 1))
+      call('ZREMRANGEBYSCORE', key, string.format('%d', p.receipt), string.format('%d', p.receipt + p.cost - 1))
     end,
   }
 end

@@ -9,7 +9,7 @@ algos[2] = function()
       local b = floordiv(p.window + 10 - 1, 10)
       local cur = floordiv(now, b)
       local oldest = cur - 10
-      local flat = redis.call('HGETALL', key)
+      local flat = call('HGETALL', key)
       -- The buckets still counting, non-empty (a refund can empty one): k
       -- of them, indexes idx[1..k] with counts cnt[1..k], in ascending order
       -- once sorted. A compact hash lists its fields in the order they were
@@ -82,26 +82,26 @@ algos[2] = function()
 
     settle = function(key, v)
       if v.stale ~= nil then
-        redis.call('HDEL', key, unpack(v.stale))
+        call('HDEL', key, unpack(v.stale))
       end
     end,
 
     commit = function(key, p, now, v)
-      redis.call('HINCRBY', key, string.format('%d', v.into), string.format('%d', p.cost))
+      call('HINCRBY', key, string.format('%d', v.into), string.format('%d', p.cost))
       if v.stale ~= nil then
-        redis.call('HDEL', key, unpack(v.stale))
+        call('HDEL', key, unpack(v.stale))
       end
       -- check's remaining was max-count, unclamped as count+cost <= max.
       v.remaining = v.remaining - p.cost
       v.reset = (v.into + 10 + 1) * v.b - now
       v.receipt = v.into
-      redis.call('PEXPIRE', key, string.format('%d', floordiv(v.reset + 999, 1000) + ttl_pad_ms))
+      call('PEXPIRE', key, string.format('%d', floordiv(v.reset + 999, 1000) + ttl_pad_ms))
     end,
 
     refund = function(key, p, now)
       local f = string.format('%d', p.receipt)
-      if redis.call('HEXISTS', key, f) == 1 then
-        redis.call('HINCRBY', key, f, string.format('%d', -p.cost))
+      if call('HEXISTS', key, f) == 1 then
+        call('HINCRBY', key, f, string.format('%d', -p.cost))
       end
     end,
   }

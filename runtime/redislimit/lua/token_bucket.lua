@@ -8,7 +8,7 @@ algos[4] = function()
   return {
     check = function(key, p, now, v)
       local cap = p.burst * p.window
-      local st = redis.call('HMGET', key, 't', 's')
+      local st = call('HMGET', key, 't', 's')
       local t, at = tonumber(st[1]), tonumber(st[2])
       -- The level at now and the time it refers to, which never moves
       -- backwards: a clock behind the last writer's must not be refilled
@@ -36,19 +36,19 @@ algos[4] = function()
 
     commit = function(key, p, now, v)
       local t = v.level - p.cost * p.window
-      redis.call('HSET', key, 't', string.format('%d', t), 's', string.format('%d', v.at))
+      call('HSET', key, 't', string.format('%d', t), 's', string.format('%d', v.at))
       -- t / window is check's level / window less cost: the level was at
       -- least cost*window, so taking whole tokens away leaves the same
       -- remainder.
       v.remaining = v.remaining - p.cost
       v.reset = v.at - now + floordiv(p.burst * p.window - t + p.max - 1, p.max)
-      redis.call('PEXPIRE', key, string.format('%d', floordiv(v.reset + 999, 1000) + ttl_pad_ms))
+      call('PEXPIRE', key, string.format('%d', floordiv(v.reset + 999, 1000) + ttl_pad_ms))
     end,
 
     refund = function(key, p, now)
-      local t = tonumber(redis.call('HGET', key, 't'))
+      local t = tonumber(call('HGET', key, 't'))
       if t ~= nil then
-        redis.call('HSET', key, 't', string.format('%d', math.min(p.burst * p.window, t + p.cost * p.window)))
+        call('HSET', key, 't', string.format('%d', math.min(p.burst * p.window, t + p.cost * p.window)))
       end
     end,
   }

@@ -17,7 +17,7 @@ import (
 )
 
 // TestFallbackFloodStaysWithinMemory floods a Limiter with New's defaults
-// with 3 million distinct keys while its real Redis is down: the FailLocal
+// with 1.2 million distinct keys while its real Redis is down: the FailLocal
 // fallback decides them all, and must neither grow the heap past its
 // memory budget (an attacker's random addresses would otherwise grow the
 // process until the kernel kills it) nor let go of a key at its limit that
@@ -38,7 +38,7 @@ func TestFallbackFloodStaysWithinMemory(t *testing.T) {
 		require.Equal(t, runtime.SourceFallback, ds.Source, "Redis is down: the fallback decides")
 	}
 	before := int64(heapInUse())
-	const keys, workers = 3_000_000, 2
+	const keys, workers = 1_200_000, 2
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Add(1)

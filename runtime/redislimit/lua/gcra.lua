@@ -53,28 +53,31 @@ decide1s[5] = function(key, now, window, max, burst, cost)
   return true, remaining - cost, 0, new - now, 0
 end
 
-algos[5] = function()
-  return {
-    check = function(key, p, now, v)
-      local ok, remaining, retry, reset, new = gcra_read(key, now, p.window, p.max, p.burst, p.cost)
-      if not ok and remaining < 0 then
-        remaining = 0
-      end
-      v.ok, v.remaining, v.retry, v.reset, v.receipt, v.new = ok, remaining, retry, reset, nil, new
-    end,
+-- A lone call never reaches these (see lone in header.lua).
+if not lone then
+  algos[5] = function()
+    return {
+      check = function(key, p, now, v)
+        local ok, remaining, retry, reset, new = gcra_read(key, now, p.window, p.max, p.burst, p.cost)
+        if not ok and remaining < 0 then
+          remaining = 0
+        end
+        v.ok, v.remaining, v.retry, v.reset, v.receipt, v.new = ok, remaining, retry, reset, nil, new
+      end,
 
-    commit = function(key, p, now, v)
-      gcra_write(key, now, v.new)
-      v.remaining = v.remaining - p.cost
-      v.reset = v.new - now
-    end,
+      commit = function(key, p, now, v)
+        gcra_write(key, now, v.new)
+        v.remaining = v.remaining - p.cost
+        v.reset = v.new - now
+      end,
 
-    refund = function(key, p, now)
-      local tat = tonumber(call('GET', key))
-      if tat ~= nil then
-        local interval = floordiv(p.window + p.max - 1, p.max)
-        call('SET', key, string.format('%d', tat - p.cost * interval), 'KEEPTTL')
-      end
-    end,
-  }
+      refund = function(key, p, now)
+        local tat = tonumber(call('GET', key))
+        if tat ~= nil then
+          local interval = floordiv(p.window + p.max - 1, p.max)
+          call('SET', key, string.format('%d', tat - p.cost * interval), 'KEEPTTL')
+        end
+      end,
+    }
+  end
 end

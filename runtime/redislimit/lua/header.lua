@@ -2,7 +2,7 @@
 --
 -- Redis runs the whole script again on every call, so what it defines at
 -- the top (each function, table and upvalue is an allocation) is kept to
--- the registry, two helpers and one number, and each algorithm's table of
+-- the registry, two helpers and two values, and each algorithm's table of
 -- functions is built only by a run that uses it. A decision's cost is then
 -- mostly its redis.call()s, the calls into C (string.format, tonumber,
 -- struct, math: each costs more than dozens of Lua operations) and the
@@ -21,6 +21,12 @@ local algos, decide1s = {false, false, false, false, false}, {false, false, fals
 
 -- call is redis.call, looked up once: a decision makes several.
 local call = redis.call
+
+-- lone is true for a script call of one call of one limit, which main.lua
+-- decides with its algorithm's decide1 before defining anything: an
+-- algorithm with a decide1 then leaves algos[code] undefined, as each
+-- function a run defines costs it an allocation and its collection.
+local lone = ARGV[1] == 'u' and #KEYS == 1
 
 -- floordiv is math.floor(a / b), to the bit (Lua's % is a - floor(a/b)*b,
 -- exact for these whole numbers), without the call into C.

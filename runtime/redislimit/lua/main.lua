@@ -7,10 +7,13 @@
 -- identically.
 --
 -- An algorithm may also register, in `decide1s`, decide1(key, now, window,
--- max, burst, cost): check and commit for a call of that one enforced
--- limit, returning allowed, remaining, retry, reset, receipt and, for a
--- denial that leaves settling to do, the verdict settle takes; it must
--- decide, record and settle exactly as check, commit and settle do.
+-- max, burst, cost, alone): check and commit for a call of that one
+-- enforced limit, returning allowed, remaining, retry, reset, receipt and,
+-- for a denial that leaves settling to do, the verdict settle takes; it
+-- must decide, record and settle exactly as check, commit and settle do.
+-- With alone (a lone call, which nothing follows) it settles at once.
+-- Such an algorithm defines algos[code] only when lone (header.lua) is
+-- false.
 --
 -- check(key, p, now, v) only reads, and fills the verdict table v, which
 -- may hold an earlier verdict (of any algorithm): it sets every field that
@@ -65,7 +68,7 @@ local shadow_flag = 8
 local mode = ARGV[1]
 local count = #ARGV[2] / 8
 
-if mode == 'u' and #KEYS == 1 then
+if lone then
   -- A lone call of one limit, the commonest script call: decided before
   -- the rest of this file defines anything, with no table.
   local code, window, max, burst, cost, now = struct.unpack('<i8i8i8i8i8i8', ARGV[2])
@@ -78,10 +81,7 @@ if mode == 'u' and #KEYS == 1 then
     else
       ttl_pad_ms = 1000
     end
-    local ok, remaining, retry, reset, _, kept = decide1(KEYS[1], now, window, max, burst, cost)
-    if kept then
-      algos[code]().settle(KEYS[1], kept)
-    end
+    local ok, remaining, retry, reset = decide1(KEYS[1], now, window, max, burst, cost, true)
     return struct.pack('<i8i8i8', ok and remaining * 2 + 1 or remaining * 2, retry, reset)
   end
 end

@@ -196,8 +196,8 @@ local function sl_write(key, now, window, max, cost, remaining, trim, stale, new
 end
 
 -- A denied call returns what settle needs, for main.lua to settle it
--- after the batch.
-decide1s[1] = function(key, now, window, max, burst, cost)
+-- after the batch, or settles at once when alone.
+decide1s[1] = function(key, now, window, max, burst, cost, alone)
   local count
   if max <= 128 and cost == 1 and sl_gt and ttl_pad_ms == 0 then
     count = call('ZCARD', key)
@@ -210,7 +210,12 @@ decide1s[1] = function(key, now, window, max, burst, cost)
   if not ok then
     local keep
     if stale ~= 0 then
-      keep = {trim = trim, stale = stale}
+      if alone then
+        -- As settle does.
+        call('ZREMRANGEBYSCORE', key, '-inf', trim)
+      else
+        keep = {trim = trim, stale = stale}
+      end
     end
     return false, remaining, retry, reset, 0, keep
   end
@@ -219,28 +224,31 @@ decide1s[1] = function(key, now, window, max, burst, cost)
   return true, remaining, 0, reset, receipt
 end
 
-algos[1] = function()
-  return {
-    check = function(key, p, now, v)
-      v.ok, v.remaining, v.retry, v.reset, v.trim, v.stale, v.newest = sl_read(key, now, p.window, p.max, p.cost)
-      v.receipt = nil
-    end,
+-- A lone call never reaches these (see lone in header.lua).
+if not lone then
+  algos[1] = function()
+    return {
+      check = function(key, p, now, v)
+        v.ok, v.remaining, v.retry, v.reset, v.trim, v.stale, v.newest = sl_read(key, now, p.window, p.max, p.cost)
+        v.receipt = nil
+      end,
 
-    -- settle may run after later calls of the same script recorded in this
-    -- log, so it removes by score.
-    settle = function(key, v)
-      if v.stale ~= 0 then
-        call('ZREMRANGEBYSCORE', key, '-inf', v.trim)
-      end
-    end,
+      -- settle may run after later calls of the same script recorded in this
+      -- log, so it removes by score.
+      settle = function(key, v)
+        if v.stale ~= 0 then
+          call('ZREMRANGEBYSCORE', key, '-inf', v.trim)
+        end
+      end,
 
-    commit = function(key, p, now, v)
-      v.remaining, v.reset, v.receipt = sl_write(key, now, p.window, p.max, p.cost, v.remaining, v.trim, v.stale, v.newest)
-    end,
+      commit = function(key, p, now, v)
+        v.remaining, v.reset, v.receipt = sl_write(key, now, p.window, p.max, p.cost, v.remaining, v.trim, v.stale, v.newest)
+      end,
 
-    -- The admissions of one call are the only members in [t, t+cost-1].
-    refund = function(key, p, now)
-      call('ZREMRANGEBYSCORE', key, string.format('%d', p.receipt), string.format('%d', p.receipt + p.cost - 1))
-    end,
-  }
+      -- The admissions of one call are the only members in [t, t+cost-1].
+      refund = function(key, p, now)
+        call('ZREMRANGEBYSCORE', key, string.format('%d', p.receipt), string.format('%d', p.receipt + p.cost - 1))
+      end,
+    }
+  end
 end

@@ -2,37 +2,19 @@
 -- are spaced by ceil(window/max) µs with a tolerance of burst intervals.
 -- One GET, and one SET when admitting. Go twin: memory_gcra.go.
 
--- gcra_read reads key's TAT and returns, for a call of cost at now: whether
--- it has room, the remaining calls before it (unclamped), the µs until room
--- when it has none, the µs until the state empties, and the TAT that
--- admitting it would leave.
-local function gcra_read(key, now, window, max, burst, cost)
-  local interval = floordiv(window + max - 1, max)
-  local tolerance = burst * interval
-  local tat = tonumber(call('GET', key))
-  if tat == nil or tat < now then
-    tat = now
-  end
-  local new = tat + cost * interval
-  local remaining = floordiv(tolerance - (tat - now), interval)
-  if new - now > tolerance then
-    return false, remaining, new - tolerance - now, tat - now, new
-  end
-  return true, remaining, 0, tat - now, new
-end
-
--- gcra_write records an admission: the TAT new, kept until it passes. An
--- admitted call left at least cost intervals of tolerance, so what remains
--- is gcra_read's remaining less cost, which it did not clamp.
+-- gcra_write records an admission: the TAT new, kept until it passes.
 --
 -- In a batch the calls of fresh keys leave the same TAT and lifetime, so
--- each is formatted again only when it changes.
+-- each is formatted again only when it changes. (floordiv is written out
+-- here and in decide1: each Lua function call costs Redis hundreds of
+-- instructions, and these run for every decision.)
 local gcra_tat, gcra_tat_s, gcra_px, gcra_px_s
 local function gcra_write(key, now, new)
   if new ~= gcra_tat then
     gcra_tat, gcra_tat_s = new, string.format('%d', new)
   end
-  local px = floordiv(new - now + 999, 1000) + ttl_pad_ms
+  local px = new - now + 999
+  px = (px - px % 1000) / 1000 + ttl_pad_ms
   if px ~= gcra_px then
     gcra_px, gcra_px_s = px, string.format('%d', px)
   end
@@ -40,14 +22,30 @@ local function gcra_write(key, now, new)
 end
 
 -- decide1 is check and commit for a call of this one enforced limit, as
--- main.lua's fast path wants them: no tables.
-decide1s[5] = function(key, now, window, max, burst, cost)
-  local ok, remaining, retry, reset, new = gcra_read(key, now, window, max, burst, cost)
-  if not ok then
+-- main.lua's fast path wants them: no tables. With peek it is check
+-- alone, for algos[5]: it records nothing, and returns for an admitted call
+-- the remaining calls before it (unclamped: it left at least cost
+-- intervals of tolerance, so commit subtracts cost), the µs until the
+-- state empties before it, and the TAT that admitting it leaves.
+decide1s[5] = function(key, now, window, max, burst, cost, alone, peek)
+  local interval = window + max - 1
+  interval = (interval - interval % max) / max
+  local tolerance = burst * interval
+  local tat = tonumber(call('GET', key))
+  if tat == nil or tat < now then
+    tat = now
+  end
+  local new = tat + cost * interval
+  local remaining = tolerance - (tat - now)
+  remaining = (remaining - remaining % interval) / interval
+  if new - now > tolerance then
     if remaining < 0 then
       remaining = 0
     end
-    return false, remaining, retry, reset, 0
+    return false, remaining, new - tolerance - now, tat - now, 0
+  end
+  if peek then
+    return true, remaining, 0, tat - now, new
   end
   gcra_write(key, now, new)
   return true, remaining - cost, 0, new - now, 0
@@ -58,11 +56,8 @@ if not lone then
   algos[5] = function()
     return {
       check = function(key, p, now, v)
-        local ok, remaining, retry, reset, new = gcra_read(key, now, p.window, p.max, p.burst, p.cost)
-        if not ok and remaining < 0 then
-          remaining = 0
-        end
-        v.ok, v.remaining, v.retry, v.reset, v.receipt, v.new = ok, remaining, retry, reset, nil, new
+        v.ok, v.remaining, v.retry, v.reset, v.new = decide1s[5](key, now, p.window, p.max, p.burst, p.cost, false, true)
+        v.receipt = nil
       end,
 
       commit = function(key, p, now, v)

@@ -34,9 +34,9 @@
 -- the log's ZCARD, read already.
 --
 -- On the server's clock and with sl_gt, decide1 records a call of cost 1
--- that a compact log has room for even if none of it is stale with
--- sl_append, which reads nothing but that ZCARD: its entry is now's,
--- which only a call of this script can already hold, and PEXPIRE's GT
+-- that a compact log has room for even if none of it is stale after
+-- reading nothing but its ZCARD: its entry is now's, which only a call
+-- of this script can already hold, and PEXPIRE's GT
 -- never shortens the key's life if an entry is later (the server's clock
 -- stepped back). Its reset is then the log's emptying as of its own entry.
 --
@@ -108,34 +108,6 @@ local function sl_read(key, now, window, max, cost, lazy, count)
   return false, remaining, tonumber(r[#r]) + window - now, reset, trim, stale, newest
 end
 
--- sl_append records a call of cost 1 at now, the server's, in a compact
--- log of count entries (0 < count < max), stale or not, and returns the
--- remaining calls, the µs until the log empties, and the receipt.
-local function sl_append(key, now, window, max, count)
-  local upto = now - window
-  if upto ~= sl_upto then
-    sl_upto, sl_trim = upto, string.format('%d', upto)
-  end
-  local t = now
-  if t ~= sl_t then
-    sl_t, sl_member = t, string.format('%d', t)
-  end
-  if call('ZADD', key, 'NX', sl_member, sl_member) == 0 then
-    -- A call of this script recorded now already: after the newest.
-    t = tonumber(call('ZRANGE', key, '-1', '-1')[1]) + 1
-    sl_t, sl_member = t, string.format('%d', t)
-    call('ZADD', key, sl_member, sl_member)
-  end
-  local remaining = max - count + call('ZREMRANGEBYSCORE', key, '-inf', sl_trim)
-  local reset = t + window - now
-  local px = floordiv(reset + 999, 1000)
-  if px ~= sl_px then
-    sl_px, sl_px_s = px, string.format('%d', px)
-  end
-  call('PEXPIRE', key, sl_px_s, 'GT')
-  return remaining - 1, reset, t
-end
-
 -- sl_write records a call that sl_read found room for, and returns the
 -- remaining calls, the µs until the log empties, and the receipt.
 local function sl_write(key, now, window, max, cost, remaining, trim, stale, newest)
@@ -186,7 +158,9 @@ local function sl_write(key, now, window, max, cost, remaining, trim, stale, new
   end
   local reset = t + cost - 1 + window - now
   -- Expire the key exactly when its newest admission leaves the window.
-  local px = floordiv(reset + 999, 1000) + ttl_pad_ms
+  -- floordiv, written out as in gcra.lua.
+  local px = reset + 999
+  px = (px - px % 1000) / 1000 + ttl_pad_ms
   if px ~= sl_px then
     sl_px, sl_px_s = px, string.format('%d', px)
   end
@@ -202,8 +176,34 @@ decide1s[1] = function(key, now, window, max, burst, cost, alone)
   if max <= 128 and cost == 1 and sl_gt and ttl_pad_ms == 0 then
     count = call('ZCARD', key)
     if count > 0 and count < max then
-      local remaining, reset, receipt = sl_append(key, now, window, max, count)
-      return true, remaining, 0, reset, receipt
+      -- A compact log with room even if none of it is stale, on the
+      -- server's clock: the call is recorded at now, stale entries or
+      -- not, then they are trimmed (see sl_read). Written out here, as a
+      -- Lua function call costs Redis hundreds of instructions.
+      local upto = now - window
+      if upto ~= sl_upto then
+        sl_upto, sl_trim = upto, string.format('%d', upto)
+      end
+      local t = now
+      if t ~= sl_t then
+        sl_t, sl_member = t, string.format('%d', t)
+      end
+      if call('ZADD', key, 'NX', sl_member, sl_member) == 0 then
+        -- A call of this script recorded now already: after the newest.
+        t = tonumber(call('ZRANGE', key, '-1', '-1')[1]) + 1
+        sl_t, sl_member = t, string.format('%d', t)
+        call('ZADD', key, sl_member, sl_member)
+      end
+      local remaining = max - count - 1 + call('ZREMRANGEBYSCORE', key, '-inf', sl_trim)
+      local reset = t + window - now
+      -- floordiv, written out as in gcra.lua.
+      local px = reset + 999
+      px = (px - px % 1000) / 1000
+      if px ~= sl_px then
+        sl_px, sl_px_s = px, string.format('%d', px)
+      end
+      call('PEXPIRE', key, sl_px_s, 'GT')
+      return true, remaining, 0, reset, t
     end
   end
   local ok, remaining, retry, reset, trim, stale, newest = sl_read(key, now, window, max, cost, true, count)

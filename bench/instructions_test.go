@@ -21,10 +21,10 @@ import (
 // machine to machine of one kind: redis-server runs under valgrind's
 // callgrind, and the redis-instr/op metric is the instructions it ran while
 // the benchmark's decisions were made (64 callers, 10,000 keys, Max 100 per
-// second), per decision. The -nobatch row is ratelimitgen deciding each call
-// in a script call of its own, as redis_rate does. Under callgrind Redis is some fifty times slower,
-// so ratelimitgen runs with a one-minute timeout here, and give it a fixed
-// count, as in
+// second), per decision. The -nobatch rows are ratelimitgen deciding each
+// call in a script call of its own, as redis_rate does. Under callgrind
+// Redis is some fifty times slower, so ratelimitgen runs with a one-minute
+// timeout here, and give it a fixed count, as in
 //
 //	go test -run '^$' -bench RedisInstructions -benchtime 8000x
 //
@@ -57,6 +57,7 @@ func BenchmarkRedisInstructions(b *testing.B) {
 		{contender{name: "ratelimitgen-gcra-nobatch", build: ratelimitgen(runtime.GCRA, false, append([]redislimit.Option{slow}, unbatched...)...)}, keySets[1]},
 		{slidingLog, keySets[1]},
 		{ceilingContenders[0], keySets[1]},
+		{contender{name: "ratelimitgen-sliding-log-nobatch", build: ratelimitgen(runtime.SlidingLog, false, append([]redislimit.Option{slow}, unbatched...)...)}, keySets[1]},
 		{slidingLog, busy},
 		{ceilingContenders[0], busy},
 	} {

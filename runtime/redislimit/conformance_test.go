@@ -295,13 +295,19 @@ func TestRedisKeyExpires(t *testing.T) {
 	lim := New(client, WithClock(clock.Now), WithPrefix("exp:"), WithFailurePolicy(FailClosed))
 	l := runtime.Limit{Name: "exp", Window: 800 * time.Millisecond, Max: 5}
 	allow(t, lim, l, "k")
-	clock.Advance(500 * time.Millisecond)
-	allow(t, lim, l, "k")
-
 	keys, err := client.Keys(ctx, "exp:{*").Result()
 	require.NoError(t, err)
 	require.Len(t, keys, 1)
+	// The first admission leaves the window 800ms from now, and the caller's
+	// clock adds 1s (below).
 	ttl, err := client.PTTL(ctx, keys[0]).Result()
+	require.NoError(t, err)
+	require.Greater(t, ttl, time.Second)
+	require.LessOrEqual(t, ttl, 1800*time.Millisecond)
+
+	clock.Advance(500 * time.Millisecond)
+	allow(t, lim, l, "k")
+	ttl, err = client.PTTL(ctx, keys[0]).Result()
 	require.NoError(t, err)
 	// The newest admission is at 500ms on the limiter's clock and leaves the
 	// window at 1300ms, 800ms from now; with the caller's clock, Redis keeps

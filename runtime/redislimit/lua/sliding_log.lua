@@ -173,38 +173,53 @@ end
 -- after the batch, or settles at once when alone.
 decide1s[1] = function(key, now, window, max, burst, cost, alone)
   local count
-  if max <= 128 and cost == 1 and sl_gt and ttl_pad_ms == 0 then
+  if max <= 128 then
     count = call('ZCARD', key)
-    if count > 0 and count < max then
-      -- A compact log with room even if none of it is stale, on the
-      -- server's clock: the call is recorded at now, stale entries or
-      -- not, then they are trimmed (see sl_read). Written out here, as a
-      -- Lua function call costs Redis hundreds of instructions.
-      local upto = now - window
-      if upto ~= sl_upto then
-        sl_upto, sl_trim = upto, string.format('%d', upto)
-      end
-      local t = now
-      if t ~= sl_t then
-        sl_t, sl_member = t, string.format('%d', t)
-      end
-      if call('ZADD', key, 'NX', sl_member, sl_member) == 0 then
-        -- A call of this script recorded now already: after the newest.
-        t = tonumber(call('ZRANGE', key, '-1', '-1')[1]) + 1
-        sl_t, sl_member = t, string.format('%d', t)
-        call('ZADD', key, sl_member, sl_member)
-      end
-      local remaining = max - count - 1 + call('ZREMRANGEBYSCORE', key, '-inf', sl_trim)
-      local reset = t + window - now
-      -- floordiv, written out as in gcra.lua.
-      local px = reset + 999
-      px = (px - px % 1000) / 1000
-      if px ~= sl_px then
-        sl_px, sl_px_s = px, string.format('%d', px)
-      end
-      call('PEXPIRE', key, sl_px_s, 'GT')
-      return true, remaining, 0, reset, t
+  end
+  if count == 0 and cost == 1 then
+    -- An empty log, the commonest: what sl_read and sl_write do for it,
+    -- written out (see below).
+    if now ~= sl_t then
+      sl_t, sl_member = now, string.format('%d', now)
     end
+    call('ZADD', key, sl_member, sl_member)
+    local px = window + 999
+    px = (px - px % 1000) / 1000 + ttl_pad_ms
+    if px ~= sl_px then
+      sl_px, sl_px_s = px, string.format('%d', px)
+    end
+    call('PEXPIRE', key, sl_px_s)
+    return true, max - 1, 0, window, now
+  end
+  if count ~= nil and count > 0 and count < max and cost == 1 and sl_gt and ttl_pad_ms == 0 then
+    -- A compact log with room even if none of it is stale, on the
+    -- server's clock: the call is recorded at now, stale entries or
+    -- not, then they are trimmed (see sl_read). Written out here, as a
+    -- Lua function call costs Redis hundreds of instructions.
+    local upto = now - window
+    if upto ~= sl_upto then
+      sl_upto, sl_trim = upto, string.format('%d', upto)
+    end
+    local t = now
+    if t ~= sl_t then
+      sl_t, sl_member = t, string.format('%d', t)
+    end
+    if call('ZADD', key, 'NX', sl_member, sl_member) == 0 then
+      -- A call of this script recorded now already: after the newest.
+      t = tonumber(call('ZRANGE', key, '-1', '-1')[1]) + 1
+      sl_t, sl_member = t, string.format('%d', t)
+      call('ZADD', key, sl_member, sl_member)
+    end
+    local remaining = max - count - 1 + call('ZREMRANGEBYSCORE', key, '-inf', sl_trim)
+    local reset = t + window - now
+    -- floordiv, written out as in gcra.lua.
+    local px = reset + 999
+    px = (px - px % 1000) / 1000
+    if px ~= sl_px then
+      sl_px, sl_px_s = px, string.format('%d', px)
+    end
+    call('PEXPIRE', key, sl_px_s, 'GT')
+    return true, remaining, 0, reset, t
   end
   local ok, remaining, retry, reset, trim, stale, newest = sl_read(key, now, window, max, cost, true, count)
   if not ok then

@@ -1,17 +1,19 @@
 -- Shared by every algorithm: the registry. Concatenated first; see main.lua.
 --
 -- Redis runs the whole script again on every call, so what it defines at
--- the top (each function, table and upvalue is an allocation) is kept to
--- the registry, two helpers and two values, and each algorithm's table of
--- functions is built only by a run that uses it. A decision's cost is then
--- mostly its redis.call()s, the calls into C (string.format, tonumber,
--- struct, math: each costs more than dozens of Lua operations) and the
--- tables it creates, and the algorithms keep all three few: arguments go
--- to Redis as strings (Redis formats a Lua number argument itself, more
--- slowly), each formatted once with string.format('%d', n), exact for the
--- whole numbers below 2^53 that every value stored or compared here is
--- (%d converts to a 64-bit integer; tostring would print 1e+15, and '%.0f'
--- is slower); a verdict fills a table that main.lua reuses.
+-- the top (each function, table and upvalue is an allocation, about 1k
+-- instructions to create and collect) is kept to the registry, floordiv,
+-- call, lone and one number, and each algorithm's table of functions is
+-- built only by a run that uses it. A decision's cost is then mostly its
+-- redis.call()s, the calls into C (string.format, tonumber, struct, math:
+-- each costs more than dozens of Lua operations), its Lua function calls
+-- (several hundred instructions each) and the tables it creates, and the
+-- algorithms keep all four few: arguments go to Redis as strings (Redis
+-- formats a Lua number argument itself, more slowly), each formatted once
+-- with string.format('%d', n), exact for the whole numbers below 2^53 that
+-- every value stored or compared here is (%d converts to a 64-bit integer;
+-- tostring would print 1e+15, and '%.0f' is slower); a verdict fills a
+-- table that main.lua reuses.
 
 -- The registry, by algorithm code (algoSpecs in algorithm.go): algos[code]
 -- builds the algorithm's table of check, commit, refund and, optionally,

@@ -35,10 +35,13 @@
 --
 -- On the server's clock and with sl_gt, decide1 records a call of cost 1
 -- that a compact log has room for even if none of it is stale after
--- reading nothing but its ZCARD: its entry is now's, which only a call
--- of this script can already hold, and PEXPIRE's GT
--- never shortens the key's life if an entry is later (the server's clock
--- stepped back). Its reset is then the log's emptying as of its own entry.
+-- reading nothing but its ZCARD: its entry is now's, which only a call of
+-- this script can already hold, and PEXPIRE's GT never shortens the key's
+-- life if an entry is later (the server's clock stepped back). Its reset
+-- is then the log's emptying as of its own entry. decide1 also records a
+-- call of cost 1 in an empty log itself. Both are written out there, where
+-- sl_read and sl_write would cost two Lua function calls, each of them
+-- hundreds of Redis instructions.
 --
 -- In a batch the calls share their time, and those of fresh keys their
 -- members and lifetimes, so each number is formatted again only when it
@@ -177,8 +180,7 @@ decide1s[1] = function(key, now, window, max, burst, cost, alone)
     count = call('ZCARD', key)
   end
   if count == 0 and cost == 1 then
-    -- An empty log, the commonest: what sl_read and sl_write do for it,
-    -- written out (see below).
+    -- An empty log, the commonest: what sl_read and sl_write do for it.
     if now ~= sl_t then
       sl_t, sl_member = now, string.format('%d', now)
     end
@@ -194,8 +196,7 @@ decide1s[1] = function(key, now, window, max, burst, cost, alone)
   if count ~= nil and count > 0 and count < max and cost == 1 and sl_gt and ttl_pad_ms == 0 then
     -- A compact log with room even if none of it is stale, on the
     -- server's clock: the call is recorded at now, stale entries or
-    -- not, then they are trimmed (see sl_read). Written out here, as a
-    -- Lua function call costs Redis hundreds of instructions.
+    -- not, then they are trimmed (see sl_read).
     local upto = now - window
     if upto ~= sl_upto then
       sl_upto, sl_trim = upto, string.format('%d', upto)

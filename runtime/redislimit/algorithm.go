@@ -28,17 +28,49 @@ var algoSpecs = map[runtime.Algorithm]algoSpec{
 	runtime.GCRA:          {tag: "gc", code: 5, file: "gcra.lua"},
 }
 
+// specsByCode holds algoSpecs by code (see algoCode), so that a decision
+// finds its algorithm's spec without hashing the algorithm's name.
+var specsByCode = func() (t [shadowFlag]algoSpec) {
+	for a, spec := range algoSpecs {
+		if int64(algoCode(a)) != spec.code {
+			panic("ratelimit: algoCode and algoSpecs disagree on " + string(a)) // a build defect
+		}
+		t[spec.code] = spec
+	}
+	return t
+}()
+
+// specOf returns l's algorithm's spec.
+func specOf(l runtime.Limit) *algoSpec { return &specsByCode[algoCode(l.Algorithm)] }
+
 // shadowFlag is added to an algorithm's code for a limit in
 // runtime.ModeShadow: lua/main.lua's shadow_flag.
 const shadowFlag = 8
 
 // codeOf returns l's code in the script's input.
 func codeOf(l runtime.Limit) int64 {
-	c := algoSpecs[algorithmOf(l)].code
+	c := specOf(l).code
 	if l.Mode == runtime.ModeShadow {
 		c += shadowFlag
 	}
 	return c
+}
+
+// algoCode numbers the algorithms, resolving the zero value; 0 is unknown.
+func algoCode(a runtime.Algorithm) uint8 {
+	switch a {
+	case runtime.SlidingLog, "":
+		return 1
+	case runtime.SlidingWindow:
+		return 2
+	case runtime.FixedWindow:
+		return 3
+	case runtime.TokenBucket:
+		return 4
+	case runtime.GCRA:
+		return 5
+	}
+	return 0
 }
 
 // offVerdict is the verdict of a limit in runtime.ModeOff, which is never

@@ -37,7 +37,15 @@ func appendEncoded(b []byte, s string) []byte {
 		return hex.AppendEncode(b, sum[:])
 	}
 	b = append(b, '=')
-	b = strconv.AppendInt(b, int64(len(s)), 10)
+	if n := len(s); n < 100 {
+		// Most names and keys: two digits at most, without strconv.
+		if n >= 10 {
+			b = append(b, byte('0'+n/10))
+		}
+		b = append(b, byte('0'+n%10))
+	} else {
+		b = strconv.AppendInt(b, int64(n), 10)
+	}
 	b = append(b, ':')
 	return append(b, s...)
 }
@@ -59,10 +67,11 @@ func appendTag(b []byte, key string) []byte {
 		h *= prime32
 	}
 	const digits = "0123456789abcdef"
-	for shift := 28; shift >= 0; shift -= 4 {
-		b = append(b, digits[(h>>uint(shift))&0xf])
+	var hex [tagLen]byte
+	for i := range hex {
+		hex[i] = digits[(h>>(28-4*i))&0xf]
 	}
-	return b
+	return append(b, hex[:]...)
 }
 
 // sanitizePrefix makes a user-supplied prefix safe to put before the hash

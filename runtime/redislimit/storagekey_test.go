@@ -80,3 +80,17 @@ func TestSameKeySameSlotAcrossLimits(t *testing.T) {
 	require.Equal(t, tag(a), tag(b))
 	require.NotEqual(t, a, b)
 }
+
+// TestStorageKeyFormat pins the layout: what Redis holds is found again
+// only under the same keys, so a change would reset every limit in use.
+func TestStorageKeyFormat(t *testing.T) {
+	k := strings.Repeat
+	for key, want := range map[string]string{
+		"":          "rl:{811c9dc5}sl=3:N.m=0:",
+		k("k", 9):   "rl:{96c8cda2}sl=3:N.m=9:" + k("k", 9),
+		k("k", 10):  "rl:{271bf36b}sl=3:N.m=10:" + k("k", 10),
+		k("k", 100): "rl:{eca34c59}sl=3:N.m=100:" + k("k", 100),
+	} {
+		require.Equal(t, want, string(appendStorageKey(nil, "rl:", "sl", "N.m", key)))
+	}
+}

@@ -79,7 +79,7 @@ type call struct {
 	vs      [inlineLimits]verdict
 	// finished is set once the round trip has filled committed and err
 	// (and d's verdicts); wake then receives, as it does when the breaker
-	// opens and when the watch finds the wait due at due (UnixNano).
+	// opens and when the watch finds the wait due at due (mono).
 	finished  atomic.Bool
 	wake      chan struct{}
 	due       atomic.Int64
@@ -101,13 +101,11 @@ type call struct {
 }
 
 // A slot is what the round trips of one slot of flying reuse, one after
-// another: the command's arguments, numbers and reply, and the timer of
-// the connect bound.
+// another: the command's arguments, numbers and reply.
 type slot struct {
-	args  []any
-	nums  []byte
-	res   []int64
-	timer *time.Timer
+	args []any
+	nums []byte
+	res  []int64
 }
 
 // A flight is one round trip, and the context it runs on: it carries the
@@ -124,8 +122,8 @@ type flight struct {
 	timer   *time.Timer
 
 	mu sync.Mutex
-	// deadline is the connect bound, fixed by begin.
-	deadline time.Time
+	// deadline is the connect bound (mono), fixed by begin; 0 for none.
+	deadline int64
 	done     chan struct{}
 	err      error
 }
@@ -140,8 +138,8 @@ func newFlight(values context.Context, waiting int, connect connectBound) *fligh
 // start starts the round trip on a timer of its own for the connect
 // bound; landed stops it.
 func (f *flight) start() {
-	if d, ok := f.begin(); ok {
-		f.timer = time.AfterFunc(d, f.expire)
+	if at, ok := f.begin(); ok {
+		f.timer = time.AfterFunc(time.Duration(at-mono()), f.expire)
 	}
 }
 
@@ -153,34 +151,32 @@ func (f *flight) landed() {
 }
 
 // begin starts the round trip: its connect bound runs from now. It returns
-// how long until the bound passes, and false when there is none.
-func (f *flight) begin() (time.Duration, bool) {
-	if f.connect.by.IsZero() {
+// when (mono) the bound passes, and false when there is none.
+func (f *flight) begin() (int64, bool) {
+	if f.connect.by == 0 {
 		return 0, false
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	// A goroutine that starts late still has a little time to connect.
-	f.deadline = later(f.connect.by, time.Now().Add(f.connect.least))
-	return time.Until(f.deadline), true
+	f.deadline = max(f.connect.by, mono()+int64(f.connect.least))
+	return f.deadline, true
 }
 
-// expireBy ends f if its connect bound passed by now.
-func (f *flight) expireBy(now time.Time) {
+// expireBy ends f if its connect bound passed by now (mono), and
+// otherwise returns the bound: 0 when there is none, or f has ended.
+func (f *flight) expireBy(now int64) int64 {
 	f.mu.Lock()
-	passed := !f.deadline.IsZero() && !now.Before(f.deadline)
+	deadline, ended := f.deadline, f.err != nil
 	f.mu.Unlock()
-	if passed {
+	switch {
+	case ended || deadline == 0:
+		return 0
+	case now >= deadline:
 		f.expire()
+		return 0
 	}
-}
-
-// later returns the later of a and b.
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
+	return deadline
 }
 
 // leave ends one caller's wait for f.
@@ -209,7 +205,10 @@ func (f *flight) end(err error) {
 func (f *flight) Deadline() (time.Time, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.deadline, !f.deadline.IsZero()
+	if f.deadline == 0 {
+		return time.Time{}, false
+	}
+	return timeOf(f.deadline), true
 }
 
 // Done is closed once f ends.
@@ -302,7 +301,7 @@ func (b *batcher) decide(ctx context.Context, start time.Time, d *decision, idx 
 	for {
 		c.connect = b.lim.connectBound(&c.w)
 		due := c.w.due()
-		c.due.Store(due.UnixNano())
+		c.due.Store(due)
 		c.late.Store(0)
 		c.period = int64(c.w.period())
 		b.mu.Lock()
@@ -447,23 +446,20 @@ func (b *batcher) runAlone(slot int, c *call) {
 
 // fly makes batch's round trip, in slot, through client, and lands it.
 func (b *batcher) fly(slot int, batch []*call, client doer) {
-	s := &b.slots[slot]
 	f := batch[0].flight
-	if d, ok := f.begin(); ok {
-		if s.timer == nil {
-			s.timer = time.AfterFunc(d, func() { b.expire(slot) })
-		} else {
-			s.timer.Reset(d)
-		}
+	if at, ok := f.begin(); ok {
+		// The watch ends the round trip at its connect bound: a timer of
+		// its own, set and stopped per round trip, would cost a lone
+		// call as much as the rest of its client side.
+		b.mu.Lock()
+		b.watchFrom(at)
+		b.mu.Unlock()
 	}
 	sent := time.Now()
 	if b.pipelined {
 		b.lim.evalPipelined(f, batch)
 	} else {
-		b.lim.evalBatch(f, client, s, batch)
-	}
-	if s.timer != nil {
-		s.timer.Stop()
+		b.lim.evalBatch(f, client, &b.slots[slot], batch)
 	}
 	b.lim.noteAnswer(sent, batch[0].err)
 	b.land(slot, batch)
@@ -481,12 +477,12 @@ func (b *batcher) resendAlone(c *call) bool {
 		// dial): as any round trip's.
 		return false
 	}
-	now := time.Now()
+	now := mono()
 	// due before late: the watch stores a late wake's lateness before the
 	// next due, so a due that has moved on comes with its lateness.
 	due := c.due.Load()
-	late := time.Duration(max(c.late.Load(), now.UnixNano()-due))
-	expected := now.Sub(c.w.last) - late
+	late := time.Duration(max(c.late.Load(), now-due))
+	expected := time.Duration(now-c.w.last) - late
 	if errors.Is(err, context.DeadlineExceeded) || !isTimeout(err) {
 		// No connection within directBound, or one that broke, which the
 		// limiter's own client retries.
@@ -508,21 +504,6 @@ func isRefused(err error) bool {
 func isTimeout(err error) bool {
 	var nerr net.Error
 	return errors.As(err, &nerr) && nerr.Timeout()
-}
-
-// expire ends the round trip in slot if its connect bound passed: the
-// slot's timer may also fire for an earlier round trip, whose bound was
-// earlier.
-func (b *batcher) expire(slot int) {
-	b.mu.Lock()
-	var f *flight
-	if batch := b.flying[slot]; len(batch) > 0 {
-		f = batch[0].flight
-	}
-	b.mu.Unlock()
-	if f != nil {
-		f.expireBy(time.Now())
-	}
 }
 
 // evalBatch decides a batch in one script call, its command, numbers and

@@ -47,7 +47,7 @@ type Limiter struct {
 	settings configCheck
 	// peers counts the limiters sharing the store, for FailLocal's share.
 	peers *instances
-	// answered is when (UnixNano) the latest round trip Redis answered
+	// answered is when (mono) the latest round trip Redis answered
 	// was sent; checking says a check of Redis itself is running.
 	answered atomic.Int64
 	checking atomic.Bool
@@ -285,7 +285,7 @@ func (r *Limiter) noteAnswer(sent time.Time, err error) {
 	if err != nil && !isRedisError(err) {
 		return
 	}
-	t := sent.UnixNano()
+	t := monoOf(sent)
 	for {
 		old := r.answered.Load()
 		if old >= t || r.answered.CompareAndSwap(old, t) {
@@ -656,7 +656,7 @@ func (r *Limiter) storageKey(l runtime.Limit, key string) string {
 	// Build in a stack buffer when the key is short, so the string is the
 	// only allocation.
 	var stack [256]byte
-	return string(appendStorageKey(stack[:0], r.cfg.prefix, algoSpecs[algorithmOf(l)].tag, l.Name, key))
+	return string(appendStorageKey(stack[:0], r.cfg.prefix, specOf(l).tag, l.Name, key))
 }
 
 // eval runs the script command args on a goroutine of its own and waits
@@ -707,7 +707,7 @@ func (r *Limiter) connectBound(w *wait) connectBound {
 	if r.readsFollowCtx {
 		return connectBound{}
 	}
-	return connectBound{by: w.end.Add(-w.period() / 2), least: w.period()}
+	return connectBound{by: w.end - int64(w.period()/2), least: w.period()}
 }
 
 // directBound bounds how long a lone call that its caller reads (see
@@ -715,20 +715,20 @@ func (r *Limiter) connectBound(w *wait) connectBound {
 // the direct read's timeout leaves of w's budget. Past it, the call is
 // handed to a round trip of its own.
 func directBound(w *wait) connectBound {
-	return connectBound{by: w.start.Add(w.period())}
+	return connectBound{by: w.start + int64(w.period())}
 }
 
-// A connectBound ends the attempts to connect at by, but leaves at least
-// least from when a round trip starts; zero means no bound.
+// A connectBound ends the attempts to connect at by (mono), but leaves at
+// least least from when a round trip starts; zero means no bound.
 type connectBound struct {
-	by    time.Time
+	by    int64
 	least time.Duration
 }
 
 // and returns the bound of a round trip that carries both b's and o's
 // calls: the earlier.
 func (b connectBound) and(o connectBound) connectBound {
-	if b.by.IsZero() || o.by.Before(b.by) {
+	if b.by == 0 || o.by < b.by {
 		b.by = o.by
 	}
 	b.least = min(b.least, o.least)

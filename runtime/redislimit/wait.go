@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	goruntime "runtime"
 	"sync/atomic"
 	"time"
@@ -24,14 +25,16 @@ import (
 // the wait whatever the process's state, and maxStallFactor times the
 // limiter's timeout, so that a process starved without respite still gets
 // the policy's answer when Redis is silent too.
+//
+// Its times are on the monotonic clock (see mono).
 type wait struct {
-	start time.Time
+	start int64
 	// end is when Redis's silence becomes an outage: start plus the
 	// budget, plus the time the process lost.
-	end time.Time
+	end int64
 	// hard is the caller's deadline, or start plus maxStallFactor times
 	// the limiter's timeout, whichever is first.
-	hard time.Time
+	hard int64
 	// callerHard says hard is the caller's deadline.
 	callerHard bool
 	// budget is the limiter's timeout, or the time to the caller's
@@ -39,8 +42,8 @@ type wait struct {
 	// its own pauses.
 	budget, lost time.Duration
 	// last is when the wait last woke, or started.
-	last time.Time
-	// answered is the limiter's: when (UnixNano) the latest round trip
+	last int64
+	// answered is the limiter's: when (mono) the latest round trip
 	// that Redis answered was sent. One sent after this wait began says
 	// Redis is answering, and the wait goes on, up to hard.
 	answered *atomic.Int64
@@ -60,6 +63,21 @@ const (
 	maxStallFactor = 10
 )
 
+// monoBase is where the monotonic clock of waits, the watch and round
+// trips starts: their times are ns since monoBase, read without a wall
+// clock that may step, and added and compared as integers, which a
+// decision does a dozen times.
+var monoBase = time.Now()
+
+// mono returns now on the monotonic clock.
+func mono() int64 { return int64(time.Since(monoBase)) }
+
+// monoOf returns t on the monotonic clock.
+func monoOf(t time.Time) int64 { return int64(t.Sub(monoBase)) }
+
+// timeOf returns the time of m, a time on the monotonic clock.
+func timeOf(m int64) time.Time { return monoBase.Add(time.Duration(m)) }
+
 // startWait starts w as a wait of r's timeout, or until ctx's deadline
 // when that comes first.
 func (r *Limiter) startWait(ctx context.Context, w *wait) {
@@ -69,15 +87,20 @@ func (r *Limiter) startWait(ctx context.Context, w *wait) {
 // startWaitAt is startWait for a wait that began at now.
 func (r *Limiter) startWaitAt(ctx context.Context, w *wait, now time.Time) {
 	timeout := r.cfg.timeout
-	*w = wait{start: now, last: now, budget: timeout, hard: now.Add(maxStallFactor * timeout),
+	stall := time.Duration(math.MaxInt64 / 4)
+	if timeout < stall/maxStallFactor {
+		stall = maxStallFactor * timeout
+	}
+	t := monoOf(now)
+	*w = wait{start: t, last: t, budget: timeout, hard: t + int64(stall),
 		answered: &r.answered, tripped: r.breaker.opened(), waiting: &r.waiting}
-	if dl, ok := ctx.Deadline(); ok && dl.Before(w.hard) {
-		w.hard, w.callerHard = dl, true
-		if dl.Before(now.Add(timeout)) {
-			w.budget = max(dl.Sub(now), 0)
+	if dl, ok := ctx.Deadline(); ok {
+		if left := dl.Sub(now); left < stall {
+			w.hard, w.callerHard = t+int64(left), true
+			w.budget = min(max(left, 0), timeout)
 		}
 	}
-	w.end = now.Add(w.budget)
+	w.end = t + int64(w.budget)
 }
 
 // errSilent is a wait ending without a reply. Unless paused, Redis did not
@@ -93,7 +116,7 @@ type errSilent struct {
 
 func (e *errSilent) Error() string {
 	whose := "the limiter's timeout"
-	if e.w.callerHard && !e.w.end.Before(e.w.hard) {
+	if e.w.callerHard && e.w.end >= e.w.hard {
 		whose = "the caller's deadline"
 	}
 	what := "no answer"
@@ -120,7 +143,7 @@ func isPaused(err error) bool {
 // again: it got no connection in time (see Limiter.connectBound) while
 // this process lost time to its own pauses, and the wait has time left.
 func (w *wait) resend(err error) bool {
-	return err != nil && errors.Is(err, context.DeadlineExceeded) && w.lost > 0 && time.Now().Before(w.hard)
+	return err != nil && errors.Is(err, context.DeadlineExceeded) && w.lost > 0 && mono() < w.hard
 }
 
 // outcome returns err, the error of a round trip that w waited for, as
@@ -157,7 +180,7 @@ func (w *wait) until(ctx context.Context, done <-chan struct{}) error {
 		case <-done:
 			// Its round trip may have failed while the process was
 			// paused, which the caller judges by lost.
-			w.account(time.Now(), expected)
+			w.account(mono(), expected)
 			return nil
 		case <-w.tripped:
 			return errTripped
@@ -173,11 +196,11 @@ func (w *wait) until(ctx context.Context, done <-chan struct{}) error {
 		goruntime.Gosched()
 		select {
 		case <-done:
-			w.account(time.Now(), expected)
+			w.account(mono(), expected)
 			return nil
 		default:
 		}
-		now := time.Now()
+		now := mono()
 		if err := w.judge(now, expected); err != nil {
 			return err
 		}
@@ -202,7 +225,7 @@ func (w *wait) untilWoken(ctx context.Context, b *batcher, c *call) error {
 	ctxDone := ctx.Done()
 	for {
 		expected := w.next(w.last)
-		due := w.last.Add(expected)
+		due := w.last + int64(expected)
 		if ctxDone == nil {
 			<-c.wake
 		} else {
@@ -223,7 +246,7 @@ func (w *wait) untilWoken(ctx context.Context, b *batcher, c *call) error {
 			return errTripped
 		default:
 		}
-		if time.Now().Before(due) && ctx.Err() == nil {
+		if mono() < due && ctx.Err() == nil {
 			// Early: a wake left from an earlier use of c.
 			continue
 		}
@@ -232,11 +255,11 @@ func (w *wait) untilWoken(ctx context.Context, b *batcher, c *call) error {
 			w.landed(c, expected)
 			return nil
 		}
-		now := time.Now()
+		now := mono()
 		if err := w.judge(now, expected); err != nil {
 			return err
 		}
-		b.expect(c, now.Add(w.next(now)))
+		b.expect(c, now+int64(w.next(now)))
 	}
 }
 
@@ -245,27 +268,27 @@ func (w *wait) untilWoken(ctx context.Context, b *batcher, c *call) error {
 // lost meanwhile (see resend and outcome), so only then is the clock read.
 func (w *wait) landed(c *call, expected time.Duration) {
 	if c.err != nil {
-		w.account(time.Now(), expected)
+		w.account(mono(), expected)
 	}
 }
 
 // due is when w first wakes.
-func (w *wait) due() time.Time {
-	return w.last.Add(w.next(w.last))
+func (w *wait) due() int64 {
+	return w.last + int64(w.next(w.last))
 }
 
 // judge judges a wake at now, which was due expected after the last: it
 // returns the error that ends the wait, or nil to wait on.
-func (w *wait) judge(now time.Time, expected time.Duration) error {
+func (w *wait) judge(now int64, expected time.Duration) error {
 	w.account(now, expected)
 	switch {
-	case !now.Before(w.hard):
+	case now >= w.hard:
 		return &errSilent{w: w, paused: 2*w.lost >= w.budget}
-	case !now.Before(w.end) && w.answered.Load() > w.start.UnixNano():
+	case now >= w.end && w.answered.Load() > w.start:
 		// Redis answered a round trip sent after this one began: this
 		// reply is on its way, or unread.
-		w.end = now.Add(w.period())
-	case !now.Before(w.end):
+		w.end = now + int64(w.period())
+	case now >= w.end:
 		return &errSilent{w: w}
 	}
 	return nil
@@ -273,8 +296,8 @@ func (w *wait) judge(now time.Time, expected time.Duration) error {
 
 // account counts the time since the last wake, which was to last expected,
 // and makes now the last wake.
-func (w *wait) account(now time.Time, expected time.Duration) {
-	gap := now.Sub(w.last)
+func (w *wait) account(now int64, expected time.Duration) {
+	gap := time.Duration(now - w.last)
 	switch late := gap - expected; {
 	case late > w.period():
 		// More than a period late: the process was stopped or throttled
@@ -283,19 +306,19 @@ func (w *wait) account(now time.Time, expected time.Duration) {
 		// the process resumes: the reader of a reply that arrived
 		// meanwhile has not even been woken yet.
 		w.lost += gap
-		w.end = w.end.Add(gap)
+		w.end += int64(gap)
 	case late > w.period()/8:
 		// Slowed: a busy process, or a throttled one whose pauses are
 		// short. The lateness does not count as waiting.
-		w.end = w.end.Add(late)
+		w.end += int64(late)
 	}
 	w.last = now
 }
 
 // next returns how long to sleep from now until the next wake: a
 // fraction of the budget, but never past the end or the hard bound.
-func (w *wait) next(now time.Time) time.Duration {
-	d := min(w.period(), w.end.Sub(now), w.hard.Sub(now))
+func (w *wait) next(now int64) time.Duration {
+	d := min(w.period(), time.Duration(w.end-now), time.Duration(w.hard-now))
 	return max(d, 0)
 }
 

@@ -11,12 +11,13 @@ import (
 // (the watch: one timer for every waiting call of the limiter, set for the
 // earliest wait due). A woken caller judges its wait exactly as a timer
 // would have it do, lateness included, since the watch's timer is as late
-// as the process is paused.
+// as the process is paused. The watch also ends each round trip whose
+// connect bound (see Limiter.connectBound) has passed.
 type watch struct {
-	// timer runs wakeDue; at (guarded by the batcher's mu) is when it is
-	// set for, zero when it is not.
+	// timer runs wakeDue; at (guarded by the batcher's mu) is when (mono)
+	// it is set for, 0 when it is not.
 	timer *time.Timer
-	at    time.Time
+	at    int64
 }
 
 // poke wakes c's caller, unless a wake is pending.
@@ -29,29 +30,28 @@ func poke(c *call) {
 
 // watchFrom makes the watch wake the calls due at t, if it would not
 // already run by then; b.mu is held.
-func (b *batcher) watchFrom(t time.Time) {
-	if !b.watch.at.IsZero() && !t.Before(b.watch.at) {
+func (b *batcher) watchFrom(t int64) {
+	if b.watch.at != 0 && t >= b.watch.at {
 		return
 	}
 	b.watch.at = t
-	b.watch.timer.Reset(time.Until(t))
+	b.watch.timer.Reset(time.Duration(t - mono()))
 }
 
 // expect makes the watch wake c at t, the due time of its next wake.
-func (b *batcher) expect(c *call, t time.Time) {
-	c.due.Store(t.UnixNano())
+func (b *batcher) expect(c *call, t int64) {
+	c.due.Store(t)
 	b.mu.Lock()
 	b.watchFrom(t)
 	b.mu.Unlock()
 }
 
-// wakeDue wakes every waiting call whose wait is due, and sets the watch
-// for the next.
+// wakeDue wakes every waiting call whose wait is due, ends the round trips
+// whose connect bound passed, and sets the watch for the next of either.
 func (b *batcher) wakeDue() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := time.Now().UnixNano()
-	next := int64(0)
+	now, next := mono(), int64(0)
 	b.each(func(c *call) {
 		due := c.due.Load()
 		if c.direct && due <= now {
@@ -68,9 +68,17 @@ func (b *batcher) wakeDue() {
 			next = due
 		}
 	})
-	b.watch.at = time.Time{}
+	for _, batch := range b.flying {
+		if len(batch) == 0 {
+			continue
+		}
+		if at := batch[0].flight.expireBy(now); at != 0 && (next == 0 || at < next) {
+			next = at
+		}
+	}
+	b.watch.at = 0
 	if next != 0 {
-		b.watchFrom(time.Unix(0, next))
+		b.watchFrom(next)
 	}
 }
 

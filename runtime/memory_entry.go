@@ -39,14 +39,42 @@ type memEntry struct {
 // A call marks the entry visited as it unlocks it, in the store that
 // unlocks, and a key in steady use is locked from the visited state: the
 // mark costs the hot path nothing. GCRA's calls, which take no lock, mark
-// it with a load, and a store only when it is not yet marked.
+// it with a load, and a store only when it is not yet marked. When the hand
+// clears the mark, it writes in the bits from wordPassShift up when it did
+// (see passWord), for a rebuild of the table (see revisit).
 type entryWord struct{ v atomic.Uint32 }
 
 const (
 	wordHeld uint32 = 1 << iota
 	wordVisited
 	wordDead
+	wordPassShift = 8
+	// passSteps is how many steps of the hand passWord tells apart.
+	passSteps = 1<<(32-wordPassShift) - 1
 )
+
+// passWord is the word of an entry whose mark the hand cleared at step:
+// never 0, so that a word of 0 is an entry the hand never passed.
+func passWord(step uint64) uint32 { return uint32(step%passSteps+1) << wordPassShift }
+
+// revisit marks the entry visited again if the hand cleared its mark less
+// than round steps before step, where it now is. A rebuild of the table
+// moves every entry to a slot the hand reaches at an unrelated step: an
+// entry just passed may come next, and a key used once per round would go
+// before its next use. Giving those a new mark makes them wait for a full
+// round once more; entries the hand passed longer ago, and new ones, which
+// were never passed, are left as they are. A call changing the word
+// meanwhile is using the entry, and marks it anyway.
+func (w *entryWord) revisit(step, round uint64) {
+	v := w.v.Load()
+	passed := uint64(v >> wordPassShift)
+	if v&(wordVisited|wordDead) != 0 || passed == 0 {
+		return
+	}
+	if (step%passSteps+1+passSteps-passed)%passSteps < round {
+		w.v.CompareAndSwap(v, v|wordVisited)
+	}
+}
 
 // lock takes the lock, or reports false for a dead entry.
 func (w *entryWord) lock() bool {
@@ -86,7 +114,7 @@ func (w *entryWord) held() uint32 { return w.v.Load() &^ wordHeld }
 
 // visit marks a GCRA entry visited.
 func (w *entryWord) visit() {
-	if w.v.Load() == 0 {
+	if w.v.Load()&wordVisited == 0 {
 		w.v.Store(wordVisited)
 	}
 }
@@ -292,16 +320,17 @@ var firstState = [memAlgos]int64{memSlidingLog: sliceBytes(1), memSlidingWindow:
 // hand last passed, and otherwise clears its mark. It reports whether it
 // evicted e, whether e still counted admissions, and what its state held
 // outside the entry. An entry that a call holds at that moment is in use:
-// it stays, unmarked as it is. The shard must be locked.
-func (e *memEntry) pass(now int64) (dead, counted bool, state int64) {
+// it stays, unmarked as it is. step is the hand's (see passWord). The shard
+// must be locked.
+func (e *memEntry) pass(now int64, step uint64) (dead, counted bool, state int64) {
 	if e.algo == memGCRA {
 		g := stateOf[gcra](e)
 		t := g.tat.Load()
 		switch {
 		case t == gcraClaimed || t == gcraDead:
 			return false, false, 0
-		case t > now && e.w.v.Load() != 0:
-			e.w.v.Store(0)
+		case t > now && e.w.v.Load()&wordVisited != 0:
+			e.w.v.Store(passWord(step))
 			return false, false, 0
 		}
 		// A call that swaps t in between keeps its key.
@@ -313,7 +342,7 @@ func (e *memEntry) pass(now int64) (dead, counted bool, state int64) {
 	}
 	counted = e.expireAt > now
 	if counted && v&wordVisited != 0 {
-		e.w.unlockAs(0)
+		e.w.unlockAs(passWord(step))
 		return false, false, 0
 	}
 	state = e.stateBytes()

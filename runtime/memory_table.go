@@ -281,13 +281,14 @@ func (s *memShard) evictOne(now int64, pinned []*memEntry) (counted, ok bool) {
 	t := s.tab.Load()
 	stride := goldenStride(t.mask)
 	for range 2 * len(t.slots) {
-		i := int(s.hand * stride & t.mask)
+		step := s.hand
+		i := int(step * stride & t.mask)
 		s.hand++
 		e := t.slots[i].entry()
 		if e == nil || e == memDeleted || slices.Contains(pinned, e) {
 			continue
 		}
-		if dead, counted, state := e.pass(now); dead {
+		if dead, counted, state := e.pass(now, step); dead {
 			s.remove(t, i, e, state)
 			return counted, true
 		}
@@ -364,6 +365,8 @@ func (s *memShard) resize(size int) {
 		if e := old.slots[i].entry(); e != nil && e != memDeleted {
 			t.fill(old.slots[i].hash(), e)
 			s.used++
+			// The hand's order starts anew (see entryWord.revisit).
+			e.w.revisit(s.hand, uint64(len(old.slots)))
 		}
 	}
 	s.tab.Store(t)

@@ -88,6 +88,10 @@ type denyCache struct {
 	shift      uint
 	shardBytes int
 	shards     []denyShard
+	// held counts the denials in the shards (changed under a shard's
+	// lock, read without): while it is 0, as it is for a limiter whose
+	// calls are admitted, a lookup costs no hashing.
+	held atomic.Int64
 }
 
 type denyShard struct {
@@ -226,6 +230,9 @@ func (c *denyCache) lookup(reqs []runtime.Request, vs []verdict, at time.Time) (
 		// which no denial foresaw.
 		return now, false
 	}
+	if c.held.Load() == 0 {
+		return now, false
+	}
 	enforced := false
 	for i, q := range reqs {
 		if q.Limit.Mode == runtime.ModeOff {
@@ -359,6 +366,7 @@ func (c *denyCache) insert(q runtime.Request, from, until, retryAt int64, v verd
 	s := c.shard(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer c.count(s, len(s.ring))
 	if e := s.m[h]; e != nil {
 		if e.matches(l, q.Key) {
 			if e.cost == costOf(q) && e.from <= from && e.until >= until {
@@ -424,8 +432,16 @@ func (c *denyCache) forget(q runtime.Request) {
 	s.mu.Lock()
 	if e := s.m[h]; e != nil && e.cost <= costOf(q) && e.matches(q.Limit, q.Key) {
 		s.remove(e)
+		c.held.Add(-1)
 	}
 	s.mu.Unlock()
+}
+
+// count adds to held what s, locked, gained since it held before denials.
+func (c *denyCache) count(s *denyShard, before int) {
+	if n := len(s.ring) - before; n != 0 {
+		c.held.Add(int64(n))
+	}
 }
 
 func (e *denial) set(q runtime.Request, from, until, retryAt int64, v verdict) {

@@ -569,6 +569,7 @@ func TestDenyCacheBudgetThroughRedis(t *testing.T) {
 	}
 	t.Logf("%d denials held in %d bytes", lim.deny.len(), lim.deny.bytes())
 	require.Less(t, lim.deny.len(), 1500)
+	require.Equal(t, int64(lim.deny.len()), lim.deny.held.Load(), "held counts what the shards hold, evictions included")
 }
 
 // manualCache is a deny cache on a clock the test sets, filled directly.
@@ -649,6 +650,7 @@ func TestDenyCacheExpiry(t *testing.T) {
 		m.deny(l, "new"+strconv.Itoa(i), time.Hour)
 	}
 	require.LessOrEqual(t, m.len(), 2000+2000/4, "most expired denials were dropped")
+	require.Equal(t, int64(m.len()), m.held.Load(), "held counts what the shards hold, expired drops included")
 	require.True(t, m.has(l, "new7"))
 	for i := 0; i < 2000; i++ {
 		require.False(t, m.has(l, "old"+strconv.Itoa(i)))

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,7 +110,14 @@ func dumpedInstructions(b *testing.B, dir string) int64 {
 	if err != nil || len(files) != 1 {
 		b.Fatalf("want one callgrind dump in %s, found %v (%v)", dir, files, err)
 	}
-	data, err := os.ReadFile(files[0])
+	return summary(b, files[0])
+}
+
+// summary returns the instructions counted in file, a callgrind or
+// cachegrind output: the first number of its summary line.
+func summary(b *testing.B, file string) int64 {
+	b.Helper()
+	data, err := os.ReadFile(file)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -119,11 +125,11 @@ func dumpedInstructions(b *testing.B, dir string) int64 {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "summary: "); ok {
 			n, err := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
 			if err != nil {
-				b.Fatalf("%s: summary %q: %v", files[0], v, err)
+				b.Fatalf("%s: summary %q: %v", file, v, err)
 			}
 			return n
 		}
 	}
-	b.Fatal(fmt.Sprintf("%s: no summary line", files[0]))
+	b.Fatalf("%s: no summary line", file)
 	return 0
 }

@@ -89,3 +89,31 @@ func TestCallerDeadlineGetsThePolicysAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestNoConnectionEndsAtTheConnectBound holds the only connection of a
+// client's pool, whose wait for a connection is far longer than the
+// limiter's timeout, and decides. The round trips (the caller's own read,
+// then the one it is resent through) can only end at their connect bounds,
+// which the batcher's watch enforces: the decision gets the policy's answer,
+// reported as no connection to Redis, rather than waiting for the pool.
+func TestNoConnectionEndsAtTheConnectBound(t *testing.T) {
+	srv := redistest.StartServer(t)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr(), PoolSize: 1, PoolTimeout: time.Minute})
+	t.Cleanup(func() { _ = client.Close() })
+	held := client.Conn()
+	t.Cleanup(func() { _ = held.Close() })
+	require.NoError(t, held.Ping(context.Background()).Err(), "the test holds the pool's one connection")
+
+	events := &degradedLog{}
+	lim := New(client, WithTimeout(400*time.Millisecond), WithOnDegraded(events.record))
+	l := runtime.Limit{Name: "noconn", Window: time.Minute, Max: 3}
+	start := time.Now()
+	ds, err := lim.Decide(context.Background(), runtime.Request{Limit: l, Key: "k"})
+	t.Logf("answered after %v", time.Since(start))
+	require.NoError(t, err)
+	require.Equal(t, runtime.SourceFallback, ds.Source, "FailLocal answers when no connection is to be had")
+	evs := events.since(0)
+	require.Len(t, evs, 1)
+	require.ErrorIs(t, evs[0].Err, context.DeadlineExceeded)
+	require.Contains(t, evs[0].Err.Error(), "no connection to Redis", "the round trip ended at its connect bound, not at the pool's timeout")
+}

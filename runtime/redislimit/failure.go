@@ -81,7 +81,7 @@ func (e *unavailableError) Is(target error) bool { return target == runtime.ErrU
 // timeout. After the retry interval exactly one caller probes Redis.
 type breaker struct {
 	interval time.Duration
-	// openUntil is the UnixNano time until which Redis is not asked; 0 when
+	// openUntil is when (mono) Redis may be asked again; 0 when
 	// Redis is healthy.
 	openUntil atomic.Int64
 	probing   atomic.Bool
@@ -100,7 +100,7 @@ func (b *breaker) allow(now time.Time) (ask, probe bool) {
 	if until == 0 {
 		return true, false
 	}
-	if now.UnixNano() < until || !b.probing.CompareAndSwap(false, true) {
+	if monoOf(now) < until || !b.probing.CompareAndSwap(false, true) {
 		return false, false
 	}
 	return true, true
@@ -123,7 +123,7 @@ func (b *breaker) opened() <-chan struct{} {
 // it closed the breaker: Redis answered after a failure.
 func (b *breaker) record(now time.Time, failed, probe bool) (recovered bool) {
 	if failed {
-		b.openUntil.Store(now.Add(b.interval).UnixNano())
+		b.openUntil.Store(monoOf(now) + int64(b.interval))
 		if ch := b.tripped.Swap(nil); ch != nil {
 			close(*ch)
 		}

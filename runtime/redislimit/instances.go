@@ -44,7 +44,7 @@ type instances struct {
 	key   string
 	// n is the count last read from Redis; 0 until one is.
 	n       atomic.Int64
-	next    atomic.Int64 // UnixNano when the next beat is due
+	next    atomic.Int64 // when (mono) the next beat is due
 	running atomic.Bool
 }
 
@@ -65,10 +65,10 @@ func (in *instances) count() int {
 
 // due stamps this limiter's id on its own goroutine when a beat is due.
 func (in *instances) due(c redis.UniversalClient, now time.Time) {
-	if in.fixed > 0 || now.UnixNano() < in.next.Load() || !in.running.CompareAndSwap(false, true) {
+	if in.fixed > 0 || monoOf(now) < in.next.Load() || !in.running.CompareAndSwap(false, true) {
 		return
 	}
-	in.next.Store(now.Add(instanceBeat).UnixNano())
+	in.next.Store(monoOf(now) + int64(instanceBeat))
 	go func() {
 		defer in.running.Store(false)
 		ctx, cancel := context.WithTimeout(context.Background(), instanceTimeout)
@@ -83,7 +83,7 @@ func (in *instances) due(c redis.UniversalClient, now time.Time) {
 		case err != nil:
 			// Redis did not answer; the breaker deals with that. The
 			// count stays as last read, and the beat is tried again soon.
-			in.next.Store(time.Now().Add(instanceBeat / 10).UnixNano())
+			in.next.Store(mono() + int64(instanceBeat/10))
 			return
 		}
 		in.n.Store(n)

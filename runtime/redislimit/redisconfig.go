@@ -35,7 +35,7 @@ const (
 // configCheck reads the server settings that can make Redis forget counts,
 // off the decision path, and reports each distinct finding once.
 type configCheck struct {
-	// next is when (UnixNano) the next check is due; 0 means at once.
+	// next is when (mono) the next check is due; 0 means at once.
 	next    atomic.Int64
 	running atomic.Bool
 
@@ -46,10 +46,10 @@ type configCheck struct {
 // due starts a check on its own goroutine when one is due and none runs.
 // l is the limit being decided, which the report names.
 func (c *configCheck) due(r *Limiter, now time.Time, l runtime.Limit) {
-	if now.UnixNano() < c.next.Load() || !c.running.CompareAndSwap(false, true) {
+	if monoOf(now) < c.next.Load() || !c.running.CompareAndSwap(false, true) {
 		return
 	}
-	c.next.Store(now.Add(configCheckInterval).UnixNano())
+	c.next.Store(monoOf(now) + int64(configCheckInterval))
 	go func() {
 		defer c.running.Store(false)
 		ctx, cancel := context.WithTimeout(context.Background(), configCheckTimeout)
@@ -58,7 +58,7 @@ func (c *configCheck) due(r *Limiter, now time.Time, l runtime.Limit) {
 		if !ok {
 			// Redis did not answer; that is the breaker's business. Look
 			// again soon rather than in minutes.
-			c.next.Store(time.Now().Add(configRetryInterval).UnixNano())
+			c.next.Store(mono() + int64(configRetryInterval))
 			return
 		}
 		c.report(r, l, finding)

@@ -63,21 +63,6 @@ const (
 	maxStallFactor = 10
 )
 
-// monoBase is where the monotonic clock of waits, the watch and round
-// trips starts: their times are ns since monoBase, read without a wall
-// clock that may step, and added and compared as integers, which a
-// decision does a dozen times.
-var monoBase = time.Now()
-
-// mono returns now on the monotonic clock.
-func mono() int64 { return int64(time.Since(monoBase)) }
-
-// monoOf returns t on the monotonic clock.
-func monoOf(t time.Time) int64 { return int64(t.Sub(monoBase)) }
-
-// timeOf returns the time of m, a time on the monotonic clock.
-func timeOf(m int64) time.Time { return monoBase.Add(time.Duration(m)) }
-
 // startWait starts w as a wait of r's timeout, or until ctx's deadline
 // when that comes first.
 func (r *Limiter) startWait(ctx context.Context, w *wait) {

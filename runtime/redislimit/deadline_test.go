@@ -37,7 +37,7 @@ func TestCallerDeadlineGetsThePolicysAnswer(t *testing.T) {
 				client := redis.NewClient(opts)
 				t.Cleanup(func() { _ = client.Close() })
 				events := &degradedLog{}
-				lim := New(client, WithFailurePolicy(policy), WithTimeout(limiterTimeout),
+				lim := New(client, WithFailurePolicy(policy), WithTimeout(limiterTimeout), WithInstances(1),
 					WithRetryInterval(time.Hour), WithOnDegraded(events.record))
 				// A name per subtest: a call sent while Redis is frozen is
 				// recorded when it resumes.

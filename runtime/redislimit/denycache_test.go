@@ -283,7 +283,7 @@ func TestDenyCacheAnswers(t *testing.T) {
 		client := dead.Client(t)
 		dead.Stop(t)
 		l := runtime.Limit{Name: "dc.fallback", Window: time.Minute, Max: 1}
-		lim := New(client, WithClock(clock.Now), WithTimeout(time.Second))
+		lim := New(client, WithClock(clock.Now), WithTimeout(time.Second), WithInstances(1))
 		for i := 0; i < 3; i++ {
 			ds, err := lim.Decide(ctx, runtime.Request{Limit: l, Key: "k"})
 			require.NoError(t, err)

@@ -304,7 +304,7 @@ func TestHungRedisTimesOut(t *testing.T) {
 	t.Cleanup(func() { _ = client.Close() })
 	events := &degradedLog{}
 	const timeout = 100 * time.Millisecond
-	lim := New(client, WithTimeout(timeout), WithRetryInterval(10*time.Millisecond),
+	lim := New(client, WithTimeout(timeout), WithRetryInterval(10*time.Millisecond), WithInstances(1),
 		WithOnDegraded(events.record))
 	l := runtime.Limit{Name: "failure.hung", Window: time.Minute, Max: 3}
 

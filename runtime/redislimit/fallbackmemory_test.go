@@ -25,7 +25,7 @@ import (
 // both cores of a small machine.
 func TestFallbackFloodStaysWithinMemory(t *testing.T) {
 	srv := redistest.StartServer(t)
-	lim := New(srv.Client(t))
+	lim := New(srv.Client(t), WithInstances(1))
 	l := runtime.Limit{Name: "Notifier.SendCode", Window: time.Hour, Max: 3}
 	ctx := context.Background()
 	srv.Stop(t)
@@ -91,7 +91,7 @@ func (o *memoryFullObserver) Observe(_ context.Context, ev runtime.Event) {
 // Redis's own error, and never the key.
 func TestFallbackReportsMemoryFull(t *testing.T) {
 	srv := redistest.StartServer(t)
-	lim := New(srv.Client(t), WithFallback(runtime.NewMemoryLimiter(runtime.WithMaxMemory(64<<10))))
+	lim := New(srv.Client(t), WithFallback(runtime.NewMemoryLimiter(runtime.WithMaxMemory(64<<10))), WithInstances(1))
 	obs := &memoryFullObserver{}
 	op := runtime.Operate(lim, runtime.WithObserver(obs))
 	l := runtime.Limit{Name: "fallback.full", Window: time.Hour, Max: 3}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -46,6 +47,8 @@ type instances struct {
 	n       atomic.Int64
 	next    atomic.Int64 // when (mono) the next beat is due
 	running atomic.Bool
+	// logged is when (mono) noteUnknownShare last logged; 0 if never.
+	logged atomic.Int64
 }
 
 func newInstances(prefix string, fixed int) *instances {
@@ -54,13 +57,15 @@ func newInstances(prefix string, fixed int) *instances {
 	return &instances{fixed: fixed, id: hex.EncodeToString(b[:]), key: prefix + "instances"}
 }
 
-// count returns how many limiters share the store, at least 1: WithInstances's
-// n, else the count last read from Redis, else 1.
-func (in *instances) count() int {
+// count returns how many limiters share the store: WithInstances's n, else
+// the count last read from Redis. known is false when neither is there yet
+// (Redis never answered a beat, or refuses it), and then n is 0.
+func (in *instances) count() (n int, known bool) {
 	if in.fixed > 0 {
-		return in.fixed
+		return in.fixed, true
 	}
-	return max(1, int(in.n.Load()))
+	n = int(in.n.Load())
+	return n, n > 0
 }
 
 // due stamps this limiter's id on its own goroutine when a beat is due.
@@ -88,6 +93,27 @@ func (in *instances) due(c redis.UniversalClient, now time.Time) {
 		}
 		in.n.Store(n)
 	}()
+}
+
+// ErrInstancesUnknown is in the Decisions.Cause of FailLocal's denials
+// made because the limiter does not know how many limiters share the
+// store, so that it cannot tell each limit's share: Redis failed before it
+// answered a beat, or refuses the beat, and WithInstances was not given.
+var ErrInstancesUnknown = errors.New("ratelimit: FailLocal denies: the number of instances sharing redis is unknown, so no share of the limit is known; give WithInstances(n) with n at least the fleet's size, or let redis run the instance beat")
+
+// unknownShareLogEvery spaces the logs of FailLocal denying for want of an
+// instance count: an operator must see it, but not once per call.
+const unknownShareLogEvery = time.Minute
+
+// noteUnknownShare logs, at most once per unknownShareLogEvery, that
+// FailLocal denies l's calls because the instance count is unknown.
+func (r *Limiter) noteUnknownShare(l runtime.Limit) {
+	now := mono()
+	last := r.peers.logged.Load()
+	if last != 0 && now-last < int64(unknownShareLogEvery) || !r.peers.logged.CompareAndSwap(last, now) {
+		return
+	}
+	r.logger().Error(ErrInstancesUnknown.Error(), slog.String("limit", l.Name))
 }
 
 // share returns l as FailLocal's fallback decides it among n limiters:

@@ -106,12 +106,17 @@ func WithFallback(l runtime.Limiter) Option {
 // a window that an outage cuts in two, the fleet admits at most
 // Max + n*max(1, Max/n), which is at most 2*Max when n <= Max. A call whose
 // cost exceeds an enforced limit's share is denied; a shadow limit whose
-// share is too small has no room, and denies nothing.
+// share is too small has no room, and denies nothing. An n larger than the
+// fleet only makes the shares smaller.
 //
 // Without it, each limiter stamps its id in Redis (one small script every
 // 10s, in the key prefix+"instances") and counts the limiters of the same
-// prefix seen within 30s; until it has read a count, or where Redis refuses
-// the script, n is 1.
+// prefix seen within 30s, and the bound above holds for the count last
+// read, from one beat after the fleet last grew. Until a limiter has read a
+// count (Redis failed from its start, or refuses the script), FailLocal
+// knows no share and denies every call with an enforced limit, citing
+// ErrInstancesUnknown: the fleet then admits nothing beyond what Redis
+// admitted.
 func WithInstances(n int) Option {
 	return func(c *config) { c.instances = max(0, n) }
 }

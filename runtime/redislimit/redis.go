@@ -343,13 +343,19 @@ func (r *Limiter) checkOnce(key string, budget time.Duration) error {
 // cost cannot admit it, so it is decided without asking: an enforced one
 // denies the call, a shadow one has no room and is not sent. Limits in
 // runtime.ModeOff are not sent either. A call left with nothing to send is
-// admitted.
+// admitted. While the number of limiters is unknown no share is known
+// either: every limit has no room, and the call is denied unless none is
+// enforced, with ErrInstancesUnknown in the Cause.
 func (r *Limiter) decideShare(ctx context.Context, reqs []runtime.Request) (runtime.Decisions, error) {
 	// A copy, so that reqs, which the fallback could keep, stays on the
 	// caller's stack on the path that Redis decides.
 	shared := slices.Clone(reqs)
-	n := r.peers.count()
+	n, known := r.peers.count()
 	ds := runtime.Decisions{Allowed: true, Each: make([]runtime.Decision, len(shared))}
+	if !known {
+		r.noteUnknownShare(reqs[0].Limit)
+		ds.Cause = ErrInstancesUnknown
+	}
 	sent := make([]int, 0, len(shared))
 	for i := range shared {
 		q := &shared[i]
@@ -357,6 +363,11 @@ func (r *Limiter) decideShare(ctx context.Context, reqs []runtime.Request) (runt
 		switch {
 		case q.Limit.Mode == runtime.ModeOff:
 			ds.Each[i] = offVerdict(reqs[i].Limit).decision()
+		case !known:
+			// Redis may answer again before the window ends, so the wait
+			// is until it may be asked again.
+			ds.Each[i] = runtime.Decision{RetryAfter: r.cfg.retryInterval, ResetAfter: q.Limit.Window}
+			ds.Allowed = ds.Allowed && q.Limit.Mode != runtime.ModeEnforce
 		case costOf(*q) > int64(q.Limit.Capacity()):
 			ds.Each[i] = runtime.Decision{RetryAfter: q.Limit.Window, ResetAfter: q.Limit.Window}
 			ds.Allowed = ds.Allowed && q.Limit.Mode != runtime.ModeEnforce

@@ -88,7 +88,7 @@ func TestEmbeddingWrapperAsFallback(t *testing.T) {
 	client := srv.Client(t)
 	fallback := &counting{Limiter: runtime.NewMemoryLimiter()}
 	var degraded atomic.Int64
-	lim := redislimit.New(client, redislimit.WithFallback(fallback), redislimit.WithRetryInterval(time.Hour),
+	lim := redislimit.New(client, redislimit.WithFallback(fallback), redislimit.WithRetryInterval(time.Hour), redislimit.WithInstances(1),
 		redislimit.WithOnDegraded(func(redislimit.DegradedEvent) { degraded.Add(1) }))
 	ctx := context.Background()
 	a := runtime.Limit{Name: "Fallback.A", Window: time.Minute, Max: 3}

@@ -14,6 +14,10 @@
 //   - RetryDelay, in a client, to read how long the server asked it to
 //     wait.
 //
+// A limit per client address keys a call with ratelimithttp.ClientIPKey,
+// given req.Peer().Addr and req.Header().Values: the key HTTP and
+// extra/ratelimitgrpc give the same client, IPv6 by its /64.
+//
 // # Errors
 //
 // A denied call (a *runtime.LimitError) answers resource_exhausted, which

@@ -14,8 +14,9 @@
 //   - RetryDelay, in a client, to read how long the server asked it to
 //     wait.
 //   - NewMethodLimiter, to limit whole methods without code generation,
-//     one runtime.Limit per full method name, per client address (ByPeer),
-//     per metadata entry (ByMetadata) or per any KeyFunc.
+//     one runtime.Limit per full method name, per client address (ByPeer,
+//     keyed as ratelimithttp.ByClientIP keys HTTP requests: IPv6 by its
+//     /64), per metadata entry (ByMetadata) or per any KeyFunc.
 //
 // # Statuses
 //

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
+	"github.com/ratelimitgen/ratelimitgen/ratelimithttp"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
@@ -22,21 +23,30 @@ import (
 // status, so it must not contain the key or anything else private.
 type KeyFunc func(ctx context.Context) (string, error)
 
-// ByPeer keys calls by the IP address of the client's connection, without
-// the port; a peer that is not an IP connection (a Unix socket, an
-// in-memory listener) is keyed by its address's string. Behind a proxy
-// every call has the proxy's address: key by a metadata entry the proxy
-// sets instead (ByMetadata), from proxies you trust only.
-func ByPeer() KeyFunc {
+// ByPeer keys calls by the IP address of the client's connection, as
+// ratelimithttp.ByClientIP keys HTTP requests, with the same options and
+// byte for byte the same keys: IPv4 whole ("192.0.2.1", IPv4-mapped
+// addresses too), IPv6 by its /64 ("2001:db8::/64") unless
+// ratelimithttp.IPv6Prefix says otherwise. Behind a proxy every call has
+// the proxy's address: ratelimithttp.TrustProxyHeader takes the client
+// from a metadata entry such as x-forwarded-for on calls from the proxies
+// it lists only. A peer that is not an IP connection (a Unix socket, an
+// in-memory listener) is keyed by its address's string; a call without a
+// peer is a key error.
+func ByPeer(opts ...ratelimithttp.ClientIPOption) KeyFunc {
+	key := ratelimithttp.ClientIPKey(opts...)
 	return func(ctx context.Context) (string, error) {
 		p, ok := peer.FromContext(ctx)
 		if !ok || p.Addr == nil {
 			return "", errors.New("the rate limit is per client address, and this call has none")
 		}
-		if a, ok := p.Addr.(*net.TCPAddr); ok {
-			return a.IP.String(), nil
+		a, ok := p.Addr.(*net.TCPAddr)
+		if !ok {
+			return p.Addr.String(), nil
 		}
-		return p.Addr.String(), nil
+		return key(a.String(), func(header string) []string {
+			return metadata.ValueFromIncomingContext(ctx, strings.ToLower(header))
+		})
 	}
 }
 

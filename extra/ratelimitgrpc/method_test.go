@@ -29,12 +29,19 @@ var (
 // the interceptors of a MethodLimiter with SendCode and WatchCodes limited.
 func startMethodLimited(t *testing.T, lim runtime.Limiter, key ratelimitgrpc.KeyFunc, send runtime.Limit) verifypb.VerifierClient {
 	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	return serveMethodLimited(t, lis, lim, key, send)
+}
+
+// serveMethodLimited is startMethodLimited on lis, with a client of its
+// own connection.
+func serveMethodLimited(t *testing.T, lis net.Listener, lim runtime.Limiter, key ratelimitgrpc.KeyFunc, send runtime.Limit) verifypb.VerifierClient {
+	t.Helper()
 	ml, err := ratelimitgrpc.NewMethodLimiter(lim, map[string]runtime.Limit{
 		verifypb.Verifier_SendCode_FullMethodName:   send,
 		verifypb.Verifier_WatchCodes_FullMethodName: watchLimit,
 	}, key)
-	require.NoError(t, err)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(ml.Unary()), grpc.ChainStreamInterceptor(ml.Stream()))
 	verifypb.RegisterVerifierServer(srv, codeServer{})

@@ -1,13 +1,14 @@
 package redistest
 
 // ServerOption adjusts how a redis-server is started. Options apply to every
-// node when passed to StartCluster.
+// node when passed to StartCluster, which refuses WithTLS.
 type ServerOption func(*serverConfig)
 
 // serverConfig is what ServerOptions edit.
 type serverConfig struct {
 	extraArgs []string
 	under     []string
+	tls       *Certificates
 }
 
 // WithArgs appends redis-server command-line arguments, for example

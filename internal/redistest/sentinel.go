@@ -581,7 +581,7 @@ func (n *sentinelNode) launch(masterPort int) error {
 			return permanent(fmt.Errorf("sentinel exited before answering PING (%v)", p.err))
 		default:
 		}
-		pid, err := probePID(hostPort(n.port))
+		pid, err := probePID(hostPort(n.port), nil)
 		if err != nil {
 			return fmt.Errorf("not answering PING within %v: %w", startTimeout, err)
 		}
@@ -595,7 +595,7 @@ func (n *sentinelNode) launch(masterPort int) error {
 		return err
 	}
 	n.mu.Lock()
-	n.proc, n.admin = p, newAdminClient(hostPort(n.port), probeTimeout)
+	n.proc, n.admin = p, newAdminClient(hostPort(n.port), probeTimeout, nil)
 	n.mu.Unlock()
 	return nil
 }

@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -54,6 +55,7 @@ type Server struct {
 	dir     string
 	cluster bool
 	args    []string
+	tls     *Certificates // nil without TLS
 	log     logBuffer
 	port    int // fixed by the first successful start
 	id      string
@@ -88,11 +90,15 @@ func newServer(t testing.TB, cluster bool, opts []ServerOption) *Server {
 	for _, opt := range opts {
 		opt(&cfg)
 	}
+	if cluster && cfg.tls != nil {
+		t.Fatalf("redistest: WithTLS is for standalone servers; a cluster's nodes would need tls-cluster and tls-replication too")
+	}
 	s := &Server{
 		bin:     lookBinary(t, "redis-server"),
 		dir:     t.TempDir(),
 		cluster: cluster,
 		args:    cfg.extraArgs,
+		tls:     cfg.tls,
 	}
 	if len(cfg.under) > 0 {
 		s.under = append([]string{lookBinary(t, cfg.under[0])}, cfg.under[1:]...)
@@ -151,14 +157,58 @@ func (s *Server) String() string {
 	return "redis-server " + s.Addr()
 }
 
-// Client returns a new go-redis client for this server with default options,
+// Client returns a new go-redis client for this server with default options
+// (over TLS with the client certificate for a server started WithTLS),
 // closed when the test ends. It keeps working across Stop and Start, as a
 // production client would across a Redis restart.
 func (s *Server) Client(t testing.TB) *redis.Client {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	return s.ClientAs(t, "", "")
+}
+
+// ClientAs is Client for the ACL user name with password (see SetUser);
+// an empty name is the default user.
+func (s *Server) ClientAs(t testing.TB, name, password string) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Username: name, Password: password, TLSConfig: s.clientTLS()})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// URL returns the server's address as a URL for redis.ParseURL:
+// redis://127.0.0.1:port, or rediss:// for a server started WithTLS.
+func (s *Server) URL() string {
+	if s.tls != nil {
+		return "rediss://" + s.Addr()
+	}
+	return "redis://" + s.Addr()
+}
+
+// SetUser runs ACL SETUSER name with rules, such as "on", ">password",
+// "~prefix:*" or "+get", replacing whatever name had before (reset), so
+// that a test states a user's whole ACL.
+func (s *Server) SetUser(t testing.TB, name string, rules ...string) {
+	t.Helper()
+	admin := s.adminClient()
+	if admin == nil {
+		t.Fatalf("redistest: SetUser: %s is not running", s)
+	}
+	args := []any{"ACL", "SETUSER", name, "reset"}
+	for _, r := range rules {
+		args = append(args, r)
+	}
+	if err := admin.Do(context.Background(), args...).Err(); err != nil {
+		t.Fatalf("redistest: SetUser: ACL SETUSER %s on %s: %v", name, s, err)
+	}
+}
+
+// clientTLS returns the TLS configuration of this package's clients, nil
+// for a server without TLS.
+func (s *Server) clientTLS() *tls.Config {
+	if s.tls == nil {
+		return nil
+	}
+	return s.tls.ClientTLS()
 }
 
 // Stop kills the process abruptly (SIGKILL: no shutdown, like a crash or a
@@ -270,8 +320,11 @@ func (s *Server) startOnFreePort(t testing.TB) {
 
 // commandArgs returns redis-server's arguments for a run on port.
 func (s *Server) commandArgs(port int) []string {
-	args := []string{
-		"--port", strconv.Itoa(port),
+	args := []string{"--port", strconv.Itoa(port)}
+	if s.tls != nil {
+		args = s.tls.tlsArgs(strconv.Itoa(port))
+	}
+	args = append(args,
 		"--bind", "127.0.0.1",
 		"--protected-mode", "no",
 		"--dir", s.dir,
@@ -282,7 +335,7 @@ func (s *Server) commandArgs(port int) []string {
 		// Replicas sync at once instead of the master waiting 5s for more
 		// replicas to share the transfer with.
 		"--repl-diskless-sync-delay", "0",
-	}
+	)
 	if s.cluster {
 		args = append(args,
 			"--cluster-enabled", "yes",
@@ -336,7 +389,7 @@ func (s *Server) launch(port int) error {
 		_ = p.kill()
 		return err
 	}
-	admin := newAdminClient(hostPort(port), commandTimeout)
+	admin := newAdminClient(hostPort(port), commandTimeout, s.clientTLS())
 	if s.cluster {
 		id, err := admin.ClusterMyID(context.Background()).Result()
 		if err != nil {
@@ -365,7 +418,7 @@ func (s *Server) awaitReady(p *process, port int, mark int64) error {
 			return permanent(fmt.Errorf("redis-server exited before answering PING (%v)", p.err))
 		default:
 		}
-		pid, err := probePID(hostPort(port))
+		pid, err := probePID(hostPort(port), s.clientTLS())
 		if err != nil {
 			return fmt.Errorf("not answering PING within %v: %w", startTimeout, err)
 		}
@@ -376,17 +429,17 @@ func (s *Server) awaitReady(p *process, port int, mark int64) error {
 	})
 }
 
-// probePID sends PING to addr and returns the answering server's pid. A fresh
+// probePID sends PING to addr (over TLS with tlsConfig, if not nil) and returns the answering server's pid. A fresh
 // client each time keeps a failed attempt from affecting the next one. The
 // plain dial first keeps go-redis from logging every refused connection while
 // the server is still starting.
-func probePID(addr string) (int, error) {
+func probePID(addr string, tlsConfig *tls.Config) (int, error) {
 	conn, err := net.DialTimeout("tcp", addr, probeTimeout)
 	if err != nil {
 		return 0, err
 	}
 	_ = conn.Close()
-	c := newAdminClient(addr, probeTimeout)
+	c := newAdminClient(addr, probeTimeout, tlsConfig)
 	defer c.Close()
 	ctx := context.Background()
 	if err := c.Ping(ctx).Err(); err != nil {

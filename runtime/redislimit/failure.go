@@ -51,6 +51,8 @@ type DegradedEvent struct {
 	Policy FailurePolicy
 	// Err is why Redis did not decide: its error, the timeout, or
 	// ErrCircuitOpen when Redis was not asked because it failed recently.
+	// While Redis refuses the limiter for its configuration, it matches
+	// ErrPermission too, with or without ErrCircuitOpen.
 	Err error
 	// Decision is what the policy decided; zero under FailClosed.
 	Decision runtime.Decision
@@ -60,6 +62,17 @@ type DegradedEvent struct {
 // Redis because it failed less than the retry interval ago, or whose wait
 // for Redis ended when it failed.
 var ErrCircuitOpen = errors.New("ratelimit: redis failed recently; not asked until the retry interval passes")
+
+// circuitOpenError is ErrCircuitOpen for a breaker that a refusal opened
+// (see ErrPermission): it unwraps to the refusal, so that every decision it
+// degrades names what an operator must fix.
+type circuitOpenError struct{ cause error }
+
+func (e *circuitOpenError) Error() string { return ErrCircuitOpen.Error() + ": " + e.cause.Error() }
+
+func (e *circuitOpenError) Unwrap() error { return e.cause }
+
+func (e *circuitOpenError) Is(target error) bool { return target == ErrCircuitOpen }
 
 // unavailableError is FailClosed's error: it matches runtime.ErrUnavailable
 // and unwraps to the cause.
@@ -91,6 +104,17 @@ type breaker struct {
 	// wait on tripped.
 	tripped atomic.Pointer[chan struct{}]
 	onTrip  func()
+	// refused is the error of the decisions it degrades while a refusal
+	// keeps it open; nil otherwise.
+	refused atomic.Pointer[circuitOpenError]
+}
+
+// openErr returns the error of a decision that the open breaker degrades.
+func (b *breaker) openErr() error {
+	if e := b.refused.Load(); e != nil {
+		return e
+	}
+	return ErrCircuitOpen
 }
 
 // allow reports whether this call may ask Redis, and whether it is the
@@ -120,9 +144,15 @@ func (b *breaker) opened() <-chan struct{} {
 }
 
 // record notes the outcome of a call that asked Redis, and reports whether
-// it closed the breaker: Redis answered after a failure.
-func (b *breaker) record(now time.Time, failed, probe bool) (recovered bool) {
+// it closed the breaker: Redis answered after a failure. cause is the
+// failure's error.
+func (b *breaker) record(now time.Time, failed, probe bool, cause error) (recovered bool) {
 	if failed {
+		if errors.Is(cause, ErrPermission) {
+			b.refused.Store(&circuitOpenError{cause: cause})
+		} else {
+			b.refused.Store(nil)
+		}
 		b.openUntil.Store(monoOf(now) + int64(b.interval))
 		if ch := b.tripped.Swap(nil); ch != nil {
 			close(*ch)
@@ -132,6 +162,7 @@ func (b *breaker) record(now time.Time, failed, probe bool) (recovered bool) {
 		}
 	} else if b.openUntil.Load() != 0 {
 		recovered = b.openUntil.Swap(0) != 0
+		b.refused.Store(nil)
 	}
 	b.release(probe)
 	return recovered

@@ -28,14 +28,18 @@ const (
 
 // instanceScript stamps ARGV[1] in KEYS[1] at Redis's time, forgets the
 // ids older than ARGV[2] ms, and returns how many remain.
-var instanceScript = redis.NewScript(`
+var instanceScript = redis.NewScript(instanceSrc)
+
+// instanceSrc is instanceScript's source, to which a refusal inside it is
+// traced (see scriptCommand).
+const instanceSrc = `
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 redis.call('ZADD', KEYS[1], now, ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[2]))
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return redis.call('ZCARD', KEYS[1])
-`)
+`
 
 // instances knows how many limiters share the store.
 type instances struct {
@@ -49,6 +53,9 @@ type instances struct {
 	running atomic.Bool
 	// logged is when (mono) noteUnknownShare last logged; 0 if never.
 	logged atomic.Int64
+	// onError, if set, is told of each error reply to a beat, so that
+	// refusals are logged (see ErrPermission).
+	onError func(error)
 }
 
 func newInstances(prefix string, fixed int) *instances {
@@ -84,6 +91,9 @@ func (in *instances) due(c redis.UniversalClient, now time.Time) {
 		case errors.As(err, &refused):
 			// Redis refuses the script (an ACL, say): the count stays as
 			// last read, and the beat is not tried again before its time.
+			if in.onError != nil {
+				in.onError(err)
+			}
 			return
 		case err != nil:
 			// Redis did not answer; the breaker deals with that. The

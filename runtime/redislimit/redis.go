@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	goruntime "runtime"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -65,6 +65,9 @@ type Limiter struct {
 	direct *redis.Client
 	// deny remembers Redis's denials (see WithDenyCache); nil when off.
 	deny *denyCache
+	// refusals spaces the logs of Redis refusing the limiter (see
+	// ErrPermission).
+	refusals refusalLog
 }
 
 // New returns a Limiter backed by c, which may be a *redis.Client, a
@@ -83,6 +86,7 @@ func New(c redis.UniversalClient, opts ...Option) *Limiter {
 	}
 	r.breaker.interval = cfg.retryInterval
 	r.peers = newInstances(cfg.prefix, cfg.instances)
+	r.peers.onError = func(err error) { _ = r.refused(err, slog.String("in", "instance beat")) }
 	switch c := c.(type) {
 	case *redis.Client:
 		r.readsFollowCtx = c.Options().ContextTimeoutEnabled
@@ -184,7 +188,7 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	}
 	send, probe := r.breaker.allow(start)
 	if !send {
-		return r.degrade(ctx, reqs, ErrCircuitOpen)
+		return r.degrade(ctx, reqs, r.breaker.openErr())
 	}
 	r.settings.due(r, start, reqs[0].Limit)
 	r.peers.due(r.client, start)
@@ -198,7 +202,7 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	committed, err := r.run(ctx, start, &d, groups)
 	r.deny.remember(reqs, vs, err, asked)
 	if err == nil {
-		if r.breaker.record(start, false, probe) {
+		if r.breaker.record(start, false, probe, nil) {
 			// Redis is back: check its configuration again, it may be
 			// a different server now.
 			r.settings.reset()
@@ -219,6 +223,7 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	switch {
 	case errors.Is(err, errTripped):
 		r.breaker.release(probe)
+		err = r.breaker.openErr()
 	case errors.As(err, &silent) && !silent.noConn && (silent.paused || !probe),
 		errors.As(err, &silent) && silent.noConn && silent.paused:
 		// One wait that Redis left unanswered is not evidence of an
@@ -230,8 +235,9 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 		r.breaker.release(probe)
 		r.check(d.asks[groups[0][0]].key, silent.w.budget)
 	default:
+		err = r.refused(err, slog.String("limit", reqs[0].Limit.Name))
 		trip := tripsBreaker(err)
-		r.breaker.record(time.Now(), trip, probe)
+		r.breaker.record(time.Now(), trip, probe, err)
 		if trip {
 			r.reloadTopology()
 		}
@@ -294,12 +300,6 @@ func (r *Limiter) noteAnswer(sent time.Time, err error) {
 	}
 }
 
-// isRedisError reports whether err is an error reply of Redis's.
-func isRedisError(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr)
-}
-
 // check asks Redis for something cheap on the node that holds key, unless
 // a check is running, and opens the breaker if Redis answers neither
 // within budget nor with a reply: a check of Redis itself, after a wait
@@ -318,7 +318,7 @@ func (r *Limiter) check(key string, budget time.Duration) {
 			case isPaused(err):
 				continue
 			case err != nil && tripsBreaker(err):
-				r.breaker.record(time.Now(), true, false)
+				r.breaker.record(time.Now(), true, false, r.refused(err))
 				r.reloadTopology()
 			}
 			return
@@ -751,40 +751,4 @@ type roundTrip struct {
 	res  []int64
 	err  error
 	done chan struct{}
-}
-
-// tripsBreaker reports whether err suggests Redis itself cannot decide, as
-// opposed to a problem with one key or one script (a key of another type,
-// say), which should not send every other key to the fallback. Only those
-// are spared: connection, authentication, protocol, OOM, LOADING, READONLY
-// and CLUSTERDOWN errors, timeouts and anything unknown trip the breaker.
-func tripsBreaker(err error) bool {
-	var rerr redis.Error
-	if !errors.As(err, &rerr) {
-		return true
-	}
-	msg := rerr.Error()
-	for _, code := range serverWideErrors {
-		if strings.Contains(msg, code) {
-			return true
-		}
-	}
-	return !strings.HasPrefix(msg, "WRONGTYPE") && !isScriptError(msg)
-}
-
-// serverWideErrors are the error codes that concern the server rather than
-// a key. Redis 6 wraps a failing command inside a script as
-// "ERR Error running script ...: -OOM ...", so they are matched anywhere in
-// the message.
-var serverWideErrors = []string{
-	"OOM ", "LOADING ", "READONLY ", "CLUSTERDOWN ", "MASTERDOWN ", "NOAUTH ",
-	"NOPERM ", "BUSY ", "MISCONF ", "NOREPLICAS ", "TRYAGAIN ", "unauthenticated",
-}
-
-// isScriptError reports whether msg is an error raised while the script ran
-// (by Redis 6 or 7, or by the script itself), not a refusal to run it.
-func isScriptError(msg string) bool {
-	return strings.HasPrefix(msg, "ERR") &&
-		(strings.Contains(msg, "user_script") || strings.Contains(msg, "Error running script") ||
-			strings.HasPrefix(msg, "ERR ratelimit:"))
 }

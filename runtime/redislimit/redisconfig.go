@@ -139,12 +139,8 @@ func evictionFinding(ctx context.Context, c redis.UniversalClient) (finding erro
 // this client for good: an ACL without the command, or the command renamed
 // away, as managed Redis services do.
 func configRefused(err error) bool {
-	var rerr redis.Error
-	if !errors.As(err, &rerr) {
-		return false
-	}
-	msg := rerr.Error()
-	return strings.HasPrefix(msg, "NOPERM") || strings.Contains(msg, "unknown command")
+	ref := refusalOf(err, "")
+	return ref != nil && strings.HasPrefix(ref.missing, "command ")
 }
 
 // logger returns the limiter's logger: WithLogger's, or slog's default at

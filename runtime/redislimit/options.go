@@ -24,6 +24,9 @@ type config struct {
 	batching      bool
 	denyCache     int
 	instances     int
+	// keyHash stores keys hashed (WithHashedKeys); nil stores them as
+	// they are.
+	keyHash *keyHasher
 }
 
 const (
@@ -145,10 +148,12 @@ func WithOnDegraded(f func(DegradedEvent)) Option {
 	return func(c *config) { c.onDegraded = f }
 }
 
-// WithLogger sets where a Limiter logs what an operator must fix, such
-// as a Redis that may evict its keys (see ErrEvictionRisk); each finding is
-// logged once, at level Warn. The default is slog.Default() at the time of
-// logging.
+// WithLogger sets where a Limiter logs what an operator must fix: a Redis
+// that may evict its keys (ErrEvictionRisk), logged once per finding at
+// level Warn; a Redis that refuses the limiter a command or key
+// (ErrPermission), and FailLocal denying for want of an instance count
+// (ErrInstancesUnknown), logged at level Error, once per cause and then at
+// most once a minute. The default is slog.Default() at the time of logging.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) { c.logger = l }
 }
@@ -186,4 +191,34 @@ func WithBatching(on bool) Option {
 // first when the cache is full.
 func WithDenyCache(maxBytes int) Option {
 	return func(c *config) { c.denyCache = max(0, maxBytes) }
+}
+
+// WithHashedKeys stores each key in Redis as a keyed hash, so that no key
+// (an e-mail address, an API key, a client address) appears in Redis: not
+// in its keys (SCAN, RDB and AOF files), the refund markers, nor any
+// command it runs or logs (MONITOR, SLOWLOG). A key is stored as the first
+// 128 bits of HMAC-SHA256(secret, key), 22 bytes of unpadded base64url;
+// limit names stay in the clear. Among n keys, two share a count with
+// probability below n²/2^129 (2^-65 for 2^32 keys), and then each is denied
+// early, never admitted beyond its Max; without the secret, no one can pick
+// keys that share a count.
+//
+// The price: a count can no longer be found by its key with SCAN, only by
+// recomputing the hash (docs/redis.md shows how). Every limiter that shares
+// the counts needs the same secret; a different secret, or none, keeps
+// counts of its own, so changing the secret, or turning hashing on or off,
+// resets every count: each key may admit Max again.
+//
+// secret must hold at least 32 bytes, such as 32 random ones; it is
+// copied. New panics on a shorter one, which is a mistake of wiring (an
+// unset variable, commonly) that must not start a limiter that would store
+// keys in the clear or under a guessable hash.
+func WithHashedKeys(secret []byte) Option {
+	h, err := newKeyHasher(secret)
+	return func(c *config) {
+		if err != nil {
+			panic(err)
+		}
+		c.keyHash = h
+	}
 }

@@ -516,7 +516,7 @@ func (r *Limiter) groups(reqs []runtime.Request) [][]int {
 	byTag := map[string][]int{}
 	var tags []string
 	for _, i := range all {
-		tag := string(appendTag(nil, reqs[i].Key))
+		tag := r.slotTag(reqs[i].Key)
 		if _, ok := byTag[tag]; !ok {
 			tags = append(tags, tag)
 		}
@@ -667,6 +667,9 @@ func (r *Limiter) storageKey(l runtime.Limit, key string) string {
 	// Build in a stack buffer when the key is short, so the string is the
 	// only allocation.
 	var stack [256]byte
+	if h := r.cfg.keyHash; h != nil {
+		return string(appendHashedStorageKey(stack[:0], h, r.cfg.prefix, specOf(l).tag, l.Name, key))
+	}
 	return string(appendStorageKey(stack[:0], r.cfg.prefix, specOf(l).tag, l.Name, key))
 }
 

@@ -30,6 +30,38 @@ func appendStorageKey(b []byte, prefix, algo, name, key string) []byte {
 	return appendEncoded(b, key)
 }
 
+// appendHashedStorageKey appends the storage key of (algo, name, key)
+// under prefix when h stores keys hashed (see WithHashedKeys):
+//
+//	prefix "{" tag "}" algo enc(name) "~" hk
+//
+// where hk is h's hash of key and tag the hash tag of hk, so that every
+// limit on the same key still lands on the same slot. hk has a fixed
+// length, and "~" keeps these keys apart from the clear ones, so distinct
+// (algo, name, hk) never share a storage key either.
+func appendHashedStorageKey(b []byte, h *keyHasher, prefix, algo, name, key string) []byte {
+	var hk [hashedKeyLen]byte
+	h.appendHashed(hk[:0], key)
+	b = append(b, prefix...)
+	b = append(b, '{')
+	b = appendTag(b, string(hk[:]))
+	b = append(b, '}')
+	b = append(b, algo...)
+	b = appendEncoded(b, name)
+	b = append(b, '~')
+	return append(b, hk[:]...)
+}
+
+// slotTag returns the hash tag of key's storage keys.
+func (r *Limiter) slotTag(key string) string {
+	var tag [tagLen]byte
+	if h := r.cfg.keyHash; h != nil {
+		var hk [hashedKeyLen]byte
+		return string(appendTag(tag[:0], string(h.appendHashed(hk[:0], key))))
+	}
+	return string(appendTag(tag[:0], key))
+}
+
 func appendEncoded(b []byte, s string) []byte {
 	if len(s) > maxLiteralLen {
 		sum := sha256.Sum256([]byte(s))

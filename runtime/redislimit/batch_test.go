@@ -215,7 +215,7 @@ func TestBatchFailureFollowsPolicy(t *testing.T) {
 		policy := tc.policy
 		t.Run(fmt.Sprintf("%v/deadline=%v", policy, tc.deadline), func(t *testing.T) {
 			events := &degradedLog{}
-			lim := New(srv.Client(t), WithFailurePolicy(policy), WithTimeout(200*time.Millisecond),
+			lim := New(srv.Client(t), WithFailurePolicy(policy), WithTimeout(200*time.Millisecond), WithInstances(1),
 				WithRetryInterval(50*time.Millisecond), WithOnDegraded(events.record))
 			_, err := lim.Allow(context.Background(), l, "warm")
 			require.NoError(t, err)

@@ -304,7 +304,7 @@ func testClusterFailover(t *testing.T, c *redistest.Cluster, client *redis.Clust
 func testClusterCrashedMaster(t *testing.T, c *redistest.Cluster, client *redis.ClusterClient) {
 	clock := newFakeClock()
 	events := &degradedLog{}
-	lim := New(client, WithClock(clock.Now), WithRetryInterval(10*time.Millisecond),
+	lim := New(client, WithClock(clock.Now), WithRetryInterval(10*time.Millisecond), WithInstances(1),
 		WithOnDegraded(events.record))
 	l := runtime.Limit{Name: "cluster.crash", Window: time.Minute, Max: 1000}
 	const key = "crash@example.com"

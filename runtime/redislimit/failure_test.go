@@ -119,7 +119,7 @@ func TestFailurePolicies(t *testing.T) {
 	run("FailLocal is the default and enforces Max per window locally", func(t *testing.T) {
 		clock := newFakeClock()
 		events := &degradedLog{}
-		lim := New(client, WithClock(clock.Now), WithRetryInterval(10*time.Millisecond),
+		lim := New(client, WithClock(clock.Now), WithRetryInterval(10*time.Millisecond), WithInstances(1),
 			WithOnDegraded(events.record))
 		l := runtime.Limit{Name: "failure.local", Window: time.Minute, Max: 3}
 

@@ -216,7 +216,7 @@ func TestObserverSeesWhyRedisDidNotDecide(t *testing.T) {
 			var logs bytes.Buffer
 			log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			lim := runtime.Operate(New(srv.Client(t), WithFailurePolicy(tc.policy),
-				WithTimeout(2*time.Second), WithRetryInterval(time.Hour)),
+				WithTimeout(2*time.Second), WithRetryInterval(time.Hour), WithInstances(1)),
 				runtime.WithObserver(rec), runtime.WithObserver(runtime.NewLogObserver(log)))
 			l := runtime.Limit{Name: "degraded.cause", Window: time.Minute, Max: 5}
 			req := runtime.Request{Limit: l, Key: "carol@example.com"}

@@ -127,7 +127,7 @@ func testSentinelCrashedMaster(t *testing.T) {
 	// A timeout above the default so that, on a busy machine, the healthy
 	// decisions below are surely Redis's; a dead master still costs a
 	// caller at most this long.
-	lim := New(client, WithClock(clock.Now), WithTimeout(time.Second),
+	lim := New(client, WithClock(clock.Now), WithTimeout(time.Second), WithInstances(1),
 		WithRetryInterval(10*time.Millisecond), WithOnDegraded(events.record))
 	l := runtime.Limit{Name: "sentinel.crash", Window: time.Minute, Max: 3}
 	const key = "bob@example.com"

@@ -55,6 +55,17 @@ type contender struct {
 // a long timeout are no longer needed for honesty: the check is what keeps
 // it. extra options come after the check; withClock makes the limiter read
 // the instance's clock instead of Redis TIME.
+// limitMax is the Max of ratelimitgen's limit for a spec's max under
+// algo: max, but at most runtime.MaxSlidingLog for a sliding log, which
+// refuses more because its Redis time grows with Max. On the hot key its
+// sliding logs then deny most calls, as admitted/op shows.
+func limitMax(algo runtime.Algorithm, max int) int {
+	if algo == runtime.SlidingLog {
+		return min(max, runtime.MaxSlidingLog)
+	}
+	return max
+}
+
 func ratelimitgen(algo runtime.Algorithm, withClock bool, extra ...redislimit.Option) func(*redis.Client, spec, func() time.Time) (decideFunc, error) {
 	return func(c *redis.Client, s spec, now func() time.Time) (decideFunc, error) {
 		var degraded atomic.Int64
@@ -68,7 +79,7 @@ func ratelimitgen(algo runtime.Algorithm, withClock bool, extra ...redislimit.Op
 		}
 		opts = append(opts, extra...)
 		lim := redislimit.New(c, opts...)
-		l := runtime.Limit{Name: "bench", Window: s.window, Max: s.max, Algorithm: algo}
+		l := runtime.Limit{Name: "bench", Window: s.window, Max: limitMax(algo, s.max), Algorithm: algo}
 		if err := l.Validate(); err != nil {
 			return nil, err
 		}

@@ -33,7 +33,7 @@ type localDecideFunc func(ctx context.Context, key string) bool
 func memoryLimiter(algo runtime.Algorithm) func(spec) (localDecideFunc, func()) {
 	return func(s spec) (localDecideFunc, func()) {
 		lim := runtime.NewMemoryLimiter()
-		l := runtime.Limit{Name: "bench", Window: s.window, Max: s.max, Algorithm: algo}
+		l := runtime.Limit{Name: "bench", Window: s.window, Max: limitMax(algo, s.max), Algorithm: algo}
 		if err := l.Validate(); err != nil {
 			panic(err)
 		}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 )
 
@@ -16,8 +17,9 @@ const (
 	// SlidingLog is exact: a call of cost n is admitted only if at most
 	// Max-n units were admitted in (now-Window, now], so no span of length
 	// Window ever holds more than Max. It stores every admitted unit, so
-	// its memory grows with Max; above a Max of about 128, SlidingWindow
-	// costs far less.
+	// its memory and a call's Redis time grow with Max and cost: Max is at
+	// most MaxSlidingLog, and above a Max of about 128 SlidingWindow costs
+	// far less.
 	SlidingLog Algorithm = "sliding-log"
 
 	// SlidingWindow approximates SlidingLog in constant memory, erring
@@ -95,29 +97,52 @@ func (l Limit) Capacity() int {
 	return l.Max
 }
 
-// maxExact bounds the numbers the algorithms compute with, so that Lua's
-// doubles hold them exactly and both backends decide alike.
+// MaxUnits is the largest Max and Burst of any Limit, and so the largest
+// cost: 2^52. Every count an algorithm forms stays at most 2^53, which a
+// Redis script's Lua numbers (doubles) hold exactly, so both backends
+// decide alike. For a limit that never denies, use ModeOff, not a huge Max.
+const MaxUnits int64 = maxExact
+
+// MaxSlidingLog is the largest Max of a SlidingLog limit, and so its
+// largest cost. A sliding log in Redis adds one sorted-set member per unit
+// admitted and removes one per unit that stopped counting, so a call's
+// Redis time grows with its cost: at this bound the worst call, of cost
+// Max on a full log whose every entry has expired, changes 2,000 members
+// in under 1 ms of Redis time (Redis 7.0, 2 vCPUs), and a key takes about
+// 118 to 128 KB. SlidingWindow has no such bound.
+const MaxSlidingLog = 1000
+
+// maxExact bounds every number the algorithms compute with, counts and
+// times (µs ahead of now) alike, so that Lua's doubles hold the sums they
+// form exactly. Times are absolute in the scripts, so the bound holds
+// while now is below 2^52 µs after the Unix epoch (the year 2112).
 const maxExact = 1 << 52
 
 func validateAlgorithm(l Limit) error {
 	if _, ok := memAlgoOf(l.Algorithm); !ok {
 		return fmt.Errorf("ratelimit: limit %q has unknown Algorithm %q", l.Name, l.Algorithm)
 	}
-	if l.Burst < 0 {
+	switch {
+	case l.Burst < 0:
 		return fmt.Errorf("ratelimit: limit %q has Burst %d; it must be 0 (meaning Max) or positive", l.Name, l.Burst)
+	case int64(l.Burst) > MaxUnits:
+		return fmt.Errorf("ratelimit: limit %q has Burst %d; it can be at most 2^52 (%d), the largest count both backends keep exactly", l.Name, l.Burst, MaxUnits)
+	case l.algorithm() == SlidingLog && l.Max > MaxSlidingLog:
+		return fmt.Errorf("ratelimit: sliding-log limit %q has Max %d; a sliding log stores every unit, so it can be at most %d, which bounds one call's Redis time; use SlidingWindow (algo=sliding-window: never over Max, constant memory) for larger limits", l.Name, l.Max, MaxSlidingLog)
+	case l.algorithm() == TokenBucket && l.Window.Microseconds() > maxExact/int64(l.burst()):
+		return fmt.Errorf("ratelimit: token-bucket limit %q: Window %v times Burst %d is too large to count exactly (at most 2^52 µs); use a shorter window or a smaller burst", l.Name, l.Window, l.burst())
 	}
-	if l.algorithm() == TokenBucket && l.Window.Microseconds() > maxExact/int64(l.burst()) {
-		return fmt.Errorf("ratelimit: token-bucket limit %q: Window %v times Burst %d is too large to count exactly; use a shorter window or a smaller burst", l.Name, l.Window, l.burst())
-	}
-	if wait := longestWait(l); wait > maxExact {
-		return fmt.Errorf("ratelimit: limit %q: a wait of up to %d µs (about %d years) is too long to count exactly; use a shorter Window", l.Name, wait, wait/(365*24*3600*1_000_000))
+	if span := longestSpan(l); span > maxExact {
+		return fmt.Errorf("ratelimit: limit %q: Window %v makes it count times up to %d µs (about %d years) ahead, beyond the 2^52 µs it counts exactly; use a shorter Window", l.Name, l.Window, span, span/(365*24*3600*1_000_000))
 	}
 	return nil
 }
 
-// longestWait is the longest RetryAfter or ResetAfter l can produce, in µs,
-// saturating instead of overflowing.
-func longestWait(l Limit) int64 {
+// longestSpan is the longest span ahead of now, in µs, that l's arithmetic
+// forms, saturating instead of overflowing: the longest RetryAfter or
+// ResetAfter, except for GCRA, which adds a call's cost to an arrival time
+// up to its tolerance ahead before comparing, so twice its tolerance.
+func longestSpan(l Limit) int64 {
 	w := l.Window.Microseconds()
 	switch l.algorithm() {
 	case SlidingWindow:
@@ -125,10 +150,10 @@ func longestWait(l Limit) int64 {
 		return (swBuckets + 1) * b
 	case GCRA:
 		interval := ceilDiv(w, int64(l.Max))
-		if interval > maxExact/int64(l.burst()) {
-			return maxExact + 1
+		if interval > math.MaxInt64/2/int64(l.burst()) {
+			return math.MaxInt64
 		}
-		return int64(l.burst()) * interval
+		return 2 * int64(l.burst()) * interval
 	case TokenBucket:
 		return ceilDiv(w*int64(l.burst()), int64(l.Max))
 	}

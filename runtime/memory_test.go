@@ -345,6 +345,9 @@ func TestMemoryAllowDoesNotAllocate(t *testing.T) {
 	long := strings.Repeat("k", 4*maxLiteralLen)
 	for _, algo := range Algorithms() {
 		for _, max := range []int{3, 1 << 20} {
+			if algo == SlidingLog {
+				max = min(max, MaxSlidingLog)
+			}
 			l := Limit{Name: "alloc", Window: time.Minute, Max: max, Algorithm: algo}
 			ll := Limit{Name: long, Window: time.Minute, Max: max, Algorithm: algo}
 			for _, c := range []struct {
@@ -444,7 +447,7 @@ func TestMemoryHotKeyIsExact(t *testing.T) {
 			clock := newFakeClock()
 			lim := NewMemoryLimiter(WithClock(clock.Now))
 			l := Limit{Name: "hot", Window: time.Hour, Max: 200, Algorithm: algo}
-			roomy := Limit{Name: "roomy", Window: time.Hour, Max: 1 << 20}
+			roomy := Limit{Name: "roomy", Window: time.Hour, Max: 1 << 20, Algorithm: SlidingWindow}
 			var wg sync.WaitGroup
 			var mu sync.Mutex
 			allowed, decided := 0, 0

@@ -71,14 +71,16 @@ func checkRequest(l Limit, n int64) error {
 // conservative: false only means that checkRequest must look closer.
 //
 // The one check that needs arithmetic is that no number an algorithm
-// computes exceeds maxExact. All of them are at most about Window (µs)
-// times max(Max, Burst), so a product of fewer than 52 bits passes:
-// Window × Burst for the token bucket's level, Burst intervals of at most
-// Window each for GCRA, 11 buckets of Window/10 for the sliding window.
+// computes exceeds maxExact. All of them are at most twice Window (µs)
+// times max(Max, Burst), so a product of at most 51 bits passes: Window ×
+// Burst for the token bucket's level, twice Burst intervals of at most
+// Window each for GCRA, 11 buckets of Window/10 for the sliding window;
+// and so do Max and Burst, each below MaxUnits.
 func plainRequest(l Limit, n int64) (memAlgo, params, bool) {
 	algo, ok := memAlgoOf(l.Algorithm)
 	w := l.Window.Microseconds()
-	if !ok || l.Name == "" || w < 1 || l.Max < 1 || l.Burst < 0 || n < 1 || l.Mode > ModeOff {
+	if !ok || l.Name == "" || w < 1 || l.Max < 1 || l.Burst < 0 || n < 1 || l.Mode > ModeOff ||
+		algo == memSlidingLog && l.Max > MaxSlidingLog {
 		return 0, params{}, false
 	}
 	burst := l.Max
@@ -89,7 +91,7 @@ func plainRequest(l Limit, n int64) (memAlgo, params, bool) {
 	if algo == memTokenBucket || algo == memGCRA {
 		capacity = burst
 	}
-	if n > int64(capacity) || bits.Len64(uint64(w))+bits.Len64(uint64(max(l.Max, burst))) > 52 {
+	if n > int64(capacity) || bits.Len64(uint64(w))+bits.Len64(uint64(max(l.Max, burst))) > 51 {
 		return 0, params{}, false
 	}
 	return algo, params{window: w, max: int64(l.Max), burst: int64(burst), cost: n}, true

@@ -82,7 +82,7 @@ func BenchmarkObserve(b *testing.B) {
 // runtime.Operate, without an observer and with this one on the SDK, so
 // that the difference is what the metrics add to a decision.
 func BenchmarkOperate(b *testing.B) {
-	l := runtime.Limit{Name: "Bench", Window: time.Second, Max: 1 << 30}
+	l := runtime.Limit{Name: "Bench", Window: time.Second, Max: 1 << 30, Algorithm: runtime.GCRA}
 	run := func(b *testing.B, lim runtime.Limiter) {
 		ctx := context.Background()
 		req := runtime.Request{Limit: l, Key: "k"}

@@ -127,7 +127,9 @@ func appendUniform(nums []byte, a *ask, nows func(i int) int64, calls int) []byt
 }
 
 // uniformVerdict reads one call's numbers of a uniform script call's reply:
-// remaining*2 + allowed, retry and reset.
+// remaining*2 + allowed, retry and reset. The script forms remaining*2 +
+// allowed as a double, exact because remaining is below the limit's
+// capacity, at most runtime.MaxUnits (2^52), so the sum is below 2^53.
 func uniformVerdict(f []int64) verdict {
 	return verdict{ok: f[0]&1 == 1, remaining: f[0] >> 1, retry: f[1], reset: f[2]}
 }

@@ -9,12 +9,15 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 // A batcher lets concurrent decisions share round trips. A decision that
 // finds fewer than maxInFlight round trips under way goes at once, alone;
 // one that finds them all busy joins a queue, and the next round trip to
-// end takes the whole queue (up to maxBatch limits) in one go. No timer
+// end takes the whole queue (up to maxBatch limits, and maxBatchLogUnits
+// units of sliding logs after its first call) in one go. No timer
 // holds a decision back, so a lone caller's latency is what it was, and the
 // busier the limiter, the larger the batches.
 //
@@ -59,7 +62,26 @@ const (
 	maxBatch = 128
 	// inlineLimits is how many limits a call holds without allocating.
 	inlineLimits = 2
+	// maxBatchLogUnits bounds the units of sliding-log limits a batch
+	// carries beyond its first call: a sliding log's Redis time grows
+	// with its cost (see runtime.MaxSlidingLog), so a batch of calls of
+	// the largest cost would hold Redis maxBatch times as long as one.
+	maxBatchLogUnits = runtime.MaxSlidingLog
 )
+
+// slidingLogCode is the sliding log's code in the script's input.
+var slidingLogCode = algoSpecs[runtime.SlidingLog].code
+
+// logUnits returns the units c's sliding-log limits ask for.
+func (c *call) logUnits() int64 {
+	var n int64
+	for _, i := range c.idx {
+		if a := &c.d.asks[i]; a.code&^shadowFlag == slidingLogCode {
+			n += a.cost
+		}
+	}
+	return n
+}
 
 // A call is one decision whose requests share a slot, from the caller that
 // waits for it to the round trip that carries it. It holds its own copy
@@ -392,9 +414,15 @@ func (b *batcher) take(slot int) []*call {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for len(b.queue) > 0 {
-		n, limits := 0, 0
-		for n < len(b.queue) && (n == 0 || limits+len(b.queue[n].idx) <= maxBatch) {
-			limits += len(b.queue[n].idx)
+		n, limits, units := 0, 0, int64(0)
+		for n < len(b.queue) {
+			c := b.queue[n]
+			u := c.logUnits()
+			if n > 0 && (limits+len(c.idx) > maxBatch || units+u > maxBatchLogUnits) {
+				break
+			}
+			limits += len(c.idx)
+			units += u
 			n++
 		}
 		batch := make([]*call, 0, n)

@@ -18,7 +18,7 @@ import (
 
 func BenchmarkMemoryAllow(b *testing.B) {
 	lim := runtime.NewMemoryLimiter()
-	l := runtime.Limit{Name: "bench", Window: time.Second, Max: 1 << 30}
+	l := runtime.Limit{Name: "bench", Window: time.Second, Max: 1 << 30, Algorithm: runtime.GCRA}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {

@@ -1,9 +1,12 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -30,19 +33,40 @@ type Override struct {
 // WatchFile replace the whole set at once; a decision reads one set,
 // never a mix of two.
 //
+// Told the process's limits (AddLimits), it refuses a set that would make
+// any of them invalid, and names the overrides that match none of them
+// (Unmatched).
+//
 // An overridden limit keeps its counts: raising or lowering Max takes effect
 // on the next call of every key, against the admissions already recorded.
 // A denial cached by runtime/redislimit holds only for the values it was
 // decided with, so a change is never answered from a stale denial.
 type Overrides struct {
 	cur atomic.Pointer[map[string]Override]
+	// mu orders the changes (Set, the loads, AddLimits) and guards known:
+	// a set is checked against the limits known when it is put in force.
+	mu sync.Mutex
+	// known holds the limits told by AddLimits, by Limit.Name, each with
+	// the largest cost its calls use.
+	known map[string][]Request
 }
 
 // Set replaces the overrides in force with m, keyed by Limit.Name. It
 // returns an error, and changes nothing, if an override has a negative
-// field, a Window under 1µs or an unknown Mode. A nil or empty m removes
-// every override.
+// field, a Window under 1µs or an unknown Mode, or would make a limit
+// told by AddLimits invalid (see AddLimits). A name that matches no such
+// limit is no error (see Unmatched). A nil or empty m removes every
+// override.
 func (o *Overrides) Set(m map[string]Override) error {
+	if err := o.set(m); err != nil {
+		return fmt.Errorf("ratelimit: overrides refused, those in force stay: %w", err)
+	}
+	return nil
+}
+
+// set is Set without the prefix of its errors, for the loads to add their
+// own.
+func (o *Overrides) set(m map[string]Override) error {
 	if err := validateOverrides(m); err != nil {
 		return err
 	}
@@ -54,18 +78,79 @@ func (o *Overrides) Set(m map[string]Override) error {
 		}
 		c[name] = ov
 	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if err := checkOverridden(c, o.known); err != nil {
+		return err
+	}
 	o.cur.Store(&c)
 	return nil
 }
 
-func validateOverrides(m map[string]Override) error {
-	names := make([]string, 0, len(m))
-	for name := range m {
-		names = append(names, name)
+// AddLimits tells o limits that the process decides, as a generated
+// package's RateLimits() returns them: each a Request whose Cost is the
+// largest constant cost its calls use (0 for 1, or when each call computes
+// it), whose Key is ignored, and whose Limit has a Max of 0 where each call
+// computes it. From then on, Set, LoadFile and WatchFile refuse whole a set
+// of overrides under which runtime.Validate would refuse one of these
+// requests, as it would then refuse every such call. A Max computed per
+// call and not overridden passes if the cost or MaxUnits as Max would.
+//
+// AddLimits returns an error, and adds nothing, if a request has no Name
+// or a negative Cost, or if the overrides in force would make one of reqs
+// invalid.
+func (o *Overrides) AddLimits(reqs ...Request) error {
+	added := make(map[string][]Request, len(reqs))
+	for _, r := range reqs {
+		switch {
+		case r.Limit.Name == "":
+			return fmt.Errorf("ratelimit: AddLimits was given a limit without a Name; overrides find limits by Name, so set Limit.Name")
+		case r.Cost < 0:
+			return fmt.Errorf("ratelimit: AddLimits was given limit %q with Cost %d; give the largest cost its calls use, or 0 for one unit", r.Limit.Name, r.Cost)
+		}
+		added[r.Limit.Name] = append(added[r.Limit.Name], Request{Limit: r.Limit, Cost: r.Cost})
 	}
-	sort.Strings(names)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if cur := o.cur.Load(); cur != nil {
+		if err := checkOverridden(*cur, added); err != nil {
+			return fmt.Errorf("ratelimit: AddLimits refused, as the overrides in force would break a limit: %w", err)
+		}
+	}
+	if o.known == nil {
+		o.known = make(map[string][]Request, len(added))
+	}
+	for name, rs := range added {
+		o.known[name] = append(o.known[name], rs...)
+	}
+	return nil
+}
+
+// Unmatched returns, sorted, the names of the overrides in force that
+// match no limit told by AddLimits (every name, until it is called). Such
+// an override changes no limit AddLimits was told of: its name is often a
+// typo, or a limit since renamed, so a caller should report it (see
+// WatchFile).
+func (o *Overrides) Unmatched() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	cur := o.cur.Load()
+	if cur == nil {
+		return nil
+	}
+	var out []string
+	for name := range *cur {
+		if _, ok := o.known[name]; !ok {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func validateOverrides(m map[string]Override) error {
 	var problems []string
-	for _, name := range names {
+	for _, name := range sortedNames(m) {
 		ov := m[name]
 		switch {
 		case name == "":
@@ -81,9 +166,76 @@ func validateOverrides(m map[string]Override) error {
 		}
 	}
 	if len(problems) > 0 {
-		return fmt.Errorf("ratelimit: invalid overrides: %s", strings.Join(problems, "; "))
+		return errors.New(strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// checkOverridden returns an error naming each override of m that would
+// make one of the known limits invalid (see AddLimits).
+func checkOverridden(m map[string]Override, known map[string][]Request) error {
+	var problems []string
+	for _, name := range sortedNames(m) {
+		for _, r := range known[name] {
+			if err := validateOverridden(r, m[name]); err != nil {
+				msg := strings.TrimSuffix(strings.TrimPrefix(err.Error(), "ratelimit: "), ": "+ErrInvalidCost.Error())
+				problems = append(problems, fmt.Sprintf("%q: its calls would fail: %s", name, msg))
+				break
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%s; correct or remove the override", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// validateOverridden validates r with ov applied. When r's Max is computed
+// per call (0) and ov leaves it so, it tries the two values that let the
+// most limits through: the smallest Max that admits r's cost, which keeps
+// a Burst that defaults to Max small, and the largest, which makes a
+// Burst of its own span the least time; the error is the first one's.
+func validateOverridden(r Request, ov Override) error {
+	r.Limit = ov.applyTo(r.Limit)
+	if r.Limit.Max != 0 {
+		return Validate(r)
+	}
+	r.Limit.Max = int(min(r.cost(), math.MaxInt))
+	err := Validate(r)
+	if err == nil {
+		return nil
+	}
+	r.Limit.Max = min(maxExact, math.MaxInt)
+	if Validate(r) == nil {
+		return nil
+	}
+	return err
+}
+
+func sortedNames(m map[string]Override) []string {
+	names := make([]string, 0, len(m))
+	for name := range m {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// applyTo returns l with ov's fields in place of its own.
+func (ov Override) applyTo(l Limit) Limit {
+	if ov.Max > 0 {
+		l.Max = ov.Max
+	}
+	if ov.Window > 0 {
+		l.Window = ov.Window
+	}
+	if ov.Burst > 0 {
+		l.Burst = ov.Burst
+	}
+	if ov.Mode != nil {
+		l.Mode = *ov.Mode
+	}
+	return l
 }
 
 // apply returns reqs with the overrides in force applied, copying reqs only
@@ -102,19 +254,7 @@ func (o *Overrides) apply(reqs []Request) []Request {
 		if out == nil {
 			out = append(make([]Request, 0, len(reqs)), reqs...)
 		}
-		l := &out[i].Limit
-		if ov.Max > 0 {
-			l.Max = ov.Max
-		}
-		if ov.Window > 0 {
-			l.Window = ov.Window
-		}
-		if ov.Burst > 0 {
-			l.Burst = ov.Burst
-		}
-		if ov.Mode != nil {
-			l.Mode = *ov.Mode
-		}
+		out[i].Limit = ov.applyTo(r.Limit)
 	}
 	if out == nil {
 		return reqs

@@ -24,28 +24,30 @@ import (
 //	}
 //
 // Window is a Go duration ("30s", "1m"); mode is "enforce", "shadow" or
-// "off". An unknown member, a zero or negative number, or an invalid value
-// is an error naming it, and leaves the overrides in force unchanged.
+// "off". An unknown member, a zero or negative number, an invalid value,
+// or an override that would make a limit told by AddLimits invalid is an
+// error naming it, and leaves the overrides in force unchanged, as Set
+// does. A name that matches no such limit is no error: see Unmatched.
 func (o *Overrides) LoadFile(path string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("ratelimit: reading overrides: %w", err)
 	}
-	m, err := parseOverrides(b)
-	if err != nil {
-		return fmt.Errorf("ratelimit: overrides file %s: %w", path, err)
-	}
-	return o.Set(m)
+	return o.loadBytes(path, b)
 }
 
 // WatchFile loads path as LoadFile does, then checks it every interval
 // until ctx is done, in a goroutine of its own, and loads it again whenever
 // its contents change. It returns the first load's error, and then watches
-// nothing. A later file that cannot be read or is invalid leaves the last
+// nothing. A later file that cannot be read or is refused leaves the last
 // good overrides in force; report, if not nil, is called after each reload
 // with its outcome: nil when the new contents are in force, the error
 // otherwise. A file replaced by renaming another over it, as editors and
 // Kubernetes ConfigMaps do, is seen like one edited in place.
+//
+// A name that matches no limit told by AddLimits does not refuse a file:
+// to report such names, call Unmatched once WatchFile returns and in
+// report when it is given nil.
 func (o *Overrides) WatchFile(ctx context.Context, path string, interval time.Duration, report func(error)) error {
 	if interval <= 0 {
 		return fmt.Errorf("ratelimit: watching overrides: interval %v must be positive", interval)
@@ -101,11 +103,11 @@ func (o *Overrides) watch(ctx context.Context, path string, interval time.Durati
 
 func (o *Overrides) loadBytes(path string, b []byte) error {
 	m, err := parseOverrides(b)
-	if err != nil {
-		return fmt.Errorf("ratelimit: overrides file %s: %w", path, err)
+	if err == nil {
+		err = o.set(m)
 	}
-	if err := o.Set(m); err != nil {
-		return fmt.Errorf("ratelimit: overrides file %s: %w", path, err)
+	if err != nil {
+		return fmt.Errorf("ratelimit: overrides file %s refused, the overrides in force stay: %w", path, err)
 	}
 	return nil
 }

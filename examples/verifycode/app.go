@@ -112,22 +112,38 @@ func newMetrics() *ratelimitprom.Observer {
 
 // newOverrides returns the overrides of limits in force: none, or those of
 // cfg.overridesFile, which is read again within a second of every change
-// until ctx ends. A file refused at start-up stops the program; one
-// refused later is logged, and the last good one stays in force.
+// until ctx ends. They are checked against the limits of notify, so a file
+// that would make a limit fail its calls is refused; one refused at
+// start-up stops the program, one refused later is logged, and the last
+// good one stays in force. An override whose name matches no limit of
+// notify changes nothing and is logged as a warning.
 func newOverrides(ctx context.Context, cfg config) (*runtime.Overrides, error) {
 	o := new(runtime.Overrides)
+	if err := o.AddLimits(notify.RateLimits()...); err != nil {
+		return nil, err
+	}
 	if cfg.overridesFile == "" {
 		return o, nil
 	}
 	log := newLogger(cfg)
+	warnUnmatched := func() {
+		if names := o.Unmatched(); len(names) > 0 {
+			log.Warn("rate-limit overrides name no limit of this program, so they change nothing", "file", cfg.overridesFile, "names", names)
+		}
+	}
 	err := o.WatchFile(ctx, cfg.overridesFile, time.Second, func(err error) {
 		if err != nil {
 			log.Error("rate-limit overrides refused; the last good ones stay in force", "err", err)
 			return
 		}
 		log.Info("rate-limit overrides reloaded", "file", cfg.overridesFile)
+		warnUnmatched()
 	})
-	return o, err
+	if err != nil {
+		return nil, err
+	}
+	warnUnmatched()
+	return o, nil
 }
 
 // newLimiter returns the limiter that every rate-limited method shares.

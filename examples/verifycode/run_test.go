@@ -159,8 +159,9 @@ func startServing(t *testing.T, cfg config) *serving {
 }
 
 // TestOverridesFile: the limits follow the -overrides file while the
-// program runs: a higher Max at start-up, then shadow mode after an edit,
-// and a malformed edit leaves the last good file in force.
+// program runs: a higher Max at start-up, then shadow mode after an edit;
+// a malformed edit, and one that would break the limit, leave the last
+// good file in force; a misspelt name is logged.
 func TestOverridesFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "overrides.json")
 	write := func(contents string) {
@@ -193,6 +194,22 @@ func TestOverridesFile(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(errLog.String(), "max 0 must be at least 1") },
 		30*time.Second, 10*time.Millisecond)
 	require.Equal(t, http.StatusOK, send().StatusCode, "the last good file stays in force")
+
+	// A file that parses but would make every call of the limit fail is
+	// refused too, checked against notify.RateLimits().
+	write(`{"limits": {"CodeService.SendCode": {"window": "2000000h"}}}`)
+	require.Eventually(t, func() bool { return strings.Contains(errLog.String(), `CodeService.SendCode\": its calls would fail`) },
+		30*time.Second, 10*time.Millisecond, "log: %s", errLog)
+	require.Equal(t, http.StatusOK, send().StatusCode, "the last good file stays in force")
+
+	// A name that matches no limit is in force, changing nothing, and is
+	// logged: the limit is enforced again, at its Max of 3.
+	write(`{"limits": {"CodeService.SendCod": {"mode": "off"}}}`)
+	require.Eventually(t, func() bool {
+		return strings.Contains(errLog.String(), `rate-limit overrides name no limit of this program, so they change nothing`) &&
+			strings.Contains(errLog.String(), `names=[CodeService.SendCod]`)
+	}, 30*time.Second, 10*time.Millisecond, "log: %s", errLog)
+	require.Equal(t, http.StatusTooManyRequests, send().StatusCode)
 
 	require.NoError(t, srv.stop())
 }

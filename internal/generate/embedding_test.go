@@ -158,8 +158,8 @@ func TestVerifyCatchesUnlimited(t *testing.T) {
 	}
 	got := list.Format(mod)
 	for _, want := range []string{
-		`outer/ratelimit_gen.go:49:30: RateLimitedCatalog.Read does not enforce the limit "shop/base.Store.Read" of the directive at base/base.go:6:2`,
-		"outer/ratelimit_gen.go:59:6: RateLimitedShop does not override Audit, which the directive at base/base.go:12:1 limits: the method is promoted unlimited",
+		`outer/ratelimit_gen.go:62:30: RateLimitedCatalog.Read does not enforce the limit "shop/base.Store.Read" of the directive at base/base.go:6:2`,
+		"outer/ratelimit_gen.go:72:6: RateLimitedShop does not override Audit, which the directive at base/base.go:12:1 limits: the method is promoted unlimited",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("Verify:\n%s\nlacks %q", got, want)

@@ -160,6 +160,9 @@ func (e *emitter) render(c constraint.Expr) ([]byte, error) {
 		}
 		e.f.Var().Defs(defs...)
 	}
+	if c == nil {
+		e.limitsFuncDecl()
+	}
 
 	for _, w := range e.wrappers {
 		e.wrapper(w)
@@ -189,6 +192,7 @@ func (e *emitter) reserveNames() {
 		e.file.reserve(w.name)
 		e.file.reserve(w.ctor)
 	}
+	e.file.reserve(limitsFunc)
 	e.user = e.file.child()
 	for _, w := range e.wrappers {
 		reserveTypeParams(e.user, w.named.TypeParams())

@@ -48,6 +48,7 @@ func TestE2EWaitRedis(t *testing.T)                   { runE2E(t, "TestWaitRedis
 func TestE2EEmbeddingWrapper(t *testing.T)            { runE2E(t, "TestEmbeddingWrapper") }
 func TestE2EEmbedAcrossMemory(t *testing.T)           { runE2E(t, "TestEmbedAcrossMemory") }
 func TestE2EEmbedAcrossRedis(t *testing.T)            { runE2E(t, "TestEmbedAcrossRedis") }
+func TestE2EOverridesOfGeneratedLimits(t *testing.T)  { runE2E(t, "TestOverridesOfGeneratedLimits") }
 
 // TestE2EListComplete fails when a test of testdata/e2e has no TestE2E
 // test here, or one here names a test that is gone.

@@ -230,6 +230,9 @@ func buildWrappers(m *pkgModel, index *limitIndex, ds *diagnostics) {
 		w.constraint = andAll(exprs)
 		m.wrappers = append(m.wrappers, w)
 	}
+	if obj := pkg.Types.Scope().Lookup(limitsFunc); obj != nil && m.declaresLimitsFunc() {
+		ds.errorf(pkg.Fset.Position(obj.Pos()), "cannot generate %s, which returns the package's limits for runtime.Overrides.AddLimits: the package already declares %s here; rename it", limitsFunc, limitsFunc)
+	}
 }
 
 // countDirectives counts the comments of file that start with the
@@ -453,9 +456,10 @@ func windowNickname(w time.Duration) string {
 
 // checkLimitValues checks what only the options together decide: that a
 // constant cost can ever be admitted and that the runtime accepts the
-// limit. It also warns about a sliding log too large for Redis's compact
-// encoding. What depends on a max computed per call is left to the
-// runtime, which validates each call. It returns false on errors.
+// limit, a sliding log's max included (runtime.MaxSlidingLog). It also
+// warns about a sliding log too large for Redis's compact encoding. What
+// depends on a max computed per call is left to the runtime, which
+// validates each call. It returns false on errors.
 func checkLimitValues(l *limit, d *directive, ds *diagnostics) bool {
 	ok := true
 	capacity := l.capacity()
@@ -476,7 +480,19 @@ func checkLimitValues(l *limit, d *directive, ds *diagnostics) bool {
 		case capacityKnown && (!exact || c > int64(capacity)):
 			ds.errorf(pos, "%s is more than the limit's capacity of %d (%s): such a call could never be admitted", subject, capacity, capacityWords(l))
 			ok = false
+		case l.algorithm() == runtime.SlidingLog && (!exact || c > runtime.MaxSlidingLog):
+			ds.errorf(pos, "%s is more than a sliding log's largest max, %d, so such a call could never be admitted; use algo=sliding-window (constant memory, never over max) for larger costs", subject, runtime.MaxSlidingLog)
+			ok = false
 		}
+	}
+	if !l.perCallMax() && l.algorithm() == runtime.SlidingLog && l.max > runtime.MaxSlidingLog {
+		opt, _ := d.parsed.Lookup("max")
+		subject := "max=" + opt.Value
+		if v := fmt.Sprint(l.max); strings.ReplaceAll(opt.Value, "_", "") != v {
+			subject += " (" + v + ")"
+		}
+		ds.errorf(opt.ValuePos, "%s is too large for a sliding log, which stores every admission: it can be at most %d, so that no call holds Redis for long (the largest call adds and removes %d entries); use algo=sliding-window (constant memory, never over max)", subject, runtime.MaxSlidingLog, 2*runtime.MaxSlidingLog)
+		return false
 	}
 	if ok && !l.perCallMax() {
 		if pos, msg := invalidLimit(l, d); msg != "" {
@@ -647,8 +663,27 @@ func upperFirst(s string) string {
 // while loading) is not an error.
 func (m *pkgModel) generatedNames() []string {
 	var out []string
+	if m.declaresLimitsFunc() {
+		out = append(out, limitsFunc)
+	}
 	for _, w := range m.wrappers {
 		out = append(out, w.name, w.ctor)
 	}
 	return out
+}
+
+// declaresLimitsFunc reports whether the generated files of m include the
+// unconstrained one, which declares the limits function (see
+// emitPackage): m has wrappers, and a wrapper or limit that is under no
+// build constraint.
+func (m *pkgModel) declaresLimitsFunc() bool {
+	if len(m.wrappers) == 0 {
+		return false
+	}
+	if len(m.foreign) > 0 ||
+		slices.ContainsFunc(m.wrappers, func(w *wrapper) bool { return w.constraint == nil }) ||
+		slices.ContainsFunc(m.limits, func(l *limit) bool { return l.constraint == nil }) {
+		return true
+	}
+	return false
 }

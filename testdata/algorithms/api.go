@@ -39,6 +39,6 @@ type API interface {
 	//ratelimit:key=user window=1h max=129
 	Big(ctx context.Context, user string) error
 
-	//ratelimit:key=user algo=sliding-log max=100_000 window=24h
+	//ratelimit:key=user algo=sliding-log max=1_000 window=24h
 	Huge(ctx context.Context, user string) error
 }

@@ -68,7 +68,7 @@ func (l *recordingLimiter) Decide(ctx context.Context, reqs ...runtime.Request) 
 func TestPlansLimitOfEachCall(t *testing.T) {
 	lim := &recordingLimiter{}
 	r := NewRateLimitedReports(&reportCalls{}, lim)
-	for _, q := range []Quota{{Tenant: "a", Max: 7}, {Tenant: "b", Max: 1 << 20}} {
+	for _, q := range []Quota{{Tenant: "a", Max: 7}, {Tenant: "b", Max: runtime.MaxSlidingLog}} {
 		if err := r.Export(context.Background(), q); err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +76,7 @@ func TestPlansLimitOfEachCall(t *testing.T) {
 	if len(lim.reqs) != 2 {
 		t.Fatalf("the limiter was asked about %d requests; want 2", len(lim.reqs))
 	}
-	for i, want := range []int{7, 1 << 20} {
+	for i, want := range []int{7, runtime.MaxSlidingLog} {
 		l := lim.reqs[i].Limit
 		if l.Max != want || l.Name != here+"Reports.Export" {
 			t.Errorf("request %d has limit %#v; want %sReports.Export with Max %d", i, l, here, want)
@@ -84,6 +84,11 @@ func TestPlansLimitOfEachCall(t *testing.T) {
 	}
 	if limitReportsExport.Max != 0 || limitReportsExport.Mode != runtime.ModeShadow {
 		t.Errorf("limitReportsExport = %#v; want no Max (a call must not change the package's limit) and runtime.ModeShadow", limitReportsExport)
+	}
+	// A Max beyond what the limit's algorithm takes, a sliding log's here,
+	// is the limiter's error, even in shadow mode.
+	if err := r.Export(context.Background(), Quota{Tenant: "c", Max: runtime.MaxSlidingLog + 1}); err == nil || errors.Is(err, runtime.ErrLimited) {
+		t.Errorf("Export with Max %d returned %v; want the limiter's error", runtime.MaxSlidingLog+1, err)
 	}
 }
 

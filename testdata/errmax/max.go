@@ -57,3 +57,48 @@ type Bucket interface {
 
 // small is a constant max.
 const small = 5
+
+// bigLog is a constant max beyond a sliding log's bound.
+const bigLog = 5000
+
+// Logs are sliding logs (the default algorithm) beyond the largest max a
+// sliding log takes, which bounds one call's Redis time.
+type Logs interface {
+	//ratelimit:window=1h max=100_000
+	Huge(ctx context.Context) error
+
+	//ratelimit:window=1h max=1001 algo=sliding-log
+	JustOver(ctx context.Context) error
+
+	//ratelimit:window=1h max=bigLog
+	Named(ctx context.Context) error
+
+	// With a max computed per call, a constant cost is still bounded.
+	//
+	//ratelimit:window=1h max=q.Max cost=1001
+	Pour(ctx context.Context, q Quota) error
+
+	// At the bound: a warning about Redis memory, no error.
+	//
+	//ratelimit:window=1h max=1000
+	AtBound(ctx context.Context) error
+}
+
+// Windows are too long for their algorithm to count exactly.
+type Windows interface {
+	// 148 years: beyond every algorithm's bound.
+	//
+	//ratelimit:window=1300000h max=10 algo=fixed-window
+	Fixed(ctx context.Context) error
+
+	// 137 years: within a fixed window's bound, beyond a sliding window's.
+	//
+	//ratelimit:window=1200000h max=10 algo=sliding-window
+	Sliding(ctx context.Context) error
+
+	// 100 years at 1000 per window: GCRA adds up to twice its tolerance
+	// (the window) to an arrival time.
+	//
+	//ratelimit:window=876000h max=1000 algo=gcra
+	Meter(ctx context.Context) error
+}

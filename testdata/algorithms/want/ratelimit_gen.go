@@ -21,8 +21,26 @@ var (
 	limitAPIMeter         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Meter", Window: time.Second, Max: 5, Algorithm: runtime.GCRA, Burst: 1}
 	limitAPIMeterDefault  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.MeterDefault", Window: 10 * time.Minute, Max: 600, Algorithm: runtime.GCRA}
 	limitAPIBig           = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Big", Window: time.Hour, Max: 129}
-	limitAPIHuge          = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Huge", Window: 24 * time.Hour, Max: 100000}
+	limitAPIHuge          = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Huge", Window: 24 * time.Hour, Max: 1000}
 )
+
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitAPILog},
+		{Limit: limitAPIWindow},
+		{Limit: limitAPIFixed},
+		{Limit: limitAPIBucket},
+		{Limit: limitAPIBucketDefault},
+		{Limit: limitAPIMeter},
+		{Limit: limitAPIMeterDefault},
+		{Limit: limitAPIBig},
+		{Limit: limitAPIHuge},
+	}
+}
 
 // RateLimitedAPI wraps a API: each limited method calls the wrapped one only
 // once [runtime.Enforce] admits the call, and returns its error otherwise.
@@ -81,7 +99,7 @@ func (r *RateLimitedAPI) Fixed(ctx context.Context, user string) error {
 
 // Huge calls the wrapped Huge if
 // "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Huge" admits
-// it: 100000 per 24h, keyed by user.
+// it: 1000 per 24h, keyed by user.
 func (r *RateLimitedAPI) Huge(ctx context.Context, user string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPIHuge, Key: user}); err != nil {
 		return err

@@ -19,6 +19,18 @@ var (
 	limitTeamsJoin   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/aliasimport.Teams.Join", Window: time.Minute, Max: 5}
 )
 
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitUsersInvite},
+		{Limit: limitUsersTag},
+		{Limit: limitTeamsJoin},
+	}
+}
+
 // RateLimitedUsers wraps a Users: each limited method calls the wrapped one
 // only once [runtime.Enforce] admits the call, and returns its error
 // otherwise.

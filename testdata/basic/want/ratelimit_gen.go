@@ -16,6 +16,16 @@ var (
 	limitNotifierSendCode = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/basic.Notifier.SendCode", Window: time.Minute, Max: 3}
 )
 
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitNotifierSendCode},
+	}
+}
+
 // RateLimitedNotifier wraps a Notifier: each limited method calls the wrapped
 // one only once [runtime.Enforce] admits the call, and returns its error
 // otherwise.

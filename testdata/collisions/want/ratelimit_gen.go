@@ -24,6 +24,23 @@ var (
 	limitBoxPut              = runtime1.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/collisions.Box.Put", Window: time1.Second, Max: 1}
 )
 
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime1.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime1.Request {
+	return []runtime1.Request{
+		{Limit: limitServiceDo1},
+		{Limit: limitServiceAgain},
+		{Limit: limitServiceWhen},
+		{Limit: limitServiceStr},
+		{Limit: limitServiceMulti},
+		{Limit: limitServiceMultiHourly1},
+		{Limit: limitServiceOne},
+		{Limit: limitBoxPut},
+	}
+}
+
 // RateLimitedService wraps a Service: each limited method calls the wrapped
 // one only once [runtime1.Enforce] admits the call, and returns its error
 // otherwise.

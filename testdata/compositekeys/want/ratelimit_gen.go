@@ -26,6 +26,24 @@ var (
 	limitAccountsZone    = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/compositekeys.Accounts.Zone", Window: time.Minute, Max: 5}
 )
 
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitAccountsUpdate},
+		{Limit: limitAccountsMove},
+		{Limit: limitAccountsUpgrade},
+		{Limit: limitAccountsCount},
+		{Limit: limitAccountsSeq},
+		{Limit: limitAccountsAdmin},
+		{Limit: limitAccountsRaw},
+		{Limit: limitAccountsTenant},
+		{Limit: limitAccountsZone},
+	}
+}
+
 // RateLimitedAccounts wraps a Accounts: each limited method calls the wrapped
 // one only once [runtime.Enforce] admits the call, and returns its error
 // otherwise.

@@ -17,6 +17,17 @@ var (
 	limitMailerCount = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/concrete.Mailer.Count", Window: time.Second, Max: 10}
 )
 
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitMailerSend},
+		{Limit: limitMailerCount},
+	}
+}
+
 // RateLimitedMailer embeds a *Mailer, overriding each limited method to call
 // the Mailer's only once [runtime.Enforce] admits the call and return its
 // error otherwise.

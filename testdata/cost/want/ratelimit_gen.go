@@ -25,6 +25,24 @@ var (
 	limitMeterRecord  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/cost.Meter.Record", Window: time.Second, Max: 64, Algorithm: runtime.SlidingWindow}
 )
 
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitBatcherSend},
+		{Limit: limitBatcherStore},
+		{Limit: limitBatcherParts},
+		{Limit: limitBatcherSmall},
+		{Limit: limitBatcherHeavy, Cost: weight},
+		{Limit: limitBatcherTyped, Cost: int64(units)},
+		{Limit: limitBatcherCount},
+		{Limit: limitQueuePush},
+		{Limit: limitMeterRecord},
+	}
+}
+
 // RateLimitedBatcher wraps a Batcher: each limited method calls the wrapped
 // one only once [runtime.Enforce] admits the call, and returns its error
 // otherwise.

@@ -41,6 +41,7 @@ var (
 	limitOutboundMulti      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Multi", Window: 50 * time.Millisecond, Max: 1}
 	limitOutboundMultiTotal = runtime.Limit{Name: "Outbound.Multi.total", Window: time.Hour, Max: 100}
 	limitCacheGet           = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Cache.Get", Window: time.Minute, Max: 2}
+	limitExportsRun         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Exports.Run", Window: time.Minute, Max: 12, Algorithm: runtime.TokenBucket}
 	// limitReportsRun's Max is set by each call, to PlanLimit(ctx).
 	limitReportsRun = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Reports.Run", Window: time.Minute}
 	// limitReportsExport's Max is set by each call, to q.Max.
@@ -52,6 +53,51 @@ var (
 	limitServiceGet    = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/orders.Service.Get", Window: time.Minute, Max: 2}
 	limitServiceGet1   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices.Service.Get", Window: time.Minute, Max: 2}
 )
+
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitCatalogLookup},
+		{Limit: limitShopBuy},
+		{Limit: limitIndexFind},
+		{Limit: limitMemoForget},
+		{Limit: limitLotCount},
+		{Limit: limitDeskOpen},
+		{Limit: limitCounterTally},
+		{Limit: limitNotifierSendCode},
+		{Limit: limitNotifierLookup},
+		{Limit: limitNotifierCharge},
+		{Limit: limitAlertsPage},
+		{Limit: limitAlertsPageHourly},
+		{Limit: limitAlertsDigest},
+		{Limit: limitAlertsUpload},
+		{Limit: limitAlertsAdjust},
+		{Limit: limitAlertsBulk},
+		{Limit: limitAlertsBulkTotal},
+		{Limit: limitSlotsBook},
+		{Limit: limitSlotsBookRoom},
+		{Limit: limitTenants},
+		{Limit: limitTenantsGet},
+		{Limit: limitOutboundCall},
+		{Limit: limitOutboundShort},
+		{Limit: limitOutboundLong},
+		{Limit: limitOutboundMulti},
+		{Limit: limitOutboundMultiTotal},
+		{Limit: limitCacheGet},
+		{Limit: limitExportsRun, Cost: exportCost},
+		{Limit: limitReportsRun},
+		{Limit: limitReportsExport},
+		{Limit: limitStoreRead},
+		{Limit: limitAuditorAudit},
+		{Limit: limitCacheGet1},
+		{Limit: limitPoolTake},
+		{Limit: limitServiceGet},
+		{Limit: limitServiceGet1},
+	}
+}
 
 // RateLimitedCatalog wraps a Catalog: each limited method calls the wrapped
 // one only once [runtime.Enforce] admits the call, and returns its error
@@ -603,6 +649,32 @@ func (r *RateLimitedCache[V]) Get(ctx context.Context, key string) (V, error) {
 		return zero, err
 	}
 	return r.next.Get(ctx, key)
+}
+
+// RateLimitedExports wraps a Exports: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
+type RateLimitedExports struct {
+	next    Exports
+	limiter runtime.Limiter
+}
+
+var _ Exports = (*RateLimitedExports)(nil)
+
+// NewRateLimitedExports returns a RateLimitedExports that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedExports(next Exports, limiter runtime.Limiter) *RateLimitedExports {
+	return &RateLimitedExports{next: next, limiter: limiter}
+}
+
+// Run calls the wrapped Run if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Exports.Run" admits it: 12
+// per 1m, token-bucket, keyed by tenant, at a cost of exportCost.
+func (r *RateLimitedExports) Run(ctx context.Context, tenant string) error {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitExportsRun, Key: tenant, Cost: exportCost}); err != nil {
+		return err
+	}
+	return r.next.Run(ctx, tenant)
 }
 
 // RateLimitedReports wraps a Reports: each limited method calls the wrapped

@@ -31,6 +31,31 @@ var (
 	limitMetered        = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedacross/base.Metered", Window: time.Minute, Max: 2}
 )
 
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitCatalogLookup},
+		{Limit: limitShopBuy},
+		{Limit: limitIndexFind},
+		{Limit: limitNamesReset},
+		{Limit: limitMemoForget},
+		{Limit: limitLotCount},
+		{Limit: limitDeskOpen},
+		{Limit: limitCounterTally},
+		{Limit: limitArchiveRestore},
+		{Limit: limitProbeCheck},
+		{Limit: limitStoreRead},
+		{Limit: limitAuditorAudit},
+		{Limit: limitAuditorTrace},
+		{Limit: limitCacheGet},
+		{Limit: limitPoolTake},
+		{Limit: limitMetered},
+	}
+}
+
 // RateLimitedCatalog wraps a Catalog: each limited method calls the wrapped
 // one only once [runtime.Enforce] admits the call, and returns its error
 // otherwise.

@@ -22,6 +22,21 @@ var (
 	limitTenanted   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Tenanted", Window: time.Minute, Max: 10}
 )
 
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitLocalPing},
+		{Limit: limitCounted},
+		{Limit: limitFront},
+		{Limit: limitServiceGet},
+		{Limit: limitStoreLoad},
+		{Limit: limitTenanted},
+	}
+}
+
 // RateLimitedLocal wraps a Local: each limited method calls the wrapped one
 // only once [runtime.Enforce] admits the call, and returns its error
 // otherwise.

@@ -21,6 +21,20 @@ var (
 	limitCounterSum = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/generic.Counter.Sum", Window: time.Second, Max: 1}
 )
 
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitStoreGet},
+		{Limit: limitStorePut},
+		{Limit: limitStoreTake},
+		{Limit: limitCounterAdd},
+		{Limit: limitCounterSum},
+	}
+}
+
 // RateLimitedStore wraps a Store: each limited method calls the wrapped one
 // only once [runtime.Enforce] admits the call, and returns its error
 // otherwise.

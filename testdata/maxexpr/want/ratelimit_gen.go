@@ -36,6 +36,28 @@ var (
 	limitSharedGet = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/maxexpr.Shared.Get", Window: time.Minute, Max: int(units)}
 )
 
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitTenantsQuery},
+		{Limit: limitTenantsSearch},
+		{Limit: limitTenantsBatch},
+		{Limit: limitTenantsExport},
+		{Limit: limitTenantsExportHourly},
+		{Limit: limitTenantsExportGlobal},
+		{Limit: limitTenantsImport},
+		{Limit: limitTenantsImportGlobal},
+		{Limit: limitTenantsDefault},
+		{Limit: limitStore},
+		{Limit: limitQueuePush},
+		{Limit: limitShared},
+		{Limit: limitSharedGet},
+	}
+}
+
 // RateLimitedTenants wraps a Tenants: each limited method calls the wrapped
 // one only once [runtime.Enforce] admits the call ([runtime.Wait] if it
 // waits), and returns its error otherwise.

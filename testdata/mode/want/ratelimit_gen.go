@@ -19,6 +19,19 @@ var (
 	limitIndex              = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/mode.Index", Window: time.Second, Max: 500, Algorithm: runtime.GCRA, Burst: 50, Mode: runtime.ModeShadow}
 )
 
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitSearchQuery},
+		{Limit: limitSearchSuggest},
+		{Limit: limitSearchSuggestDaily},
+		{Limit: limitIndex},
+	}
+}
+
 // RateLimitedSearch wraps a Search: each limited method calls the wrapped one
 // only once [runtime.Enforce] admits the call, and returns its error
 // otherwise.

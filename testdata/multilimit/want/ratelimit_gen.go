@@ -27,6 +27,26 @@ var (
 	limitWorkerBatchTotal                = runtime.Limit{Name: "Worker.Batch.total", Window: time.Second, Max: 500, Algorithm: runtime.SlidingWindow}
 )
 
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitNotifierSendCode},
+		{Limit: limitNotifierSendCodeDaily},
+		{Limit: limitNotifierBroadcast},
+		{Limit: limitNotifierBroadcastBroadcastTotal},
+		{Limit: limitNotifierBroadcastPerRecipient},
+		{Limit: limitNotifierCharge, Cost: 2},
+		{Limit: limitNotifierChargeBytes},
+		{Limit: limitWorkerRun},
+		{Limit: limitWorkerRunMinute},
+		{Limit: limitWorkerBatch},
+		{Limit: limitWorkerBatchTotal},
+	}
+}
+
 // RateLimitedNotifier wraps a Notifier: each limited method calls the wrapped
 // one only once [runtime.Enforce] admits the call, and returns its error
 // otherwise.

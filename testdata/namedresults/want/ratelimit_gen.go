@@ -19,6 +19,17 @@ var (
 	limitDirectoryEntries = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/namedresults.Directory.Entries", Window: time.Minute, Max: 30}
 )
 
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitDirectoryLookup},
+		{Limit: limitDirectoryEntries},
+	}
+}
+
 // RateLimitedDirectory wraps a Directory: each limited method calls the
 // wrapped one only once [runtime.Enforce] admits the call, and returns its
 // error otherwise.

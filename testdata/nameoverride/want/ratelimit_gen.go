@@ -17,6 +17,17 @@ var (
 	limitLoginCode     = runtime.Limit{Name: "login.password", Window: 15 * time.Minute, Max: 5}
 )
 
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitLoginPassword},
+		{Limit: limitLoginCode},
+	}
+}
+
 // RateLimitedLogin wraps a Login: each limited method calls the wrapped one
 // only once [runtime.Enforce] admits the call, and returns its error
 // otherwise.

@@ -18,6 +18,18 @@ var (
 	limitJobsTick  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/nocontext.Jobs.Tick", Window: time.Second, Max: 1}
 )
 
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitJobsRun},
+		{Limit: limitJobsLater},
+		{Limit: limitJobsTick},
+	}
+}
+
 // RateLimitedJobs wraps a Jobs: each limited method calls the wrapped one only
 // once [runtime.Enforce] admits the call, and returns its error otherwise.
 type RateLimitedJobs struct {

@@ -20,6 +20,20 @@ var (
 	limitGlobalMicro  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/nokey.Global.Micro", Window: 250 * time.Microsecond, Max: 1}
 )
 
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitGlobalPing},
+		{Limit: limitGlobalSlow},
+		{Limit: limitGlobalHourly},
+		{Limit: limitGlobalNinety},
+		{Limit: limitGlobalMicro},
+	}
+}
+
 // RateLimitedGlobal wraps a Global: each limited method calls the wrapped one
 // only once [runtime.Enforce] admits the call, and returns its error
 // otherwise.

@@ -28,6 +28,24 @@ var (
 	limitAccountsPlanDaily = runtime.Limit{Name: "Accounts.Plan.daily", Window: time.Hour}
 )
 
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitAccountsAdmin},
+		{Limit: limitAccountsInvite},
+		{Limit: limitAccountsRename},
+		{Limit: limitAccountsMove},
+		{Limit: limitAccountsCopy},
+		{Limit: limitAccountsQuota},
+		{Limit: limitAccountsQuotaDaily},
+		{Limit: limitAccountsPlan},
+		{Limit: limitAccountsPlanDaily},
+	}
+}
+
 // RateLimitedAccounts wraps a Accounts: each limited method calls the wrapped
 // one only once [runtime.Enforce] admits the call, and returns its error
 // otherwise.

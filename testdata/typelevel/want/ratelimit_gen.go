@@ -21,6 +21,20 @@ var (
 	limitFolded          = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/typelevel.Folded", Window: time.Minute, Max: 10}
 )
 
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitStore},
+		{Limit: limitStoreGet},
+		{Limit: limitClient},
+		{Limit: limitClientPerTenant},
+		{Limit: limitFolded},
+	}
+}
+
 // RateLimitedStore wraps a Store: each limited method calls the wrapped one
 // only once [runtime.Enforce] admits the call, and returns its error
 // otherwise.

@@ -16,6 +16,16 @@ var (
 	limitGeoLookup = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/valuerecv.Geo.Lookup", Window: 500 * time.Millisecond, Max: 2}
 )
 
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitGeoLookup},
+	}
+}
+
 // RateLimitedGeo embeds a Geo, overriding each limited method to call the
 // Geo's only once [runtime.Enforce] admits the call and return its error
 // otherwise.

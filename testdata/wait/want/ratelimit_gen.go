@@ -19,6 +19,19 @@ var (
 	limitClientNoContext  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/wait.Client.NoContext", Window: time.Second, Max: 1}
 )
 
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitClientCall},
+		{Limit: limitClientFetch},
+		{Limit: limitClientFetchTotal},
+		{Limit: limitClientNoContext},
+	}
+}
+
 // RateLimitedClient wraps a Client: each limited method calls the wrapped one
 // only once [runtime.Enforce] admits the call ([runtime.Wait] if it waits),
 // and returns its error otherwise.

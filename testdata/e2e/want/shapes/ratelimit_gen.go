@@ -19,6 +19,19 @@ var (
 	limitPoolTake     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Pool.Take", Window: time.Minute, Max: 2}
 )
 
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitStoreRead},
+		{Limit: limitAuditorAudit},
+		{Limit: limitCacheGet},
+		{Limit: limitPoolTake},
+	}
+}
+
 // RateLimitedStore wraps a Store: each limited method calls the wrapped one
 // only once [runtime.Enforce] admits the call, and returns its error
 // otherwise.

@@ -18,6 +18,18 @@ var (
 	limitTenanted   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/embedding/base.Tenanted", Window: time.Minute, Max: 10}
 )
 
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitServiceGet},
+		{Limit: limitStoreLoad},
+		{Limit: limitTenanted},
+	}
+}
+
 // RateLimitedService embeds a *Service, overriding each limited method to call
 // the Service's only once [runtime.Enforce] admits the call and return its
 // error otherwise.

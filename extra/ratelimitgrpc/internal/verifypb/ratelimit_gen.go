@@ -22,6 +22,21 @@ var (
 	limitVerifierServerWatchCodes                  = runtime.Limit{Name: "Verifier.WatchCodes", Window: time.Minute, Max: 2}
 )
 
+// RateLimits returns the limits of this package's wrappers, for
+// [runtime.Overrides.AddLimits], except those declared under build
+// constraints: each in a Request with the constant cost of its calls, if they
+// have one, and without a Max where each call computes it.
+func RateLimits() []runtime.Request {
+	return []runtime.Request{
+		{Limit: limitVerifierClientSendCode},
+		{Limit: limitVerifierClientSendCodeVerifierSendCodeAll},
+		{Limit: limitVerifierClientWatchCodes},
+		{Limit: limitVerifierServerSendCode},
+		{Limit: limitVerifierServerSendCodeVerifierSendCodeAll},
+		{Limit: limitVerifierServerWatchCodes},
+	}
+}
+
 // RateLimitedVerifierClient wraps a VerifierClient: each limited method calls
 // the wrapped one only once [runtime.Enforce] admits the call, and returns its
 // error otherwise.

@@ -1,9 +1,17 @@
 package redislimit
 
-import (
-	"time"
+import "github.com/ratelimitgen/ratelimitgen/runtime"
 
-	"github.com/ratelimitgen/ratelimitgen/runtime"
+// The algorithms' codes: each algorithm's number in the scripts' input
+// and its key in lua/header.lua's registry (algos and decide1s). The
+// scripts read them as the Lua constants named in algoSpecs (see
+// luaConstants); 0 is no algorithm.
+const (
+	codeSlidingLog = 1 + iota
+	codeSlidingWindow
+	codeFixedWindow
+	codeTokenBucket
+	codeGCRA
 )
 
 // algoSpec is what the Redis backend keeps per algorithm; the algorithms
@@ -12,40 +20,40 @@ type algoSpec struct {
 	// tag goes into storage keys so that algorithms never read each
 	// other's data structures.
 	tag string
-	// code is the algorithm's number in the script's input: the key its
-	// lua file registers under in algos and decide1s (lua/header.lua). A
-	// shadow limit's is code+shadowFlag.
+	// code is the algorithm's code. A shadow limit's is code+shadowFlag.
 	code int64
-	// file is the algorithm's script in lua/.
-	file string
+	// file is the algorithm's script in lua/, and lua the name of its code
+	// there.
+	file, lua string
 }
 
-var algoSpecs = map[runtime.Algorithm]algoSpec{
-	runtime.SlidingLog:    {tag: "sl", code: 1, file: "sliding_log.lua"},
-	runtime.SlidingWindow: {tag: "sw", code: 2, file: "sliding_window.lua"},
-	runtime.FixedWindow:   {tag: "fw", code: 3, file: "fixed_window.lua"},
-	runtime.TokenBucket:   {tag: "tb", code: 4, file: "token_bucket.lua"},
-	runtime.GCRA:          {tag: "gc", code: 5, file: "gcra.lua"},
+// specsByCode is the registry: every algorithm's spec, by code (see
+// algoCode), so that a decision finds its algorithm's spec without hashing
+// the algorithm's name. Everything else the backend and its scripts know
+// of the algorithms is derived from it and algoCode.
+var specsByCode = [shadowFlag]algoSpec{
+	codeSlidingLog:    {tag: "sl", code: codeSlidingLog, file: "sliding_log.lua", lua: "SLIDING_LOG"},
+	codeSlidingWindow: {tag: "sw", code: codeSlidingWindow, file: "sliding_window.lua", lua: "SLIDING_WINDOW"},
+	codeFixedWindow:   {tag: "fw", code: codeFixedWindow, file: "fixed_window.lua", lua: "FIXED_WINDOW"},
+	codeTokenBucket:   {tag: "tb", code: codeTokenBucket, file: "token_bucket.lua", lua: "TOKEN_BUCKET"},
+	codeGCRA:          {tag: "gc", code: codeGCRA, file: "gcra.lua", lua: "GCRA"},
 }
 
-// specsByCode holds algoSpecs by code (see algoCode), so that a decision
-// finds its algorithm's spec without hashing the algorithm's name.
-var specsByCode = func() (t [shadowFlag]algoSpec) {
-	for a, spec := range algoSpecs {
-		if int64(algoCode(a)) != spec.code {
-			panic("ratelimit: algoCode and algoSpecs disagree on " + string(a)) // a build defect
+// algoSpecs holds specsByCode by algorithm.
+var algoSpecs = func() map[runtime.Algorithm]algoSpec {
+	m := make(map[runtime.Algorithm]algoSpec)
+	for _, a := range runtime.Algorithms() {
+		spec := specsByCode[algoCode(a)]
+		if spec.file == "" {
+			panic("ratelimit: no Redis script for the algorithm " + string(a)) // a build defect
 		}
-		t[spec.code] = spec
+		m[a] = spec
 	}
-	return t
+	return m
 }()
 
 // specOf returns l's algorithm's spec.
 func specOf(l runtime.Limit) *algoSpec { return &specsByCode[algoCode(l.Algorithm)] }
-
-// shadowFlag is added to an algorithm's code for a limit in
-// runtime.ModeShadow: lua/main.lua's shadow_flag.
-const shadowFlag = 8
 
 // codeOf returns l's code in the script's input.
 func codeOf(l runtime.Limit) int64 {
@@ -60,15 +68,15 @@ func codeOf(l runtime.Limit) int64 {
 func algoCode(a runtime.Algorithm) uint8 {
 	switch a {
 	case runtime.SlidingLog, "":
-		return 1
+		return codeSlidingLog
 	case runtime.SlidingWindow:
-		return 2
+		return codeSlidingWindow
 	case runtime.FixedWindow:
-		return 3
+		return codeFixedWindow
 	case runtime.TokenBucket:
-		return 4
+		return codeTokenBucket
 	case runtime.GCRA:
-		return 5
+		return codeGCRA
 	}
 	return 0
 }
@@ -77,14 +85,6 @@ func algoCode(a runtime.Algorithm) uint8 {
 // sent to Redis.
 func offVerdict(l runtime.Limit) verdict {
 	return verdict{ok: true, remaining: int64(l.Capacity())}
-}
-
-// algorithmOf returns l's algorithm, resolving the zero value.
-func algorithmOf(l runtime.Limit) runtime.Algorithm {
-	if l.Algorithm == "" {
-		return runtime.SlidingLog
-	}
-	return l.Algorithm
 }
 
 // costOf returns q's cost, resolving the zero value.
@@ -103,15 +103,3 @@ func burstOf(l runtime.Limit) int64 {
 	}
 	return int64(l.Burst)
 }
-
-// verdict is one limit's answer from a script; times in µs.
-type verdict struct {
-	ok                      bool
-	remaining, retry, reset int64
-}
-
-func (v verdict) decision() runtime.Decision {
-	return runtime.Decision{Allowed: v.ok, Remaining: int(v.remaining), RetryAfter: micros(v.retry), ResetAfter: micros(v.reset)}
-}
-
-func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }

@@ -69,14 +69,11 @@ const (
 	maxBatchLogUnits = runtime.MaxSlidingLog
 )
 
-// slidingLogCode is the sliding log's code in the script's input.
-var slidingLogCode = algoSpecs[runtime.SlidingLog].code
-
 // logUnits returns the units c's sliding-log limits ask for.
 func (c *call) logUnits() int64 {
 	var n int64
 	for _, i := range c.idx {
-		if a := &c.d.asks[i]; a.code&^shadowFlag == slidingLogCode {
+		if a := &c.d.asks[i]; a.code&^shadowFlag == codeSlidingLog {
 			n += a.cost
 		}
 	}
@@ -87,9 +84,8 @@ func (c *call) logUnits() int64 {
 // waits for it to the round trip that carries it. It holds its own copy
 // of the requests, as the round trip may outlive a caller that stopped
 // waiting. A call (with its channel) is reused once its caller has read a
-// reply; one that its
-// caller left, or that ended in an error, is left to the garbage collector,
-// as something may still refer to it.
+// reply; one that its caller left, or that ended in an error, is left to
+// the garbage collector, as something may still refer to it.
 type call struct {
 	d   decision
 	w   wait

@@ -44,8 +44,8 @@ type CheckReport struct {
 // or key pattern (logged as a decision's refusal is), or Redis failing to
 // answer. The eviction finding is in the report, not the error, as the
 // limiter decides all the same. The beat's count is kept, so that FailLocal
-// knows each limit's share (see WithInstances) from then on. ctx bounds the whole check, about ten
-// round trips per server.
+// knows each limit's share (see WithInstances) from then on. ctx bounds the
+// whole check, about ten round trips per server.
 func (r *Limiter) Check(ctx context.Context) (CheckReport, error) {
 	rep := CheckReport{Versions: map[string]string{}}
 	nodes, err := r.checkNodes(ctx)

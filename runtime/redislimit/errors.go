@@ -13,16 +13,22 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// What Redis's errors say about Redis: classify is the one place where
+// they are told apart (one key's, the whole server's, or a refusal by the
+// server's configuration), and refusals are read into messages that name
+// what an operator must fix. The breaker that acts on them is health.go's.
+
 // ErrPermission is matched (errors.Is) by the error of a call that Redis
 // refused for its configuration rather than for a key's data: the user's
 // ACL lacks a command or the limiter's key pattern, a command is renamed
 // away (rename-command), or the credentials or the TLS certificates are
 // refused (under TLS 1.3 a client may see a refused certificate as a reset
-// connection, which Check tells apart). It is in DegradedEvent.Err and Decisions.Cause (so in
-// runtime.Event.Err) of every decision while the refusal lasts, and in
-// Check's error. Such a refusal opens the breaker, as an error about the
-// whole server does, and is logged at Error, naming what is missing, once
-// per cause and then at most once a minute. Its message holds no limit key.
+// connection, which Check tells apart). It is in DegradedEvent.Err and
+// Decisions.Cause (so in runtime.Event.Err) of every decision while the
+// refusal lasts, and in Check's error. Such a refusal opens the breaker,
+// as an error about the whole server does, and is logged at Error, naming
+// what is missing, once per cause and then at most once a minute. Its
+// message holds no limit key.
 var ErrPermission = errors.New("ratelimit: redis refuses the limiter")
 
 // errKind is what an error says about Redis.
@@ -90,6 +96,14 @@ func isScriptError(msg string) bool {
 func isRedisError(err error) bool {
 	var rerr redis.Error
 	return errors.As(err, &rerr)
+}
+
+// configRefused reports whether err is the server refusing CONFIG GET to
+// this client for good: an ACL without the command, or the command renamed
+// away, as managed Redis services do.
+func configRefused(err error) bool {
+	ref := refusalOf(err, "")
+	return ref != nil && strings.HasPrefix(ref.missing, "command ")
 }
 
 // refusalError is a refusal by the server's configuration (see

@@ -126,9 +126,10 @@ func WithInstances(n int) Option {
 
 // WithRetryInterval sets how long a Limiter stops asking Redis after a
 // failure (default 500ms): an error about the whole server, or a missed
-// deadline that a check of Redis confirms (see WithTimeout). During that time decisions follow the
-// FailurePolicy at once instead of waiting for a timeout each; afterwards a
-// single call probes Redis and, if it answers, normal operation resumes.
+// deadline that a check of Redis confirms (see WithTimeout). During that
+// time decisions follow the FailurePolicy at once instead of waiting for a
+// timeout each; afterwards a single call probes Redis and, if it answers,
+// normal operation resumes.
 // A d <= 0 keeps the default.
 func WithRetryInterval(d time.Duration) Option {
 	return func(c *config) {

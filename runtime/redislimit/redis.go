@@ -3,7 +3,6 @@ package redislimit
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	goruntime "runtime"
@@ -233,7 +232,7 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 		// to its own pause. A check of Redis itself, as patient with this
 		// process's pauses as any wait, decides.
 		r.breaker.release(probe)
-		r.check(d.asks[groups[0][0]].key, silent.w.budget)
+		r.checkLiveness(d.asks[groups[0][0]].key, silent.w.budget)
 	default:
 		err = r.refused(err, slog.String("limit", reqs[0].Limit.Name))
 		trip := tripsBreaker(err)
@@ -243,182 +242,6 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 		}
 	}
 	return r.degrade(context.WithoutCancel(ctx), reqs, err)
-}
-
-// degrade makes the decision Redis could not make, per the policy.
-func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, cause error) (runtime.Decisions, error) {
-	ev := DegradedEvent{Limit: reqs[0].Limit, Policy: r.cfg.policy, Err: cause}
-	var (
-		ds  runtime.Decisions
-		err error
-	)
-	switch r.cfg.policy {
-	case FailOpen:
-		ds = runtime.Decisions{Allowed: true, Each: make([]runtime.Decision, len(reqs)), Source: runtime.SourceFailOpen, Cause: cause}
-		for i, q := range reqs {
-			if q.Limit.Mode == runtime.ModeOff {
-				ds.Each[i] = offVerdict(q.Limit).decision()
-				continue
-			}
-			ds.Each[i] = runtime.Decision{Allowed: true, Remaining: int(int64(q.Limit.Capacity()) - costOf(q))}
-		}
-	case FailClosed:
-		err = &unavailableError{limit: reqs[0].Limit, err: cause}
-	default:
-		ds, err = r.decideShare(ctx, reqs)
-		if ds.Cause != nil {
-			// The fallback's own cause, such as runtime.ErrMemoryFull,
-			// is kept beside Redis's.
-			cause = errors.Join(cause, ds.Cause)
-		}
-		ds.Source, ds.Cause = runtime.SourceFallback, cause
-		if err != nil {
-			err = &unavailableError{limit: reqs[0].Limit, err: fmt.Errorf("%v; the local fallback failed too: %w", cause, err)}
-		}
-	}
-	if len(ds.Each) > 0 {
-		ev.Decision = ds.Each[0]
-	}
-	if r.cfg.onDegraded != nil {
-		r.cfg.onDegraded(ev)
-	}
-	return ds, err
-}
-
-// noteAnswer records that Redis answered a round trip sent at sent: with
-// a reply, or with an error of its own.
-func (r *Limiter) noteAnswer(sent time.Time, err error) {
-	if err != nil && !isRedisError(err) {
-		return
-	}
-	t := monoOf(sent)
-	for {
-		old := r.answered.Load()
-		if old >= t || r.answered.CompareAndSwap(old, t) {
-			return
-		}
-	}
-}
-
-// check asks Redis for something cheap on the node that holds key, unless
-// a check is running, and opens the breaker if Redis answers neither
-// within budget nor with a reply: a check of Redis itself, after a wait
-// that Redis left unanswered. A check that this process's own pause cut
-// short proves nothing and is made again, up to maxStallFactor times.
-func (r *Limiter) check(key string, budget time.Duration) {
-	if !r.checking.CompareAndSwap(false, true) {
-		return
-	}
-	go func() {
-		defer r.checking.Store(false)
-		for range maxStallFactor {
-			switch err := r.checkOnce(key, budget); {
-			case errors.Is(err, errTripped):
-				return
-			case isPaused(err):
-				continue
-			case err != nil && tripsBreaker(err):
-				r.breaker.record(time.Now(), true, false, r.refused(err))
-				r.reloadTopology()
-			}
-			return
-		}
-	}()
-}
-
-// checkOnce runs one check: nil when Redis answered with a reply.
-func (r *Limiter) checkOnce(key string, budget time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), budget)
-	defer cancel()
-	var w wait
-	r.startWait(ctx, &w)
-	_, err := r.ask(ctx, &w, func(ctx context.Context) ([]int64, error) {
-		return nil, r.client.Do(ctx, "pttl", key).Err()
-	})
-	return err
-}
-
-// decideShare asks the fallback for the call with each limit's share (see
-// WithInstances), modes included. A share too small for its request's
-// cost cannot admit it, so it is decided without asking: an enforced one
-// denies the call, a shadow one has no room and is not sent. Limits in
-// runtime.ModeOff are not sent either. A call left with nothing to send is
-// admitted. While the number of limiters is unknown no share is known
-// either: every limit has no room, and the call is denied unless none is
-// enforced, with ErrInstancesUnknown in the Cause.
-func (r *Limiter) decideShare(ctx context.Context, reqs []runtime.Request) (runtime.Decisions, error) {
-	// A copy, so that reqs, which the fallback could keep, stays on the
-	// caller's stack on the path that Redis decides.
-	shared := slices.Clone(reqs)
-	n, known := r.peers.count()
-	ds := runtime.Decisions{Allowed: true, Each: make([]runtime.Decision, len(shared))}
-	if !known {
-		r.noteUnknownShare(reqs[0].Limit)
-		ds.Cause = ErrInstancesUnknown
-	}
-	sent := make([]int, 0, len(shared))
-	for i := range shared {
-		q := &shared[i]
-		q.Limit = share(q.Limit, n)
-		switch {
-		case q.Limit.Mode == runtime.ModeOff:
-			ds.Each[i] = offVerdict(reqs[i].Limit).decision()
-		case !known:
-			// Redis may answer again before the window ends, so the wait
-			// is until it may be asked again.
-			ds.Each[i] = runtime.Decision{RetryAfter: r.cfg.retryInterval, ResetAfter: q.Limit.Window}
-			ds.Allowed = ds.Allowed && q.Limit.Mode != runtime.ModeEnforce
-		case costOf(*q) > int64(q.Limit.Capacity()):
-			ds.Each[i] = runtime.Decision{RetryAfter: q.Limit.Window, ResetAfter: q.Limit.Window}
-			ds.Allowed = ds.Allowed && q.Limit.Mode != runtime.ModeEnforce
-		default:
-			sent = append(sent, i)
-		}
-	}
-	if len(sent) == len(shared) {
-		return r.fallback.Decide(ctx, shared...)
-	}
-	if !ds.Allowed {
-		// Denied without asking: the other limits report their room
-		// untouched.
-		for _, i := range sent {
-			ds.Each[i] = runtime.Decision{Allowed: true, Remaining: shared[i].Limit.Capacity()}
-		}
-		return ds, nil
-	}
-	if len(sent) == 0 {
-		return ds, nil
-	}
-	ask := make([]runtime.Request, len(sent))
-	for j, i := range sent {
-		ask[j] = shared[i]
-	}
-	asked, err := r.fallback.Decide(ctx, ask...)
-	if err != nil {
-		return asked, err
-	}
-	if len(asked.Each) != len(ask) {
-		return runtime.Decisions{}, errFallbackDecisions
-	}
-	for j, i := range sent {
-		ds.Each[i] = asked.Each[j]
-	}
-	ds.Allowed, ds.Cause = asked.Allowed, asked.Cause
-	return ds, nil
-}
-
-// errFallbackDecisions is a fallback Limiter's reply whose Decisions do not
-// hold one Decision per request.
-var errFallbackDecisions = errors.New("ratelimit: the fallback limiter returned a Decision count unlike its requests")
-
-// reloadTopology makes a cluster client re-read the slot map after a
-// failure. go-redis reloads it on MOVED or ASK, or once a minute, but not
-// when a crashed master refuses connections; without this the limiter
-// would stay degraded for up to a minute after a replica took over.
-func (r *Limiter) reloadTopology() {
-	if c, ok := r.client.(interface{ ReloadState(context.Context) }); ok {
-		c.ReloadState(context.Background())
-	}
 }
 
 // directClient returns the client through which a lone decision on c is
@@ -536,72 +359,6 @@ func (r *Limiter) groups(reqs []runtime.Request) [][]int {
 // singleGroup is the grouping of every one-limit call; it is never modified.
 var singleGroup = [][]int{{0}}
 
-// A scriptMode is what lua/main.lua's ARGV[1] asks: decide, check only,
-// refund, or decide calls of one limit (see uniformAsk). Each is boxed
-// once, as the command's argument.
-type scriptMode any
-
-var (
-	modeDecide  scriptMode = "a"
-	modeCheck   scriptMode = "c"
-	modeRefund  scriptMode = "r"
-	modeUniform scriptMode = "u"
-)
-
-// evalGroup runs the script in mode (modeDecide or modeCheck) for the
-// requests of d at idx, waiting for the reply as long as w allows, and
-// fills their verdicts and receipts. It reports whether the group's
-// admissions were recorded.
-func (r *Limiter) evalGroup(ctx context.Context, w *wait, mode scriptMode, d *decision, idx []int) (bool, error) {
-	s := scriptOf(d, idx)
-	var args []any
-	uniform := mode == modeDecide && d.uniform(idx)
-	if uniform {
-		args = uniformArgs(s, d, idx[0])
-	} else {
-		args = r.callArgs(s, mode, d, idx, false)
-	}
-	res, err := r.eval(ctx, w, s, args)
-	if err != nil {
-		return false, err
-	}
-	return readGroup(res, d, idx, uniform)
-}
-
-// uniform reports whether the requests of d at idx can be decided in a
-// uniform script call: one enforced limit, and no receipt to keep.
-func (d *decision) uniform(idx []int) bool {
-	return d.receipts == nil && d.asks[idx[0]].uniform(len(idx))
-}
-
-// uniformArgs returns the command that runs s to decide request i of d, in
-// a uniform script call.
-func uniformArgs(s *script, d *decision, i int) []any {
-	args := append(s.scriptArgs(1), d.asks[i].key)
-	nums := appendUniform(make([]byte, 0, 48), &d.asks[i], func(int) int64 { return d.now }, 1)
-	return finishArgs(args, modeUniform, nums)
-}
-
-// readGroup reads the reply res of the script call for the requests of d
-// at idx, uniform or not, into their verdicts (and receipts), and reports
-// whether they were committed.
-func readGroup(res []int64, d *decision, idx []int, uniform bool) (bool, error) {
-	if !uniform {
-		committed, _, err := readCall(res, d, idx)
-		return committed, err
-	}
-	if len(res) != uniformFields {
-		return false, errReply(len(res))
-	}
-	d.vs[idx[0]] = uniformVerdict(res)
-	return d.vs[idx[0]].ok, nil
-}
-
-// errReply is a script reply of n numbers, unlike any the scripts give.
-func errReply(n int) error {
-	return fmt.Errorf("ratelimit: unexpected script reply of %d numbers; is the server Redis 5 or newer?", n)
-}
-
 // refund undoes the admissions recorded for groups, best effort: if Redis
 // fails now, those admissions keep counting until they expire, which can
 // only deny calls, never admit extra ones. Each group's refund carries a
@@ -635,32 +392,6 @@ func (r *Limiter) refundMarker(skey string) string {
 	b = append(b, '.')
 	b = strconv.AppendUint(b, rand.Uint64(), 36)
 	return string(b)
-}
-
-// callArgs returns the command that runs s in mode for the requests of d
-// at idx, in lua/main.lua's layout: a refund (with receipts) carries its
-// marker as its last key.
-func (r *Limiter) callArgs(s *script, mode scriptMode, d *decision, idx []int, receipts bool) []any {
-	keys := len(idx)
-	if receipts {
-		keys++
-	}
-	args := s.scriptArgs(keys)
-	for _, i := range idx {
-		args = append(args, d.asks[i].key)
-	}
-	if receipts {
-		args = append(args, r.refundMarker(d.asks[idx[0]].key))
-	}
-	return finishArgs(args, mode, appendNums(nil, d, idx, receipts))
-}
-
-// finishArgs completes the arguments of a script command: the number of
-// keys, then ARGV. nums goes as it is, not copied: like the keys, it must
-// not change until the command has run.
-func finishArgs(args []any, mode scriptMode, nums []byte) []any {
-	args[2] = len(args) - 3
-	return append(args, any(mode), nums)
 }
 
 func (r *Limiter) storageKey(l runtime.Limit, key string) string {

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,9 +34,8 @@ const (
 // configCheck reads the server settings that can make Redis forget counts,
 // off the decision path, and reports each distinct finding once.
 type configCheck struct {
-	// next is when (mono) the next check is due; 0 means at once.
-	next    atomic.Int64
-	running atomic.Bool
+	// periodic schedules the check.
+	periodic
 
 	mu       sync.Mutex
 	reported string // the finding last reported; "" when all is well
@@ -46,27 +44,22 @@ type configCheck struct {
 // due starts a check on its own goroutine when one is due and none runs.
 // l is the limit being decided, which the report names.
 func (c *configCheck) due(r *Limiter, now time.Time, l runtime.Limit) {
-	if monoOf(now) < c.next.Load() || !c.running.CompareAndSwap(false, true) {
+	if !c.begin(monoOf(now), configCheckInterval) {
 		return
 	}
-	c.next.Store(monoOf(now) + int64(configCheckInterval))
-	go func() {
-		defer c.running.Store(false)
+	c.run(configRetryInterval, func() (answered bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), configCheckTimeout)
 		defer cancel()
 		finding, ok := evictionFinding(ctx, r.client)
 		if !ok {
 			// Redis did not answer; that is the breaker's business. Look
 			// again soon rather than in minutes.
-			c.next.Store(mono() + int64(configRetryInterval))
-			return
+			return false
 		}
 		c.report(r, l, finding)
-	}()
+		return true
+	})
 }
-
-// reset makes the next decision check again.
-func (c *configCheck) reset() { c.next.Store(0) }
 
 // report logs and sends to OnDegraded a finding that differs from the last
 // one reported.
@@ -133,14 +126,6 @@ func evictionFinding(ctx context.Context, c redis.UniversalClient) (finding erro
 		return nil, false
 	}
 	return nil, true
-}
-
-// configRefused reports whether err is the server refusing CONFIG GET to
-// this client for good: an ACL without the command, or the command renamed
-// away, as managed Redis services do.
-func configRefused(err error) bool {
-	ref := refusalOf(err, "")
-	return ref != nil && strings.HasPrefix(ref.missing, "command ")
 }
 
 // logger returns the limiter's logger: WithLogger's, or slog's default at

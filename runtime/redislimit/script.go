@@ -3,8 +3,6 @@ package redislimit
 import (
 	"context"
 	"embed"
-	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -15,33 +13,38 @@ import (
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// Scripts are assembled from lua/header.lua, one file per algorithm and
-// lua/main.lua. A call whose limits all use one algorithm runs that
-// algorithm's script: Redis re-runs a script's top level on every call, so
-// defining only the algorithm in use keeps each decision cheap. A call that
-// mixes algorithms runs the script holding all of them. These values are
-// built once and never change.
+// Scripts are assembled from the constants Go shares with them
+// (luaConstants), lua/header.lua, one file per algorithm and lua/main.lua.
+// A call whose limits all use one algorithm runs that algorithm's script:
+// Redis re-runs a script's top level on every call, so defining only the
+// algorithm in use keeps each decision cheap. A call that mixes algorithms
+// runs the script holding all of them. These values are built once and
+// never change.
 var (
-	algoScripts = func() map[runtime.Algorithm]*script {
-		m := make(map[runtime.Algorithm]*script, len(algoSpecs))
-		for a, spec := range algoSpecs {
-			m[a] = newScript(assembleScript(spec.file))
-		}
-		return m
-	}()
-	// codeScripts holds algoScripts by algorithm code.
+	// codeScripts holds each algorithm's script by its code.
 	codeScripts = func() (s [shadowFlag]*script) {
-		for a, spec := range algoSpecs {
-			s[spec.code] = algoScripts[a]
+		for code, spec := range specsByCode {
+			if spec.file != "" {
+				s[code] = newScript(assembleScript(spec.file))
+			}
 		}
 		return s
 	}()
+	// algoScripts holds codeScripts by algorithm.
+	algoScripts = func() map[runtime.Algorithm]*script {
+		m := make(map[runtime.Algorithm]*script, len(algoSpecs))
+		for a, spec := range algoSpecs {
+			m[a] = codeScripts[spec.code]
+		}
+		return m
+	}()
 	mixedScript = func() *script {
 		var files []string
-		for _, spec := range algoSpecs {
-			files = append(files, spec.file)
+		for _, spec := range specsByCode {
+			if spec.file != "" {
+				files = append(files, spec.file)
+			}
 		}
-		slices.Sort(files) // map order is random; the script text must not be
 		return newScript(assembleScript(files...))
 	}()
 )
@@ -98,20 +101,6 @@ func (s *script) run(ctx context.Context, c doer, args []any, res []int64) ([]in
 	return appendReply(res, reply)
 }
 
-// appendReply appends the numbers of a script's reply, a string of
-// little-endian 64-bit integers, to res.
-func appendReply(res []int64, reply string) ([]int64, error) {
-	if len(reply)%8 != 0 {
-		return res, fmt.Errorf("ratelimit: unexpected script reply of %d bytes; is the server Redis 5 or newer?", len(reply))
-	}
-	for ; len(reply) >= 8; reply = reply[8:] {
-		_ = reply[7]
-		res = append(res, int64(uint64(reply[0])|uint64(reply[1])<<8|uint64(reply[2])<<16|uint64(reply[3])<<24|
-			uint64(reply[4])<<32|uint64(reply[5])<<40|uint64(reply[6])<<48|uint64(reply[7])<<56))
-	}
-	return res, nil
-}
-
 // scriptOf returns the script that can decide the requests of d at idx.
 func scriptOf(d *decision, idx []int) *script {
 	code := d.asks[idx[0]].code % shadowFlag
@@ -125,6 +114,7 @@ func scriptOf(d *decision, idx []int) *script {
 
 func assembleScript(algorithms ...string) string {
 	var b strings.Builder
+	b.WriteString(luaConstants())
 	for _, name := range append(append([]string{"header.lua"}, algorithms...), "main.lua") {
 		src, err := luaFiles.ReadFile("lua/" + name)
 		if err != nil {

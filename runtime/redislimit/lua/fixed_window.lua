@@ -1,7 +1,7 @@
 -- fixed-window: a HASH {w = window index, n = count} per key, windows aligned
 -- to the Unix epoch. Go twin: memory_fixedwindow.go.
 
-algos[3] = function()
+algos[FIXED_WINDOW] = function()
   return {
     check = function(key, p, now, v)
       local w = floordiv(now, p.window)

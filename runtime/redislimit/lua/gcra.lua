@@ -21,13 +21,13 @@ local function gcra_write(key, now, new)
   call('SET', key, gcra_tat_s, 'PX', gcra_px_s)
 end
 
--- decide1 is check and commit for a call of this one enforced limit, as
--- main.lua's fast path wants them: no tables. With peek it is check
--- alone, for algos[5]: it records nothing, and returns for an admitted call
--- the remaining calls before it (unclamped: it left at least cost
--- intervals of tolerance, so commit subtracts cost), the µs until the
--- state empties before it, and the TAT that admitting it leaves.
-decide1s[5] = function(key, now, window, max, burst, cost, alone, peek)
+-- gcra_decide1, GCRA's decide1, is check and commit for a call of this one
+-- enforced limit, as main.lua's fast path wants them: no tables. With peek
+-- it is check alone, for algos[GCRA]: it records nothing, and returns for
+-- an admitted call the remaining calls before it (unclamped: it left at
+-- least cost intervals of tolerance, so commit subtracts cost), the µs
+-- until the state empties before it, and the TAT that admitting it leaves.
+local function gcra_decide1(key, now, window, max, burst, cost, alone, peek)
   local interval = window + max - 1
   interval = (interval - interval % max) / max
   local tolerance = burst * interval
@@ -50,13 +50,14 @@ decide1s[5] = function(key, now, window, max, burst, cost, alone, peek)
   gcra_write(key, now, new)
   return true, remaining - cost, 0, new - now, 0
 end
+decide1s[GCRA] = gcra_decide1
 
 -- A lone call never reaches these (see lone in header.lua).
 if not lone then
-  algos[5] = function()
+  algos[GCRA] = function()
     return {
       check = function(key, p, now, v)
-        v.ok, v.remaining, v.retry, v.reset, v.new = decide1s[5](key, now, p.window, p.max, p.burst, p.cost, false, true)
+        v.ok, v.remaining, v.retry, v.reset, v.new = gcra_decide1(key, now, p.window, p.max, p.burst, p.cost, false, true)
         v.receipt = nil
       end,
 

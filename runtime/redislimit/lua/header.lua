@@ -15,7 +15,7 @@
 -- tostring would print 1e+15, and '%.0f' is slower); a verdict fills a
 -- table that main.lua reuses.
 
--- The registry, by algorithm code (algoSpecs in algorithm.go): algos[code]
+-- The registry, by algorithm code (specsByCode in algorithm.go): algos[code]
 -- builds the algorithm's table of check, commit, refund and, optionally,
 -- settle; decide1s[code] is its decide1, if it has one (see main.lua), or
 -- false. Sized for every code, so registering allocates nothing more.
@@ -28,7 +28,7 @@ local call = redis.call
 -- decides with its algorithm's decide1 before defining anything: an
 -- algorithm with a decide1 then leaves algos[code] undefined, as each
 -- function a run defines costs it an allocation and its collection.
-local lone = ARGV[1] == 'u' and #KEYS == 1
+local lone = ARGV[1] == UNIFORM and #KEYS == 1
 
 -- floordiv is math.floor(a / b), to the bit (Lua's % is a - floor(a/b)*b,
 -- exact for these whole numbers), without the call into C.

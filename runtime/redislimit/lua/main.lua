@@ -28,23 +28,28 @@
 -- the rest of the batch write too: a batch may go past maxmemory by what
 -- its calls record, never further.
 --
+-- The contract with Go (protocol.go, which encodes and decodes it). The
+-- algorithms' codes, SHADOW_FLAG and the modes are Go's constants, emitted
+-- before header.lua.
+--
 -- KEYS      the storage keys of every limit of every call, in order; for
---           'r', then a refund marker
--- ARGV[1]   'a' to decide, 'c' to check without recording anything,
---           'r' to refund earlier admissions (one call), 'u' to decide
---           calls of one enforced limit each, the same limit for all
+--           REFUND, then a refund marker
+-- ARGV[1]   DECIDE ('a') to decide, CHECK ('c') to check without recording
+--           anything, REFUND ('r') to refund earlier admissions (one call),
+--           UNIFORM ('u') to decide calls of one enforced limit each, the
+--           same limit for all
 -- ARGV[2]   the calls, as little-endian 64-bit integers: for each call
 --           now (µs, or -1 for the server's clock) and its number of limits
 --           n, then for each limit: code, window µs, max, burst, cost, and
---           for 'r' the receipt. code is the algorithm's code (its key in
---           algos), plus shadow_flag for a limit in shadow mode.
---           For 'u': the limit's code, window µs, max, burst and cost, then
+--           for REFUND the receipt. code is the algorithm's code (its key in
+--           algos), plus SHADOW_FLAG for a limit in shadow mode.
+--           For UNIFORM: the limit's code, window µs, max, burst and cost, then
 --           one now for every call, or one per call (one per key).
 --
--- 'a' and 'c' return one string of little-endian 64-bit integers: for each
+-- DECIDE and CHECK return one string of little-endian 64-bit integers: for each
 -- call, committed (1 or 0), then per limit: allowed, remaining, retry µs,
 -- reset µs, receipt. (A string is one reply for the client to read, where
--- an array is one reply per number.) 'u' returns, for each call,
+-- an array is one reply per number.) UNIFORM returns, for each call,
 -- remaining*2 + allowed, retry µs and reset µs: its calls are committed
 -- exactly when allowed, and need no receipt. A call is admitted
 -- (committed) only if every one of its enforced limits allows; a call with
@@ -55,15 +60,12 @@
 -- each limit's room, shadow limits included. Calls are decided in order,
 -- each seeing what the ones before it recorded. Limits in off mode are
 -- never sent.
--- 'r' undoes the admissions identified by the receipts (used when limits on
+-- REFUND undoes the admissions identified by the receipts (used when limits on
 -- different cluster slots were decided one slot after another; the caller
 -- sends only the limits that recorded the call) and
 -- returns ''. Its last key is a marker unique to the refund, in the same
 -- slot: a client that resends the command after losing the reply finds the
 -- marker and refunds nothing, so a refund applies at most once.
-
--- Added to a limit's code when it is in shadow mode; above every code.
-local shadow_flag = 8
 
 local mode = ARGV[1]
 local count = #ARGV[2] / 8
@@ -106,7 +108,7 @@ end
 -- The numbers of ARGV[2], read with as few calls into C as its stack, which
 -- holds a few thousand values, allows.
 local nums
-if mode == 'u' then
+if mode == UNIFORM then
   -- Read below.
 elseif count == 7 then
   -- One call of one limit, the commonest: a literal format costs nothing
@@ -147,7 +149,7 @@ local out
 local settles
 local k = 0
 
-if mode == 'u' then
+if mode == UNIFORM then
   -- The limit, and the first call's now (or every call's).
   local code, window, max, burst, cost, now = struct.unpack('<i8i8i8i8i8i8', ARGV[2])
   local decide1 = decide1s[code]
@@ -195,7 +197,7 @@ while pos <= count do
   pos = pos + 2
 
   -- (A shadow limit's code is no key of decide1s.)
-  local one = mode == 'a' and n == 1 and decide1s[nums[pos]]
+  local one = mode == DECIDE and n == 1 and decide1s[nums[pos]]
   if one then
     -- A call of one enforced limit, the commonest: its algorithm's decide1
     -- checks and commits it with no table, where the general path below
@@ -216,9 +218,9 @@ while pos <= count do
     for i = 1, n do
       local code, window, max, burst, cost = nums[pos], nums[pos + 1], nums[pos + 2], nums[pos + 3], nums[pos + 4]
       pos = pos + 5
-      local shadow = code >= shadow_flag
+      local shadow = code >= SHADOW_FLAG
       if shadow then
-        code = code - shadow_flag
+        code = code - SHADOW_FLAG
       end
       impl[i] = ops(code)
       if impl[i] == nil then
@@ -231,13 +233,13 @@ while pos <= count do
         ps[i] = p
       end
       p.window, p.max, p.burst, p.cost, p.receipt, p.shadow = window, max, burst, cost, 0, shadow
-      if mode == 'r' then
+      if mode == REFUND then
         p.receipt = nums[pos]
         pos = pos + 1
       end
     end
 
-    if mode == 'r' then
+    if mode == REFUND then
       if not call('SET', KEYS[#KEYS], '1', 'NX', 'PX', refund_marker_ms) then
         return ''
       end
@@ -259,7 +261,7 @@ while pos <= count do
         all = false
       end
     end
-    local committed = all and mode == 'a'
+    local committed = all and mode == DECIDE
     for i = 1, n do
       if committed and verdicts[i].ok then
         -- Every enforced verdict is ok here, so this is each enforced limit

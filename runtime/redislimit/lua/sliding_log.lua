@@ -4,11 +4,12 @@
 -- increasing so members are unique even within one microsecond.
 -- Go twin: memory_slidinglog.go.
 
--- sl_compact is Redis's default zset-max-listpack-entries (before Redis 7,
+-- 128 below is Redis's default zset-max-listpack-entries (before Redis 7,
 -- zset-max-ziplist-entries): a ZSET holding more entries is converted to a
--- skiplist, about six times larger, and never back. A log holds at most Max
--- entries after each call, but recording before removing may briefly hold
--- Max+cost of them.
+-- skiplist, about six times larger, and never back. It is a literal, as a
+-- local would be an upvalue, which each run allocates. A log holds at most
+-- Max entries after each call, but recording before removing may briefly
+-- hold Max+cost of them.
 
 -- The window is (now-window, now]: an admission at s stops counting at
 -- s+window. The log is its stale entries, those that stopped counting,
@@ -16,7 +17,7 @@
 -- entries are stale, as a string; stale how many there are, or -1 when
 -- sl_read did not count them.
 --
--- A compact log (Max <= sl_compact) is counted with ZCARD, constant time,
+-- A compact log (Max <= 128) is counted with ZCARD, constant time,
 -- less a ZCOUNT of the stale entries, which Redis walks one by one in a
 -- compact ZSET: counting the others the same way would cost a walk of up
 -- to Max entries. A larger log may be a skiplist, where ZCOUNT of the
@@ -119,7 +120,7 @@ local function sl_write(key, now, window, max, cost, remaining, trim, stale, new
     t = newest + 1
   end
   -- Recording first could take a compact log with stale entries past
-  -- sl_compact entries; then a write that changes nothing (XX: existing
+  -- 128 entries; then a write that changes nothing (XX: existing
   -- members only, and members are never 'x') comes first instead, for
   -- Redis to refuse.
   -- (A lazy count has room whether or not any entry is stale: count+cost
@@ -174,7 +175,7 @@ end
 
 -- A denied call returns what settle needs, for main.lua to settle it
 -- after the batch, or settles at once when alone.
-decide1s[1] = function(key, now, window, max, burst, cost, alone)
+decide1s[SLIDING_LOG] = function(key, now, window, max, burst, cost, alone)
   local count
   if max <= 128 then
     count = call('ZCARD', key)
@@ -242,7 +243,7 @@ end
 
 -- A lone call never reaches these (see lone in header.lua).
 if not lone then
-  algos[1] = function()
+  algos[SLIDING_LOG] = function()
     return {
       check = function(key, p, now, v)
         v.ok, v.remaining, v.retry, v.reset, v.trim, v.stale, v.newest = sl_read(key, now, p.window, p.max, p.cost)

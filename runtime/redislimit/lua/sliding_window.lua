@@ -3,7 +3,7 @@
 -- the 10 before it always cover the last window, so counting them all never
 -- admits more than max in any window. Go twin: memory_slidingwindow.go.
 
-algos[2] = function()
+algos[SLIDING_WINDOW] = function()
   return {
     check = function(key, p, now, v)
       local b = floordiv(p.window + 10 - 1, 10)

@@ -4,7 +4,7 @@
 -- whole numbers (below 2^53, checked by the caller). A missing key is a full
 -- bucket. Go twin: memory_tokenbucket.go.
 
-algos[4] = function()
+algos[TOKEN_BUCKET] = function()
   return {
     check = function(key, p, now, v)
       local cap = p.burst * p.window

@@ -1,0 +1,165 @@
+package redislimit
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+)
+
+// Redis's health as the limiter sees it: the breaker, which stops asking
+// Redis for the retry interval after a failure; the liveness check, which
+// tells a wait that Redis left unanswered from an outage; and when Redis
+// last answered. What an error says about Redis is errors.go's.
+
+// breaker remembers a recent Redis failure so that, during an outage,
+// callers get a degraded decision at once instead of each waiting for the
+// timeout. After the retry interval exactly one caller probes Redis.
+type breaker struct {
+	interval time.Duration
+	// openUntil is when (mono) Redis may be asked again; 0 when
+	// Redis is healthy.
+	openUntil atomic.Int64
+	probing   atomic.Bool
+	// tripped is closed when the breaker opens, so that the callers
+	// already waiting for Redis stop waiting too; nil until someone waits.
+	// onTrip, if set, is called then too, for the callers that do not
+	// wait on tripped.
+	tripped atomic.Pointer[chan struct{}]
+	onTrip  func()
+	// refused is the error of the decisions it degrades while a refusal
+	// keeps it open; nil otherwise.
+	refused atomic.Pointer[circuitOpenError]
+}
+
+// openErr returns the error of a decision that the open breaker degrades.
+func (b *breaker) openErr() error {
+	if e := b.refused.Load(); e != nil {
+		return e
+	}
+	return ErrCircuitOpen
+}
+
+// allow reports whether this call may ask Redis, and whether it is the
+// probe, which must end with record or release.
+func (b *breaker) allow(now time.Time) (ask, probe bool) {
+	until := b.openUntil.Load()
+	if until == 0 {
+		return true, false
+	}
+	if monoOf(now) < until || !b.probing.CompareAndSwap(false, true) {
+		return false, false
+	}
+	return true, true
+}
+
+// opened returns a channel that is closed when the breaker next opens.
+func (b *breaker) opened() <-chan struct{} {
+	for {
+		if ch := b.tripped.Load(); ch != nil {
+			return *ch
+		}
+		ch := make(chan struct{})
+		if b.tripped.CompareAndSwap(nil, &ch) {
+			return ch
+		}
+	}
+}
+
+// record notes the outcome of a call that asked Redis, and reports whether
+// it closed the breaker: Redis answered after a failure. cause is the
+// failure's error.
+func (b *breaker) record(now time.Time, failed, probe bool, cause error) (recovered bool) {
+	if failed {
+		if errors.Is(cause, ErrPermission) {
+			b.refused.Store(&circuitOpenError{cause: cause})
+		} else {
+			b.refused.Store(nil)
+		}
+		b.openUntil.Store(monoOf(now) + int64(b.interval))
+		if ch := b.tripped.Swap(nil); ch != nil {
+			close(*ch)
+		}
+		if b.onTrip != nil {
+			b.onTrip()
+		}
+	} else if b.openUntil.Load() != 0 {
+		recovered = b.openUntil.Swap(0) != 0
+		b.refused.Store(nil)
+	}
+	b.release(probe)
+	return recovered
+}
+
+// release ends a call that asked Redis but learnt nothing about it, such as
+// one its caller cancelled.
+func (b *breaker) release(probe bool) {
+	if probe {
+		b.probing.Store(false)
+	}
+}
+
+// noteAnswer records that Redis answered a round trip sent at sent: with
+// a reply, or with an error of its own.
+func (r *Limiter) noteAnswer(sent time.Time, err error) {
+	if err != nil && !isRedisError(err) {
+		return
+	}
+	t := monoOf(sent)
+	for {
+		old := r.answered.Load()
+		if old >= t || r.answered.CompareAndSwap(old, t) {
+			return
+		}
+	}
+}
+
+// checkLiveness asks Redis for something cheap on the node that holds
+// key, unless a liveness check is running, and opens the breaker if Redis
+// answers neither within budget nor with a reply: a check of Redis itself,
+// after a wait that Redis left unanswered. A check that this process's own
+// pause cut short proves nothing and is made again, up to maxStallFactor
+// times.
+func (r *Limiter) checkLiveness(key string, budget time.Duration) {
+	if !r.checking.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer r.checking.Store(false)
+		for range maxStallFactor {
+			switch err := r.checkLivenessOnce(key, budget); {
+			case errors.Is(err, errTripped):
+				return
+			case isPaused(err):
+				continue
+			case err != nil && tripsBreaker(err):
+				r.breaker.record(time.Now(), true, false, r.refused(err))
+				r.reloadTopology()
+			}
+			return
+		}
+	}()
+}
+
+// checkLivenessOnce runs one liveness check: nil when Redis answered with
+// a reply.
+func (r *Limiter) checkLivenessOnce(key string, budget time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	var w wait
+	r.startWait(ctx, &w)
+	_, err := r.ask(ctx, &w, func(ctx context.Context) ([]int64, error) {
+		return nil, r.client.Do(ctx, "pttl", key).Err()
+	})
+	return err
+}
+
+// reloadTopology makes a cluster client re-read the slot map after a
+// failure. go-redis reloads it on MOVED or ASK, or once a minute, but not
+// when a crashed master refuses connections; without this the limiter
+// would stay degraded for up to a minute after a replica took over.
+func (r *Limiter) reloadTopology() {
+	if c, ok := r.client.(interface{ ReloadState(context.Context) }); ok {
+		c.ReloadState(context.Background())
+	}
+}

@@ -1,0 +1,283 @@
+package redislimit
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
+)
+
+// The wire format between this package and lua/main.lua, every script's
+// entry point. A script command carries:
+//
+//	KEYS     the storage keys of every limit of every call, in order; for
+//	         a refund, then a marker key unique to it, in the same slot
+//	ARGV[1]  a scriptMode
+//	ARGV[2]  numbers, little-endian 64-bit integers: for each call now (µs,
+//	         or -1 for the server's clock) and its number of limits, then
+//	         for each limit its code (plus shadowFlag in shadow mode),
+//	         window µs, max, burst, cost, and for a refund its receipt
+//	         (appendNums). modeUniform sends one limit's code, window µs,
+//	         max, burst and cost, then one now shared by every call or one
+//	         per call (appendUniform).
+//
+// The reply is one string of little-endian 64-bit integers (appendReply):
+// for each call committed (1 or 0) and replyFields numbers per limit
+// (allowed, remaining, retry µs, reset µs, receipt; readCall), or for
+// modeUniform uniformFields per call (remaining*2 + allowed, retry µs,
+// reset µs; uniformVerdict). A refund's is empty. The constants the
+// scripts share with Go are emitted into them (luaConstants).
+
+// A scriptMode is what ARGV[1] asks: decide, check only, refund, or decide
+// calls of one limit (see uniformAsk). Each is boxed once, as the
+// command's argument.
+type scriptMode any
+
+var (
+	modeDecide  scriptMode = "a"
+	modeCheck   scriptMode = "c"
+	modeRefund  scriptMode = "r"
+	modeUniform scriptMode = "u"
+)
+
+// shadowFlag is added to an algorithm's code for a limit in
+// runtime.ModeShadow; it is above every code.
+const shadowFlag = 8
+
+const (
+	// replyFields is how many numbers a reply holds per limit, after its
+	// call's committed.
+	replyFields = 5
+	// uniformFields is how many numbers a uniform reply holds per call.
+	uniformFields = 3
+)
+
+// luaConstants returns the Lua that defines the constants the scripts
+// share with Go: each algorithm's code, shadowFlag and the modes.
+func luaConstants() string {
+	var b strings.Builder
+	b.WriteString("-- Emitted from Go (protocol.go, algorithm.go).\n")
+	for _, spec := range specsByCode {
+		if spec.file != "" {
+			fmt.Fprintf(&b, "local %s = %d\n", spec.lua, spec.code)
+		}
+	}
+	fmt.Fprintf(&b, "local SHADOW_FLAG = %d\n", shadowFlag)
+	for _, m := range [...]struct {
+		name string
+		mode scriptMode
+	}{{"DECIDE", modeDecide}, {"CHECK", modeCheck}, {"REFUND", modeRefund}, {"UNIFORM", modeUniform}} {
+		fmt.Fprintf(&b, "local %s = '%s'\n", m.name, m.mode)
+	}
+	return b.String()
+}
+
+// appendNums appends to nums the numbers of the requests of d at idx, in
+// the layout of ARGV[2]; with receipts, for a refund. They go as one
+// string of little-endian 64-bit integers: one argument per call rather
+// than six per limit, and the cheapest form for the script to read
+// (struct.unpack).
+func appendNums(nums []byte, d *decision, idx []int, receipts bool) []byte {
+	le := binary.LittleEndian
+	nums = le.AppendUint64(nums, uint64(d.now))
+	nums = le.AppendUint64(nums, uint64(len(idx)))
+	for _, i := range idx {
+		a := &d.asks[i]
+		nums = le.AppendUint64(nums, uint64(a.code))
+		nums = le.AppendUint64(nums, uint64(a.window))
+		nums = le.AppendUint64(nums, uint64(a.max))
+		nums = le.AppendUint64(nums, uint64(a.burst))
+		nums = le.AppendUint64(nums, uint64(a.cost))
+		if receipts {
+			nums = le.AppendUint64(nums, uint64(d.receipts[i]))
+		}
+	}
+	return nums
+}
+
+// A uniform script call (modeUniform) decides calls of one enforced
+// limit each, the same limit for all: the commonest batch, and every lone
+// call of one limit. The script reads the limit's numbers once, and
+// answers three numbers per call, as it needs no receipt (a call within
+// one slot is never refunded) and its calls are committed exactly when
+// allowed.
+
+// uniformAsk returns the limit that every call of batch decides alone,
+// enforced, or nil if they do not.
+func uniformAsk(batch []*call) *ask {
+	a := &batch[0].d.asks[0]
+	if !a.uniform(len(batch[0].idx)) {
+		return nil
+	}
+	for _, c := range batch[1:] {
+		if len(c.idx) != 1 || !a.sameLimit(&c.d.asks[0]) {
+			return nil
+		}
+	}
+	return a
+}
+
+// uniform reports whether a, of a call of n limits, can be decided in a
+// uniform script call.
+func (a *ask) uniform(n int) bool { return n == 1 && a.code < shadowFlag }
+
+// sameLimit reports whether a and b are decided by the same numbers.
+func (a *ask) sameLimit(b *ask) bool {
+	return a.code == b.code && a.window == b.window && a.max == b.max && a.burst == b.burst && a.cost == b.cost
+}
+
+// appendUniform appends to nums the numbers of a uniform script call of
+// the limit a at the times nows: a's numbers, then one now when every call
+// shares it, one per call otherwise.
+func appendUniform(nums []byte, a *ask, nows func(i int) int64, calls int) []byte {
+	le := binary.LittleEndian
+	for _, n := range [...]int64{a.code, a.window, a.max, a.burst, a.cost} {
+		nums = le.AppendUint64(nums, uint64(n))
+	}
+	first := nows(0)
+	same := true
+	for i := 1; i < calls && same; i++ {
+		same = nows(i) == first
+	}
+	if same {
+		return le.AppendUint64(nums, uint64(first))
+	}
+	for i := range calls {
+		nums = le.AppendUint64(nums, uint64(nows(i)))
+	}
+	return nums
+}
+
+// uniformVerdict reads one call's numbers of a uniform script call's reply:
+// remaining*2 + allowed, retry and reset. The script forms remaining*2 +
+// allowed as a double, exact because remaining is below the limit's
+// capacity, at most runtime.MaxUnits (2^52), so the sum is below 2^53.
+func uniformVerdict(f []int64) verdict {
+	return verdict{ok: f[0]&1 == 1, remaining: f[0] >> 1, retry: f[1], reset: f[2]}
+}
+
+// readCall reads one call's part of a script reply into the verdicts (and
+// receipts, when d keeps them) of the requests of d at idx, and returns
+// what follows it.
+func readCall(res []int64, d *decision, idx []int) (committed bool, rest []int64, err error) {
+	if len(res) < 1+replyFields*len(idx) {
+		return false, nil, errReply(len(res))
+	}
+	for j, i := range idx {
+		f := res[1+replyFields*j:]
+		d.vs[i] = verdict{ok: f[0] == 1, remaining: f[1], retry: f[2], reset: f[3]}
+		if d.receipts != nil {
+			d.receipts[i] = f[4]
+		}
+	}
+	return res[0] == 1, res[1+replyFields*len(idx):], nil
+}
+
+// evalGroup runs the script in mode (modeDecide or modeCheck) for the
+// requests of d at idx, waiting for the reply as long as w allows, and
+// fills their verdicts and receipts. It reports whether the group's
+// admissions were recorded.
+func (r *Limiter) evalGroup(ctx context.Context, w *wait, mode scriptMode, d *decision, idx []int) (bool, error) {
+	s := scriptOf(d, idx)
+	var args []any
+	uniform := mode == modeDecide && d.uniform(idx)
+	if uniform {
+		args = uniformArgs(s, d, idx[0])
+	} else {
+		args = r.callArgs(s, mode, d, idx, false)
+	}
+	res, err := r.eval(ctx, w, s, args)
+	if err != nil {
+		return false, err
+	}
+	return readGroup(res, d, idx, uniform)
+}
+
+// uniform reports whether the requests of d at idx can be decided in a
+// uniform script call: one enforced limit, and no receipt to keep.
+func (d *decision) uniform(idx []int) bool {
+	return d.receipts == nil && d.asks[idx[0]].uniform(len(idx))
+}
+
+// uniformArgs returns the command that runs s to decide request i of d, in
+// a uniform script call.
+func uniformArgs(s *script, d *decision, i int) []any {
+	args := append(s.scriptArgs(1), d.asks[i].key)
+	nums := appendUniform(make([]byte, 0, 48), &d.asks[i], func(int) int64 { return d.now }, 1)
+	return finishArgs(args, modeUniform, nums)
+}
+
+// readGroup reads the reply res of the script call for the requests of d
+// at idx, uniform or not, into their verdicts (and receipts), and reports
+// whether they were committed.
+func readGroup(res []int64, d *decision, idx []int, uniform bool) (bool, error) {
+	if !uniform {
+		committed, _, err := readCall(res, d, idx)
+		return committed, err
+	}
+	if len(res) != uniformFields {
+		return false, errReply(len(res))
+	}
+	d.vs[idx[0]] = uniformVerdict(res)
+	return d.vs[idx[0]].ok, nil
+}
+
+// errReply is a script reply of n numbers, unlike any the scripts give.
+func errReply(n int) error {
+	return fmt.Errorf("ratelimit: unexpected script reply of %d numbers; is the server Redis 5 or newer?", n)
+}
+
+// callArgs returns the command that runs s in mode for the requests of d
+// at idx, in lua/main.lua's layout: a refund (with receipts) carries its
+// marker as its last key.
+func (r *Limiter) callArgs(s *script, mode scriptMode, d *decision, idx []int, receipts bool) []any {
+	keys := len(idx)
+	if receipts {
+		keys++
+	}
+	args := s.scriptArgs(keys)
+	for _, i := range idx {
+		args = append(args, d.asks[i].key)
+	}
+	if receipts {
+		args = append(args, r.refundMarker(d.asks[idx[0]].key))
+	}
+	return finishArgs(args, mode, appendNums(nil, d, idx, receipts))
+}
+
+// finishArgs completes the arguments of a script command: the number of
+// keys, then ARGV. nums goes as it is, not copied: like the keys, it must
+// not change until the command has run.
+func finishArgs(args []any, mode scriptMode, nums []byte) []any {
+	args[2] = len(args) - 3
+	return append(args, any(mode), nums)
+}
+
+// appendReply appends the numbers of a script's reply, a string of
+// little-endian 64-bit integers, to res.
+func appendReply(res []int64, reply string) ([]int64, error) {
+	if len(reply)%8 != 0 {
+		return res, fmt.Errorf("ratelimit: unexpected script reply of %d bytes; is the server Redis 5 or newer?", len(reply))
+	}
+	for ; len(reply) >= 8; reply = reply[8:] {
+		_ = reply[7]
+		res = append(res, int64(uint64(reply[0])|uint64(reply[1])<<8|uint64(reply[2])<<16|uint64(reply[3])<<24|
+			uint64(reply[4])<<32|uint64(reply[5])<<40|uint64(reply[6])<<48|uint64(reply[7])<<56))
+	}
+	return res, nil
+}
+
+// verdict is one limit's answer from a script; times in µs.
+type verdict struct {
+	ok                      bool
+	remaining, retry, reset int64
+}
+
+func (v verdict) decision() runtime.Decision {
+	return runtime.Decision{Allowed: v.ok, Remaining: int(v.remaining), RetryAfter: micros(v.retry), ResetAfter: micros(v.reset)}
+}
+
+func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }

@@ -3,7 +3,6 @@ package redislimit
 import (
 	"context"
 	"errors"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,10 +43,10 @@ type batcher struct {
 	inFlight int
 	queue    []*call
 	// flying holds the batch of each round trip under way (guarded by
-	// mu), for the watch; a run goroutine owns one slot, and its slots
-	// entry.
+	// mu), for the watch; a run goroutine owns one entry of flying, and
+	// the same entry of bufs.
 	flying [maxInFlight][]*call
-	slots  [maxInFlight]slot
+	bufs   [maxInFlight]buffers
 	// watch wakes the calls in queue and flying whose waits are due (see
 	// watch.go).
 	watch watch
@@ -118,9 +117,9 @@ type call struct {
 	period int64
 }
 
-// A slot is what the round trips of one slot of flying reuse, one after
-// another: the command's arguments, numbers and reply.
-type slot struct {
+// buffers are what the round trips of one entry of flying reuse, one
+// after another: the command's arguments, numbers and reply.
+type buffers struct {
 	args []any
 	nums []byte
 	res  []int64
@@ -483,7 +482,7 @@ func (b *batcher) fly(slot int, batch []*call, client doer) {
 	if b.pipelined {
 		b.lim.evalPipelined(f, batch)
 	} else {
-		b.lim.evalBatch(f, client, &b.slots[slot], batch)
+		b.lim.evalBatch(f, client, &b.bufs[slot], batch)
 	}
 	b.lim.noteAnswer(sent, batch[0].err)
 	b.land(slot, batch)
@@ -517,22 +516,9 @@ func (b *batcher) resendAlone(c *call) bool {
 	return c.err == nil
 }
 
-// isRefused reports whether err is a connection that could not be made,
-// other than for want of time.
-func isRefused(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial" && !errors.Is(err, context.DeadlineExceeded)
-}
-
-// isTimeout reports whether err is a read or write that timed out.
-func isTimeout(err error) bool {
-	var nerr net.Error
-	return errors.As(err, &nerr) && nerr.Timeout()
-}
-
 // evalBatch decides a batch in one script call, its command, numbers and
 // reply built in sl's buffers.
-func (r *Limiter) evalBatch(ctx context.Context, client doer, sl *slot, batch []*call) {
+func (r *Limiter) evalBatch(ctx context.Context, client doer, sl *buffers, batch []*call) {
 	s := batchScript(batch)
 	args := s.appendArgs(sl.args[:0])
 	for _, c := range batch {
@@ -619,10 +605,4 @@ func batchScript(batch []*call) *script {
 		}
 	}
 	return s
-}
-
-// isNoScript reports whether err is Redis not knowing the script.
-func isNoScript(err error) bool {
-	var rerr redis.Error
-	return errors.As(err, &rerr) && len(rerr.Error()) >= 8 && rerr.Error()[:8] == "NOSCRIPT"
 }

@@ -213,9 +213,10 @@ func (c *denyCache) ran(t int64) {
 	}
 }
 
-// lookup reads the clock (the process's was read at at) and denies reqs from the cache when a denial in
-// force covers every request not in runtime.ModeOff and at least one of
-// them is enforced, filling their verdicts as the script would. A denial
+// lookup reads the clock (the process's was read at at) and denies reqs
+// from the cache when a denial in force covers every request not in
+// runtime.ModeOff and at least one of them is enforced, filling their
+// verdicts as the script would. A denial
 // of a shadow limit is as exact as any but never denies: a call with an
 // uncovered limit, or with no enforced one, goes to Redis whole. It
 // returns the time it read, for remember. A nil cache answers nothing.

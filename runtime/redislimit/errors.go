@@ -1,6 +1,7 @@
 package redislimit
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"log/slog"
@@ -324,4 +325,23 @@ func (r *Limiter) refused(err error, attrs ...slog.Attr) error {
 		r.logger().Error(ref.msg, args...)
 	}
 	return ref
+}
+
+// isRefused reports whether err is a connection that could not be made,
+// other than for want of time.
+func isRefused(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial" && !errors.Is(err, context.DeadlineExceeded)
+}
+
+// isTimeout reports whether err is a read or write that timed out.
+func isTimeout(err error) bool {
+	var nerr net.Error
+	return errors.As(err, &nerr) && nerr.Timeout()
+}
+
+// isNoScript reports whether err is Redis not knowing the script.
+func isNoScript(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && len(rerr.Error()) >= 8 && rerr.Error()[:8] == "NOSCRIPT"
 }

@@ -42,7 +42,7 @@ func (b *breaker) openErr() error {
 
 // allow reports whether this call may ask Redis, and whether it is the
 // probe, which must end with record or release.
-func (b *breaker) allow(now time.Time) (ask, probe bool) {
+func (b *breaker) allow(now time.Time) (send, probe bool) {
 	until := b.openUntil.Load()
 	if until == 0 {
 		return true, false
@@ -128,7 +128,7 @@ func (r *Limiter) checkLiveness(key string, budget time.Duration) {
 		defer r.checking.Store(false)
 		for range maxStallFactor {
 			switch err := r.checkLivenessOnce(key, budget); {
-			case errors.Is(err, errTripped):
+			case errors.Is(err, ErrCircuitOpen):
 				return
 			case isPaused(err):
 				continue
@@ -148,7 +148,7 @@ func (r *Limiter) checkLivenessOnce(key string, budget time.Duration) error {
 	defer cancel()
 	var w wait
 	r.startWait(ctx, &w)
-	_, err := r.ask(ctx, &w, func(ctx context.Context) ([]int64, error) {
+	_, err := r.exchange(ctx, &w, func(ctx context.Context) ([]int64, error) {
 		return nil, r.client.Do(ctx, "pttl", key).Err()
 	})
 	return err

@@ -175,7 +175,7 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 		return runtime.Decisions{Allowed: true}, nil
 	}
 	start := time.Now()
-	asked, denied := r.deny.lookup(reqs, vs, start)
+	t0, denied := r.deny.lookup(reqs, vs, start)
 	if denied {
 		// A caller answered from memory never blocks, and one that asks
 		// again at once would keep its processor from the goroutines that
@@ -199,7 +199,7 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	}
 	groups := r.groups(reqs)
 	committed, err := r.run(ctx, start, &d, groups)
-	r.deny.remember(reqs, vs, err, asked)
+	r.deny.remember(reqs, vs, err, t0)
 	if err == nil {
 		if r.breaker.record(start, false, probe, nil) {
 			// Redis is back: check its configuration again, it may be
@@ -220,7 +220,7 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	// cut short is not.
 	var silent *errSilent
 	switch {
-	case errors.Is(err, errTripped):
+	case errors.Is(err, ErrCircuitOpen):
 		r.breaker.release(probe)
 		err = r.breaker.openErr()
 	case errors.As(err, &silent) && !silent.noConn && (silent.paused || !probe),
@@ -411,13 +411,13 @@ func (r *Limiter) storageKey(l runtime.Limit, key string) string {
 // abandoned call may still be recorded when Redis answers late; that
 // over-counts, never over-admits.
 func (r *Limiter) eval(ctx context.Context, w *wait, s *script, args []any) ([]int64, error) {
-	return r.ask(ctx, w, func(ctx context.Context) ([]int64, error) { return s.run(ctx, r.client, args, nil) })
+	return r.exchange(ctx, w, func(ctx context.Context) ([]int64, error) { return s.run(ctx, r.client, args, nil) })
 }
 
-// ask runs do as a round trip on a goroutine of its own and waits for it
+// exchange runs do as a round trip on a goroutine of its own and waits for it
 // as long as w allows. A round trip that got no connection while this
 // process was paused is made again.
-func (r *Limiter) ask(ctx context.Context, w *wait, do func(context.Context) ([]int64, error)) ([]int64, error) {
+func (r *Limiter) exchange(ctx context.Context, w *wait, do func(context.Context) ([]int64, error)) ([]int64, error) {
 	for {
 		rt := &roundTrip{done: make(chan struct{})}
 		f := newFlight(ctx, 1, r.connectBound(w))

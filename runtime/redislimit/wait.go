@@ -142,13 +142,10 @@ func (w *wait) outcome(err error) error {
 	return err
 }
 
-// errTripped ends a wait when the breaker opens: Redis failed another
-// call meanwhile.
-var errTripped = ErrCircuitOpen
-
 // until waits for done, or for the wait to end. It returns nil when done
-// closed, ctx's error when ctx was cancelled, errTripped when the breaker
-// opened meanwhile, and an *errSilent otherwise.
+// closed, ctx's error when ctx was cancelled, ErrCircuitOpen when the
+// breaker opened meanwhile (Redis failed another call), and an *errSilent
+// otherwise.
 func (w *wait) until(ctx context.Context, done <-chan struct{}) error {
 	select {
 	case <-done:
@@ -168,7 +165,7 @@ func (w *wait) until(ctx context.Context, done <-chan struct{}) error {
 			w.account(mono(), expected)
 			return nil
 		case <-w.tripped:
-			return errTripped
+			return ErrCircuitOpen
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.Canceled) {
 				return ctx.Err()
@@ -228,7 +225,7 @@ func (w *wait) untilWoken(ctx context.Context, b *batcher, c *call) error {
 		}
 		select {
 		case <-w.tripped:
-			return errTripped
+			return ErrCircuitOpen
 		default:
 		}
 		if mono() < due && ctx.Err() == nil {

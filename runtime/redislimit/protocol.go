@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
@@ -29,7 +29,7 @@ import (
 // (allowed, remaining, retry µs, reset µs, receipt; readCall), or for
 // modeUniform uniformFields per call (remaining*2 + allowed, retry µs,
 // reset µs; uniformVerdict). A refund's is empty. The constants the
-// scripts share with Go are emitted into them (luaConstants).
+// scripts share with Go are written into them (luaConstants).
 
 // A scriptMode is what ARGV[1] asks: decide, check only, refund, or decide
 // calls of one limit (see uniformAsk). Each is boxed once, as the
@@ -55,24 +55,24 @@ const (
 	uniformFields = 3
 )
 
-// luaConstants returns the Lua that defines the constants the scripts
-// share with Go: each algorithm's code, shadowFlag and the modes.
-func luaConstants() string {
-	var b strings.Builder
-	b.WriteString("-- Emitted from Go (protocol.go, algorithm.go).\n")
+// luaConstants returns the constants the scripts share with Go, by the
+// name the Lua files write them in: each algorithm's code, shadowFlag and
+// the modes, as Lua literals. The script's text holds the literals in
+// their place (see assembleScript), so a run pays nothing for them.
+func luaConstants() map[string]string {
+	c := map[string]string{"SHADOW_FLAG": strconv.Itoa(shadowFlag)}
 	for _, spec := range specsByCode {
 		if spec.file != "" {
-			fmt.Fprintf(&b, "local %s = %d\n", spec.lua, spec.code)
+			c[spec.lua] = strconv.FormatInt(int64(spec.code), 10)
 		}
 	}
-	fmt.Fprintf(&b, "local SHADOW_FLAG = %d\n", shadowFlag)
 	for _, m := range [...]struct {
 		name string
 		mode scriptMode
 	}{{"DECIDE", modeDecide}, {"CHECK", modeCheck}, {"REFUND", modeRefund}, {"UNIFORM", modeUniform}} {
-		fmt.Fprintf(&b, "local %s = '%s'\n", m.name, m.mode)
+		c[m.name] = "'" + m.mode.(string) + "'"
 	}
-	return b.String()
+	return c
 }
 
 // appendNums appends to nums the numbers of the requests of d at idx, in

@@ -3,6 +3,7 @@ package redislimit
 import (
 	"context"
 	"embed"
+	"regexp"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -113,16 +114,25 @@ func scriptOf(d *decision, idx []int) *script {
 }
 
 func assembleScript(algorithms ...string) string {
+	consts := luaConstants()
 	var b strings.Builder
-	b.WriteString(luaConstants())
+	b.WriteString("-- Go's constants (protocol.go) stand in place of their names.\n")
 	for _, name := range append(append([]string{"header.lua"}, algorithms...), "main.lua") {
 		src, err := luaFiles.ReadFile("lua/" + name)
 		if err != nil {
 			panic("ratelimit: embedded script " + name + " missing: " + err.Error()) // a build defect
 		}
 		b.WriteString("-- lua/" + name + "\n")
-		b.Write(src)
+		b.WriteString(luaConstName.ReplaceAllStringFunc(string(src), func(id string) string {
+			if v, ok := consts[id]; ok {
+				return v
+			}
+			return id
+		}))
 		b.WriteString("\n")
 	}
 	return b.String()
 }
+
+// luaConstName matches the words that may name a constant of luaConstants.
+var luaConstName = regexp.MustCompile(`\b[A-Z][A-Z0-9_]*\b`)

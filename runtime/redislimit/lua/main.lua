@@ -29,8 +29,8 @@
 -- its calls record, never further.
 --
 -- The contract with Go (protocol.go, which encodes and decodes it). The
--- algorithms' codes, SHADOW_FLAG and the modes are Go's constants, emitted
--- before header.lua.
+-- algorithms' codes, SHADOW_FLAG and the modes are Go's constants, whose
+-- values stand in place of their names in the script Go assembles.
 --
 -- KEYS      the storage keys of every limit of every call, in order; for
 --           REFUND, then a refund marker

@@ -208,7 +208,7 @@ func (r *Limiter) checkScripts(ctx context.Context, key string) []error {
 		reqs[i] = runtime.Request{Limit: checkLimit(a), Key: key}
 		all[i] = i
 	}
-	d := decision{now: -1, asks: r.resolve(nil, reqs), vs: make([]verdict, len(reqs))}
+	d := resolvedCall{now: -1, asks: r.resolve(nil, reqs), vs: make([]verdict, len(reqs))}
 	if r.cfg.clock != nil {
 		d.now = r.cfg.clock().UnixMicro()
 	}

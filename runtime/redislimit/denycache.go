@@ -19,9 +19,10 @@ import (
 // call only consumes room, so no call of cost c or more can be admitted on
 // that (limit, key) before T+r; only a refund, Redis losing counts, or the
 // limit's values changing can make room earlier. The limit's values are
-// part of a denial's identity (Name, resolved Algorithm, Window, Max,
-// resolved Burst, and the key), so a changed limit is never answered from
-// a denial made under other values. Each denial is kept with its full
+// part of a denial's identity (its Name and the key, and the numbers the
+// script receives: algorithm, window, max and burst, as the call resolved
+// them), so a changed limit is never answered from a denial made under
+// other values. Each denial is kept with its full
 // identity and compared in full: two different keys never share a denial,
 // whatever their hashes.
 //
@@ -124,10 +125,11 @@ type denial struct {
 	// allocation of the cache's own; nameLen splits it.
 	id      string
 	nameLen int
-	window  time.Duration
-	max     int64
-	burst   int64
-	algo    uint8
+	// window is in µs, as the script receives it.
+	window int64
+	max    int64
+	burst  int64
+	algo   uint8
 	// ref is CLOCK's referenced bit: set by a hit, cleared by the hand.
 	ref atomic.Bool
 	// pos is the denial's index in its shard's ring.
@@ -181,13 +183,13 @@ func (c *denyCache) nowAt(at time.Time) int64 {
 
 // hash spreads a denial's identity over 64 bits with the cache's seed. It
 // only places denials: their identities are compared in full.
-func (c *denyCache) hash(l runtime.Limit, key string) uint64 {
+func (c *denyCache) hash(q runtime.Request, a *ask) uint64 {
 	// Two one-shot hashes cost less than streaming both strings through a
 	// maphash.Hash; the rotation keeps (name, key) and (key, name) apart.
-	x := bits.RotateLeft64(maphash.String(c.seed, l.Name), 17) ^ maphash.String(c.seed, key)
-	x ^= uint64(l.Window) * 0x9e3779b97f4a7c15
-	x = bits.RotateLeft64(x, 29) ^ uint64(l.Max)*0xbf58476d1ce4e5b9
-	x = bits.RotateLeft64(x, 31) ^ uint64(burstOf(l))*0x94d049bb133111eb ^ uint64(algoCode(l.Algorithm))
+	x := bits.RotateLeft64(maphash.String(c.seed, q.Limit.Name), 17) ^ maphash.String(c.seed, q.Key)
+	x ^= uint64(a.window) * 0x9e3779b97f4a7c15
+	x = bits.RotateLeft64(x, 29) ^ uint64(a.max)*0xbf58476d1ce4e5b9
+	x = bits.RotateLeft64(x, 31) ^ uint64(a.burst)*0x94d049bb133111eb ^ uint64(a.algo())
 	return x * 0xff51afd7ed558ccd
 }
 
@@ -195,12 +197,13 @@ func (c *denyCache) shard(h uint64) *denyShard {
 	return &c.shards[h>>c.shift]
 }
 
-// matches reports whether e is the denial of exactly this limit and key.
-func (e *denial) matches(l runtime.Limit, key string) bool {
-	return e.nameLen == len(l.Name) && len(e.id) == len(l.Name)+len(key) &&
-		e.window == l.Window && e.max == int64(l.Max) && e.burst == burstOf(l) &&
-		e.algo == algoCode(l.Algorithm) &&
-		e.id[:e.nameLen] == l.Name && e.id[e.nameLen:] == key
+// matches reports whether e is the denial of exactly q's limit and key,
+// which resolved to a.
+func (e *denial) matches(q runtime.Request, a *ask) bool {
+	name, key := q.Limit.Name, q.Key
+	return e.nameLen == len(name) && len(e.id) == len(name)+len(key) &&
+		e.window == a.window && e.max == a.max && e.burst == a.burst && e.algo == a.algo() &&
+		e.id[:e.nameLen] == name && e.id[e.nameLen:] == key
 }
 
 // ran notes that a script ran at or before t, on the limiter's clock.
@@ -220,7 +223,7 @@ func (c *denyCache) ran(t int64) {
 // of a shadow limit is as exact as any but never denies: a call with an
 // uncovered limit, or with no enforced one, goes to Redis whole. It
 // returns the time it read, for remember. A nil cache answers nothing.
-func (c *denyCache) lookup(reqs []runtime.Request, vs []verdict, at time.Time) (int64, bool) {
+func (c *denyCache) lookup(reqs []runtime.Request, d *resolvedCall, at time.Time) (int64, bool) {
 	if c == nil {
 		return 0, false
 	}
@@ -239,11 +242,11 @@ func (c *denyCache) lookup(reqs []runtime.Request, vs []verdict, at time.Time) (
 		if q.Limit.Mode == runtime.ModeOff {
 			continue
 		}
-		v, ok := c.find(q, now)
+		v, ok := c.find(q, &d.asks[i], now)
 		if !ok {
 			return now, false
 		}
-		vs[i] = v
+		d.vs[i] = v
 		enforced = enforced || q.Limit.Mode == runtime.ModeEnforce
 	}
 	return now, enforced
@@ -251,17 +254,17 @@ func (c *denyCache) lookup(reqs []runtime.Request, vs []verdict, at time.Time) (
 
 // find returns the denial of q in force at now, as the script's verdict.
 // It allocates nothing.
-func (c *denyCache) find(q runtime.Request, now int64) (verdict, bool) {
-	h := c.hash(q.Limit, q.Key)
+func (c *denyCache) find(q runtime.Request, a *ask, now int64) (verdict, bool) {
+	h := c.hash(q, a)
 	s := c.shard(h)
 	if e := s.hot.Load(); e != nil && e.hash == h {
-		if e.covers(q, now) {
+		if e.covers(q, a, now) {
 			return e.verdict(now), true
 		}
 	}
 	s.mu.RLock()
 	e := s.m[h]
-	if e == nil || !e.covers(q, now) {
+	if e == nil || !e.covers(q, a, now) {
 		s.mu.RUnlock()
 		return verdict{}, false
 	}
@@ -275,8 +278,8 @@ func (c *denyCache) find(q runtime.Request, now int64) (verdict, bool) {
 // covers reports whether e denies q at now, and marks it used. Only a call
 // of the denied cost is covered: a larger one might have to wait longer
 // than e says.
-func (e *denial) covers(q runtime.Request, now int64) bool {
-	if costOf(q) != e.cost || now < e.from || now >= e.until || !e.matches(q.Limit, q.Key) {
+func (e *denial) covers(q runtime.Request, a *ask, now int64) bool {
+	if a.cost != e.cost || now < e.from || now >= e.until || !e.matches(q, a) {
 		return false
 	}
 	if !e.ref.Load() {
@@ -312,7 +315,7 @@ func ceilMicros(ns int64) int64 {
 // contradict: on a Redis Cluster such a call may have refunded them (see
 // forget). Single-limit admissions teach nothing. err is run's: a failed
 // call may still have run on Redis, at its time.
-func (c *denyCache) remember(reqs []runtime.Request, vs []verdict, err error, t0 int64) {
+func (c *denyCache) remember(reqs []runtime.Request, d *resolvedCall, err error, t0 int64) {
 	if c == nil {
 		return
 	}
@@ -333,13 +336,14 @@ func (c *denyCache) remember(reqs []runtime.Request, vs []verdict, err error, t0
 		// up to 1µs before T+r by the process's clock.
 		slack = int64(time.Microsecond)
 	}
+	vs := d.vs
 	if err != nil || len(vs) != len(reqs) {
 		return
 	}
 	if len(reqs) > 1 {
 		for i, v := range vs {
 			if v.ok && reqs[i].Limit.Mode != runtime.ModeOff {
-				c.forget(reqs[i])
+				c.forget(reqs[i], &d.asks[i])
 			}
 		}
 	}
@@ -354,28 +358,28 @@ func (c *denyCache) remember(reqs []runtime.Request, vs []verdict, err error, t0
 		if !read {
 			t1, read = c.now(), true
 		}
-		c.insert(reqs[i], from, until, t1+int64(micros(v.retry)), v, t1)
+		c.insert(reqs[i], &d.asks[i], from, until, t1+int64(micros(v.retry)), v, t1)
 	}
 }
 
 // insert keeps one denial, replacing the one of the same identity (or,
 // rarely, of the same hash) unless that one covers at least as much for at
 // least as long. now is the time, for dropping expired denials.
-func (c *denyCache) insert(q runtime.Request, from, until, retryAt int64, v verdict, now int64) {
+func (c *denyCache) insert(q runtime.Request, a *ask, from, until, retryAt int64, v verdict, now int64) {
 	l := q.Limit
-	h := c.hash(l, q.Key)
+	h := c.hash(q, a)
 	s := c.shard(h)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer c.count(s, len(s.ring))
 	if e := s.m[h]; e != nil {
-		if e.matches(l, q.Key) {
-			if e.cost == costOf(q) && e.from <= from && e.until >= until {
+		if e.matches(q, a) {
+			if e.cost == a.cost && e.from <= from && e.until >= until {
 				return
 			}
 			// Replaced by a new denial: the old one may be hot.
 			n := &denial{hash: h, id: e.id, nameLen: e.nameLen, pos: e.pos}
-			n.set(q, from, until, retryAt, v)
+			n.set(a, from, until, retryAt, v)
 			n.ref.Store(true)
 			s.m[h] = n
 			s.ring[e.pos] = n
@@ -402,7 +406,7 @@ func (c *denyCache) insert(q runtime.Request, from, until, retryAt int64, v verd
 		s.rebuild()
 	}
 	e := &denial{hash: h, id: l.Name + q.Key, nameLen: len(l.Name)}
-	e.set(q, from, until, retryAt, v)
+	e.set(a, from, until, retryAt, v)
 	// A new denial starts referenced: it survives the hand's next pass.
 	e.ref.Store(true)
 	if s.m == nil {
@@ -421,8 +425,8 @@ func (c *denyCache) insert(q runtime.Request, from, until, retryAt int64, v verd
 // calls that refund are the multi-limit calls, and their limits with room
 // report it after the refund, so this process stops denying from a denial
 // its own refund made wrong.
-func (c *denyCache) forget(q runtime.Request) {
-	h := c.hash(q.Limit, q.Key)
+func (c *denyCache) forget(q runtime.Request, a *ask) {
+	h := c.hash(q, a)
 	s := c.shard(h)
 	s.mu.RLock()
 	e := s.m[h]
@@ -431,7 +435,7 @@ func (c *denyCache) forget(q runtime.Request) {
 		return
 	}
 	s.mu.Lock()
-	if e := s.m[h]; e != nil && e.cost <= costOf(q) && e.matches(q.Limit, q.Key) {
+	if e := s.m[h]; e != nil && e.cost <= a.cost && e.matches(q, a) {
 		s.remove(e)
 		c.held.Add(-1)
 	}
@@ -445,9 +449,9 @@ func (c *denyCache) count(s *denyShard, before int) {
 	}
 }
 
-func (e *denial) set(q runtime.Request, from, until, retryAt int64, v verdict) {
-	e.window, e.max, e.burst, e.algo = q.Limit.Window, int64(q.Limit.Max), burstOf(q.Limit), algoCode(q.Limit.Algorithm)
-	e.cost, e.from, e.until, e.retryAt = costOf(q), from, until, retryAt
+func (e *denial) set(a *ask, from, until, retryAt int64, v verdict) {
+	e.window, e.max, e.burst, e.algo = a.window, a.max, a.burst, a.algo()
+	e.cost, e.from, e.until, e.retryAt = a.cost, from, until, retryAt
 	e.remaining, e.reset = int(v.remaining), micros(v.reset)
 }
 

@@ -578,6 +578,35 @@ type manualCache struct {
 	now atomic.Int64 // UnixMicro
 }
 
+// The cache's own methods take requests as the limiter resolves them; a
+// manualCache's resolve them first.
+
+func (m *manualCache) remember(reqs []runtime.Request, vs []verdict, err error, t0 int64) {
+	m.denyCache.remember(reqs, resolvedOf(reqs, vs), err, t0)
+}
+
+func (m *manualCache) find(q runtime.Request, now int64) (verdict, bool) {
+	a := resolveLimit(q)
+	return m.denyCache.find(q, &a, now)
+}
+
+func (m *manualCache) hash(l runtime.Limit, key string) uint64 {
+	q := runtime.Request{Limit: l, Key: key}
+	a := resolveLimit(q)
+	return m.denyCache.hash(q, &a)
+}
+
+func (m *manualCache) forget(q runtime.Request) {
+	a := resolveLimit(q)
+	m.denyCache.forget(q, &a)
+}
+
+// resolvedOf returns reqs resolved, without storage keys, with verdicts vs.
+func resolvedOf(reqs []runtime.Request, vs []verdict) *resolvedCall {
+	asks, _ := resolveLimits(nil, reqs, make([]verdict, len(reqs)))
+	return &resolvedCall{now: -1, asks: asks, vs: vs}
+}
+
 func newManualCache(budget int) *manualCache {
 	m := &manualCache{}
 	m.now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro())
@@ -826,7 +855,7 @@ func TestDenyCacheForgetsWhatARefundContradicts(t *testing.T) {
 	require.True(t, d.Allowed)
 
 	planted := []runtime.Request{{Limit: wide, Key: first}}
-	lim.deny.remember(planted, []verdict{{retry: time.Hour.Microseconds()}}, nil, lim.deny.now())
+	lim.deny.remember(planted, resolvedOf(planted, []verdict{{retry: time.Hour.Microseconds()}}), nil, lim.deny.now())
 	ds, err := lim.Decide(ctx, planted...)
 	require.NoError(t, err)
 	require.Equal(t, runtime.SourceDenyCache, ds.Source, "the planted denial answers")

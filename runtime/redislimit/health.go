@@ -3,6 +3,7 @@ package redislimit
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync/atomic"
 	"time"
 )
@@ -162,4 +163,38 @@ func (r *Limiter) reloadTopology() {
 	if c, ok := r.client.(interface{ ReloadState(context.Context) }); ok {
 		c.ReloadState(context.Background())
 	}
+}
+
+// succeeded records that Redis decided a call sent at start, which probe
+// says was the breaker's probe.
+func (r *Limiter) succeeded(start time.Time, probe bool) {
+	if r.breaker.record(start, false, probe, nil) {
+		// Redis is back: check its configuration again, it may be a
+		// different server now.
+		r.settings.reset()
+	}
+}
+
+// failed records that Redis did not decide a call of limit on key, with
+// err, and returns the cause the failure policy reports. The breaker opens
+// only on evidence about Redis: an error about the whole server, or a
+// silence that a check of Redis itself confirms (see errSilent.evidence).
+func (r *Limiter) failed(err error, probe bool, key, limit string) error {
+	var silent *errSilent
+	switch {
+	case errors.Is(err, ErrCircuitOpen):
+		r.breaker.release(probe)
+		return r.breaker.openErr()
+	case errors.As(err, &silent) && !silent.evidence(probe):
+		r.breaker.release(probe)
+		r.checkLiveness(key, silent.w.budget)
+		return err
+	}
+	err = r.refused(err, slog.String("limit", limit))
+	trip := tripsBreaker(err)
+	r.breaker.record(time.Now(), trip, probe, err)
+	if trip {
+		r.reloadTopology()
+	}
+	return err
 }

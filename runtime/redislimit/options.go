@@ -223,3 +223,12 @@ func WithHashedKeys(secret []byte) Option {
 		c.keyHash = h
 	}
 }
+
+// logger returns the limiter's logger: WithLogger's, or slog's default at
+// the time of the call.
+func (r *Limiter) logger() *slog.Logger {
+	if r.cfg.logger != nil {
+		return r.cfg.logger
+	}
+	return slog.Default()
+}

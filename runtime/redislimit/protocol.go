@@ -1,10 +1,10 @@
 package redislimit
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
@@ -56,16 +56,20 @@ const (
 )
 
 // luaConstants returns the constants the scripts share with Go, by the
-// name the Lua files write them in: each algorithm's code, shadowFlag and
-// the modes, as Lua literals. The script's text holds the literals in
+// name the Lua files write them in: each algorithm's code, shadowFlag,
+// the modes and the registry's initial entries, as Lua literals. The script's text holds the literals in
 // their place (see assembleScript), so a run pays nothing for them.
 func luaConstants() map[string]string {
 	c := map[string]string{"SHADOW_FLAG": strconv.Itoa(shadowFlag)}
+	var unregistered []string
 	for _, spec := range specsByCode {
 		if spec.file != "" {
 			c[spec.lua] = strconv.FormatInt(int64(spec.code), 10)
+			unregistered = append(unregistered, "false")
 		}
 	}
+	// The registry's initial entries, one per code (lua/header.lua).
+	c["UNREGISTERED"] = strings.Join(unregistered, ", ")
 	for _, m := range [...]struct {
 		name string
 		mode scriptMode
@@ -80,7 +84,7 @@ func luaConstants() map[string]string {
 // string of little-endian 64-bit integers: one argument per call rather
 // than six per limit, and the cheapest form for the script to read
 // (struct.unpack).
-func appendNums(nums []byte, d *decision, idx []int, receipts bool) []byte {
+func appendNums(nums []byte, d *resolvedCall, idx []int, receipts bool) []byte {
 	le := binary.LittleEndian
 	nums = le.AppendUint64(nums, uint64(d.now))
 	nums = le.AppendUint64(nums, uint64(len(idx)))
@@ -162,7 +166,7 @@ func uniformVerdict(f []int64) verdict {
 // readCall reads one call's part of a script reply into the verdicts (and
 // receipts, when d keeps them) of the requests of d at idx, and returns
 // what follows it.
-func readCall(res []int64, d *decision, idx []int) (committed bool, rest []int64, err error) {
+func readCall(res []int64, d *resolvedCall, idx []int) (committed bool, rest []int64, err error) {
 	if len(res) < 1+replyFields*len(idx) {
 		return false, nil, errReply(len(res))
 	}
@@ -176,35 +180,15 @@ func readCall(res []int64, d *decision, idx []int) (committed bool, rest []int64
 	return res[0] == 1, res[1+replyFields*len(idx):], nil
 }
 
-// evalGroup runs the script in mode (modeDecide or modeCheck) for the
-// requests of d at idx, waiting for the reply as long as w allows, and
-// fills their verdicts and receipts. It reports whether the group's
-// admissions were recorded.
-func (r *Limiter) evalGroup(ctx context.Context, w *wait, mode scriptMode, d *decision, idx []int) (bool, error) {
-	s := scriptOf(d, idx)
-	var args []any
-	uniform := mode == modeDecide && d.uniform(idx)
-	if uniform {
-		args = uniformArgs(s, d, idx[0])
-	} else {
-		args = r.callArgs(s, mode, d, idx, false)
-	}
-	res, err := r.eval(ctx, w, s, args)
-	if err != nil {
-		return false, err
-	}
-	return readGroup(res, d, idx, uniform)
-}
-
 // uniform reports whether the requests of d at idx can be decided in a
 // uniform script call: one enforced limit, and no receipt to keep.
-func (d *decision) uniform(idx []int) bool {
+func (d *resolvedCall) uniform(idx []int) bool {
 	return d.receipts == nil && d.asks[idx[0]].uniform(len(idx))
 }
 
 // uniformArgs returns the command that runs s to decide request i of d, in
 // a uniform script call.
-func uniformArgs(s *script, d *decision, i int) []any {
+func uniformArgs(s *script, d *resolvedCall, i int) []any {
 	args := append(s.scriptArgs(1), d.asks[i].key)
 	nums := appendUniform(make([]byte, 0, 48), &d.asks[i], func(int) int64 { return d.now }, 1)
 	return finishArgs(args, modeUniform, nums)
@@ -213,7 +197,7 @@ func uniformArgs(s *script, d *decision, i int) []any {
 // readGroup reads the reply res of the script call for the requests of d
 // at idx, uniform or not, into their verdicts (and receipts), and reports
 // whether they were committed.
-func readGroup(res []int64, d *decision, idx []int, uniform bool) (bool, error) {
+func readGroup(res []int64, d *resolvedCall, idx []int, uniform bool) (bool, error) {
 	if !uniform {
 		committed, _, err := readCall(res, d, idx)
 		return committed, err
@@ -233,7 +217,7 @@ func errReply(n int) error {
 // callArgs returns the command that runs s in mode for the requests of d
 // at idx, in lua/main.lua's layout: a refund (with receipts) carries its
 // marker as its last key.
-func (r *Limiter) callArgs(s *script, mode scriptMode, d *decision, idx []int, receipts bool) []any {
+func (r *Limiter) callArgs(s *script, mode scriptMode, d *resolvedCall, idx []int, receipts bool) []any {
 	keys := len(idx)
 	if receipts {
 		keys++

@@ -103,7 +103,7 @@ func (s *script) run(ctx context.Context, c doer, args []any, res []int64) ([]in
 }
 
 // scriptOf returns the script that can decide the requests of d at idx.
-func scriptOf(d *decision, idx []int) *script {
+func scriptOf(d *resolvedCall, idx []int) *script {
 	code := d.asks[idx[0]].code % shadowFlag
 	for _, i := range idx[1:] {
 		if d.asks[i].code%shadowFlag != code {

@@ -192,7 +192,7 @@ func TestBatchSlidingLogUnits(t *testing.T) {
 		b.mu.Lock()
 		for _, x := range qs {
 			for i, c := range x.costs {
-				d := &decision{now: -1, asks: lim.resolve(nil, []runtime.Request{{Limit: x.l, Key: fmt.Sprint("k", i), Cost: c}})}
+				d := &resolvedCall{now: -1, asks: lim.resolve(nil, []runtime.Request{{Limit: x.l, Key: fmt.Sprint("k", i), Cost: c}})}
 				b.queue = append(b.queue, b.newCall(d, []int{0}))
 			}
 		}

@@ -117,6 +117,21 @@ func (e *errSilent) Error() string {
 
 func (e *errSilent) Unwrap() error { return context.DeadlineExceeded }
 
+// evidence reports whether e is evidence of an outage by itself, for a
+// round trip that probe says was the breaker's probe. One wait that Redis
+// left unanswered is not: its reply may be unread in a process that is
+// busy or was paused, or stuck behind a slow call; nor is a round trip that
+// got no connection by the end of a budget the process lost to its own
+// pause. A check of Redis itself, as patient with this process's pauses as
+// any wait, decides those (see Limiter.checkLiveness). The probe's silence,
+// in a process that ran, is.
+func (e *errSilent) evidence(probe bool) bool {
+	if e.noConn {
+		return !e.paused
+	}
+	return !e.paused && probe
+}
+
 // isPaused reports whether err is a wait that this process's own pause
 // cut short.
 func isPaused(err error) bool {

@@ -7,8 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
@@ -34,8 +32,6 @@ import (
 // pipeline of one script call per decision, which go-redis splits by node.
 type batcher struct {
 	lim *Limiter
-	// pipelined is true when a batch is a pipeline rather than one call.
-	pipelined bool
 	// calls holds calls for reuse.
 	calls sync.Pool
 
@@ -86,7 +82,7 @@ func (c *call) logUnits() int64 {
 // reply; one that its caller left, or that ended in an error, is left to
 // the garbage collector, as something may still refer to it.
 type call struct {
-	d   decision
+	d   resolvedCall
 	w   wait
 	idx []int
 	// connect bounds how long its round trip may take to get a
@@ -125,150 +121,19 @@ type buffers struct {
 	res  []int64
 }
 
-// A flight is one round trip, and the context it runs on: it carries the
-// values of the context of the call that started it (none for a batch) but
-// none of its cancellation, and ends once every caller it carries has
-// stopped waiting (a decision nobody waits for is not worth a retry or a
-// reconnection, and one sent after its caller was answered by the policy
-// would count twice) or once its connect bound passes. Being its own
-// context, it costs a round trip one allocation and one timer.
-type flight struct {
-	values  context.Context
-	waiting atomic.Int32
-	connect connectBound
-	timer   *time.Timer
-
-	mu sync.Mutex
-	// deadline is the connect bound (mono), fixed by begin; 0 for none.
-	deadline int64
-	done     chan struct{}
-	err      error
-}
-
-// newFlight returns a flight for waiting callers, with values' values.
-func newFlight(values context.Context, waiting int, connect connectBound) *flight {
-	f := &flight{values: values, connect: connect}
-	f.waiting.Store(int32(waiting))
-	return f
-}
-
-// start starts the round trip on a timer of its own for the connect
-// bound; landed stops it.
-func (f *flight) start() {
-	if at, ok := f.begin(); ok {
-		f.timer = time.AfterFunc(time.Duration(at-mono()), f.expire)
-	}
-}
-
-// landed ends the round trip that start started: its reply is in.
-func (f *flight) landed() {
-	if f.timer != nil {
-		f.timer.Stop()
-	}
-}
-
-// begin starts the round trip: its connect bound runs from now. It returns
-// when (mono) the bound passes, and false when there is none.
-func (f *flight) begin() (int64, bool) {
-	if f.connect.by == 0 {
-		return 0, false
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	// A goroutine that starts late still has a little time to connect.
-	f.deadline = max(f.connect.by, mono()+int64(f.connect.least))
-	return f.deadline, true
-}
-
-// expireBy ends f if its connect bound passed by now (mono), and
-// otherwise returns the bound: 0 when there is none, or f has ended.
-func (f *flight) expireBy(now int64) int64 {
-	f.mu.Lock()
-	deadline, ended := f.deadline, f.err != nil
-	f.mu.Unlock()
-	switch {
-	case ended || deadline == 0:
-		return 0
-	case now >= deadline:
-		f.expire()
-		return 0
-	}
-	return deadline
-}
-
-// leave ends one caller's wait for f.
-func (f *flight) leave() {
-	if f.waiting.Add(-1) == 0 {
-		f.end(context.Canceled)
-	}
-}
-
-func (f *flight) expire() { f.end(context.DeadlineExceeded) }
-
-// end ends f with err, unless it has ended.
-func (f *flight) end(err error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.err != nil {
-		return
-	}
-	f.err = err
-	if f.done != nil {
-		close(f.done)
-	}
-}
-
-// Deadline is the connect bound, if any.
-func (f *flight) Deadline() (time.Time, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.deadline == 0 {
-		return time.Time{}, false
-	}
-	return timeOf(f.deadline), true
-}
-
-// Done is closed once f ends.
-func (f *flight) Done() <-chan struct{} {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.done == nil {
-		f.done = make(chan struct{})
-		if f.err != nil {
-			close(f.done)
-		}
-	}
-	return f.done
-}
-
-// Err is why f ended: context.Canceled when its callers left, or
-// context.DeadlineExceeded when its connect bound passed.
-func (f *flight) Err() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.err
-}
-
-// Value is the value for key of the context that started f.
-func (f *flight) Value(key any) any { return f.values.Value(key) }
-
 func newBatcher(lim *Limiter) *batcher {
 	b := &batcher{lim: lim}
 	b.calls.New = func() any { return &call{wake: make(chan struct{}, 1)} }
 	b.watch.timer = time.AfterFunc(time.Hour, b.wakeDue)
 	b.watch.timer.Stop()
-	switch lim.client.(type) {
-	case *redis.ClusterClient, *redis.Ring:
-		b.pipelined = true
-	}
 	return b
 }
 
 // newCall returns a call of the requests of d at idx, which share a slot.
-func (b *batcher) newCall(d *decision, idx []int) *call {
+func (b *batcher) newCall(d *resolvedCall, idx []int) *call {
 	c := b.calls.Get().(*call)
 	n := len(idx)
-	c.d = decision{now: d.now, asks: c.asks[:0], vs: c.vs[:0]}
+	c.d = resolvedCall{now: d.now, asks: c.asks[:0], vs: c.vs[:0]}
 	if n > inlineLimits {
 		c.d.asks, c.d.vs = make([]ask, 0, n), make([]verdict, 0, n)
 	}
@@ -288,7 +153,7 @@ func (b *batcher) newCall(d *decision, idx []int) *call {
 // free makes c, whose caller has read its reply, ready for reuse.
 func (b *batcher) free(c *call) {
 	clear(c.asks[:])
-	c.d, c.flight, c.alone[0] = decision{}, nil, nil
+	c.d, c.flight, c.alone[0] = resolvedCall{}, nil, nil
 	b.calls.Put(c)
 }
 
@@ -309,7 +174,7 @@ func (b *batcher) free(c *call) {
 // connection within the period, one whose connection broke (which go-redis
 // would retry), and one whose read timed out before the budget ended.
 // Otherwise Redis was silent for the timeout while the process ran.
-func (b *batcher) decide(ctx context.Context, start time.Time, d *decision, idx []int) (bool, error) {
+func (b *batcher) decide(ctx context.Context, start time.Time, d *resolvedCall, idx []int) (bool, error) {
 	c := b.newCall(d, idx)
 	b.lim.startWaitAt(ctx, &c.w, start)
 	// Not while a check of Redis runs: a caller in a read of its own waits
@@ -479,7 +344,7 @@ func (b *batcher) fly(slot int, batch []*call, client doer) {
 		b.mu.Unlock()
 	}
 	sent := time.Now()
-	if b.pipelined {
+	if b.lim.sharded {
 		b.lim.evalPipelined(f, batch)
 	} else {
 		b.lim.evalBatch(f, client, &b.bufs[slot], batch)
@@ -514,95 +379,4 @@ func (b *batcher) resendAlone(c *call) bool {
 	}
 	c.err = c.w.judge(now, expected)
 	return c.err == nil
-}
-
-// evalBatch decides a batch in one script call, its command, numbers and
-// reply built in sl's buffers.
-func (r *Limiter) evalBatch(ctx context.Context, client doer, sl *buffers, batch []*call) {
-	s := batchScript(batch)
-	args := s.appendArgs(sl.args[:0])
-	for _, c := range batch {
-		for j := range c.d.asks {
-			// A pointer, which go-redis accepts, is not boxed anew.
-			args = append(args, &c.d.asks[j].key)
-		}
-	}
-	nums, mode := sl.nums[:0], modeDecide
-	a := uniformAsk(batch)
-	if a != nil {
-		nums, mode = appendUniform(nums, a, func(i int) int64 { return batch[i].d.now }, len(batch)), modeUniform
-	} else {
-		for _, c := range batch {
-			nums = appendNums(nums, &c.d, c.idx, false)
-		}
-	}
-	args = finishArgs(args, mode, nums)
-	res, err := s.run(ctx, client, args, sl.res[:0])
-	// The keys belong to calls, which are reused.
-	clear(args)
-	sl.args, sl.nums, sl.res = args[:0], nums[:0], res[:0]
-	if a != nil {
-		if err == nil && len(res) != uniformFields*len(batch) {
-			err = errReply(len(res))
-		}
-		for i, c := range batch {
-			c.err = err
-			if err == nil {
-				c.committed, c.err = readGroup(res[uniformFields*i:uniformFields*(i+1)], &c.d, c.idx, true)
-			}
-		}
-		return
-	}
-	for _, c := range batch {
-		if err != nil {
-			c.err = err
-			continue
-		}
-		c.committed, res, c.err = readCall(res, &c.d, c.idx)
-		if c.err != nil {
-			err = c.err
-		}
-	}
-}
-
-// evalPipelined decides a batch as a pipeline of one script call per
-// decision. A call answered NOSCRIPT (a node that restarted or joined) is
-// sent again on its own, which loads the script.
-func (r *Limiter) evalPipelined(ctx context.Context, batch []*call) {
-	pipe := r.client.Pipeline()
-	cmds := make([]*redis.Cmd, len(batch))
-	args := make([][]any, len(batch))
-	for i, c := range batch {
-		if s := scriptOf(&c.d, c.idx); c.d.uniform(c.idx) {
-			args[i] = uniformArgs(s, &c.d, 0)
-		} else {
-			args[i] = r.callArgs(s, modeDecide, &c.d, c.idx, false)
-		}
-		cmds[i] = pipe.Do(ctx, args[i]...)
-	}
-	_, _ = pipe.Exec(ctx)
-	for i, c := range batch {
-		var res []int64
-		reply, err := cmds[i].Text()
-		if err == nil {
-			res, err = appendReply(nil, reply)
-		} else if isNoScript(err) {
-			res, err = scriptOf(&c.d, c.idx).run(ctx, r.client, args[i], nil)
-		}
-		if err == nil {
-			c.committed, err = readGroup(res, &c.d, c.idx, c.d.uniform(c.idx))
-		}
-		c.err = err
-	}
-}
-
-// batchScript returns the script that can decide every call of batch.
-func batchScript(batch []*call) *script {
-	s := scriptOf(&batch[0].d, batch[0].idx)
-	for _, c := range batch[1:] {
-		if scriptOf(&c.d, c.idx) != s {
-			return mixedScript
-		}
-	}
-	return s
 }

@@ -26,14 +26,14 @@ var ErrEvictionRisk = errors.New("ratelimit: redis may evict rate-limit counts")
 // How often the configuration is read again, and how long a read may take.
 // It is also read at first use and whenever Redis answers after failing.
 const (
-	configCheckInterval = 5 * time.Minute
-	configRetryInterval = 5 * time.Second
-	configCheckTimeout  = 2 * time.Second
+	evictionCheckInterval = 5 * time.Minute
+	evictionRetryInterval = 5 * time.Second
+	evictionCheckTimeout  = 2 * time.Second
 )
 
-// configCheck reads the server settings that can make Redis forget counts,
+// evictionCheck reads the server settings that can make Redis forget counts,
 // off the decision path, and reports each distinct finding once.
-type configCheck struct {
+type evictionCheck struct {
 	// periodic schedules the check.
 	periodic
 
@@ -43,12 +43,12 @@ type configCheck struct {
 
 // due starts a check on its own goroutine when one is due and none runs.
 // l is the limit being decided, which the report names.
-func (c *configCheck) due(r *Limiter, now time.Time, l runtime.Limit) {
-	if !c.begin(monoOf(now), configCheckInterval) {
+func (c *evictionCheck) due(r *Limiter, now time.Time, l runtime.Limit) {
+	if !c.begin(monoOf(now), evictionCheckInterval) {
 		return
 	}
-	c.run(configRetryInterval, func() (answered bool) {
-		ctx, cancel := context.WithTimeout(context.Background(), configCheckTimeout)
+	c.run(evictionRetryInterval, func() (answered bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), evictionCheckTimeout)
 		defer cancel()
 		finding, ok := evictionFinding(ctx, r.client)
 		if !ok {
@@ -63,7 +63,7 @@ func (c *configCheck) due(r *Limiter, now time.Time, l runtime.Limit) {
 
 // report logs and sends to OnDegraded a finding that differs from the last
 // one reported.
-func (c *configCheck) report(r *Limiter, l runtime.Limit, finding error) {
+func (c *evictionCheck) report(r *Limiter, l runtime.Limit, finding error) {
 	msg := ""
 	if finding != nil {
 		msg = finding.Error()
@@ -126,13 +126,4 @@ func evictionFinding(ctx context.Context, c redis.UniversalClient) (finding erro
 		return nil, false
 	}
 	return nil, true
-}
-
-// logger returns the limiter's logger: WithLogger's, or slog's default at
-// the time of the call.
-func (r *Limiter) logger() *slog.Logger {
-	if r.cfg.logger != nil {
-		return r.cfg.logger
-	}
-	return slog.Default()
 }

@@ -1,0 +1,136 @@
+package redislimit
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
+)
+
+// A call whose limits' keys fall on several Redis Cluster slots (see
+// Limiter.Decide) is decided one slot after another, in the order of
+// groups, and what the earlier slots recorded is refunded when a later one
+// denies or fails.
+
+// decideSlots decides d, whose requests span the slots of groups, waiting
+// for each slot's reply as long as w allows.
+func (r *Limiter) decideSlots(ctx context.Context, w *wait, d *resolvedCall, groups [][]int) (committed bool, err error) {
+	d.receipts = make([]int64, len(d.asks))
+	for gi, g := range groups {
+		committed, err := r.evalGroup(ctx, w, modeDecide, d, g)
+		if err != nil {
+			r.refund(ctx, d, recorded(d, groups[:gi]))
+			return false, err
+		}
+		if !committed {
+			r.refund(ctx, d, recorded(d, groups[:gi]))
+			// Report every other slot's room as it now is, recording
+			// nothing: the refunded slots' verdicts still describe their
+			// undone commit, and the later slots were never asked.
+			for j, other := range groups {
+				if j != gi {
+					_, _ = r.evalGroup(ctx, w, modeCheck, d, other)
+				}
+			}
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// recorded returns, of the committed groups, the requests whose limits
+// recorded the call: the enforced ones and the shadow ones that had room.
+// Groups that recorded nothing are left out.
+func recorded(d *resolvedCall, groups [][]int) [][]int {
+	out := make([][]int, 0, len(groups))
+	for _, g := range groups {
+		var rec []int
+		for _, i := range g {
+			if d.asks[i].code < shadowFlag || d.vs[i].ok {
+				rec = append(rec, i)
+			}
+		}
+		if len(rec) > 0 {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// groups splits the requests Redis decides, those not in runtime.ModeOff,
+// of which there is at least one, (by index) into the sets one script may
+// decide together: everything on a single server; per hash tag, in tag
+// order, on a Redis Cluster or Ring, where a script may only touch one
+// slot.
+func (r *Limiter) groups(reqs []runtime.Request) [][]int {
+	if len(reqs) == 1 {
+		return singleGroup
+	}
+	all := make([]int, 0, len(reqs))
+	for i, q := range reqs {
+		if q.Limit.Mode != runtime.ModeOff {
+			all = append(all, i)
+		}
+	}
+	if !r.sharded {
+		return [][]int{all}
+	}
+	byTag := map[string][]int{}
+	var tags []string
+	for _, i := range all {
+		tag := r.slotTag(reqs[i].Key)
+		if _, ok := byTag[tag]; !ok {
+			tags = append(tags, tag)
+		}
+		byTag[tag] = append(byTag[tag], i)
+	}
+	if len(tags) == 1 {
+		return [][]int{all}
+	}
+	slices.Sort(tags)
+	out := make([][]int, 0, len(tags))
+	for _, t := range tags {
+		out = append(out, byTag[t])
+	}
+	return out
+}
+
+// singleGroup is the grouping of every one-limit call; it is never modified.
+var singleGroup = [][]int{{0}}
+
+// refund undoes the admissions recorded for groups, best effort: if Redis
+// fails now, those admissions keep counting until they expire, which can
+// only deny calls, never admit extra ones. Each group's refund carries a
+// marker key of its own, so that a client resending the command after a
+// lost reply cannot refund twice.
+func (r *Limiter) refund(ctx context.Context, d *resolvedCall, groups [][]int) {
+	if len(groups) == 0 {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	refund := *d
+	refund.now = -1
+	for _, idx := range groups {
+		s := scriptOf(d, idx)
+		args := r.callArgs(s, modeRefund, &refund, idx, true)
+		var w wait
+		r.startWait(ctx, &w)
+		_, _ = r.eval(ctx, &w, s, args)
+	}
+}
+
+// refundMarker returns a new key in the cluster slot of the storage key
+// skey, unique to one refund.
+func (r *Limiter) refundMarker(skey string) string {
+	// The prefix and "{" tag "}" that begin skey.
+	slot := skey[:len(r.cfg.prefix)+2+tagLen]
+	b := make([]byte, 0, len(slot)+32)
+	b = append(b, slot...)
+	b = append(b, "refund:"...)
+	b = strconv.AppendUint(b, rand.Uint64(), 36)
+	b = append(b, '.')
+	b = strconv.AppendUint(b, rand.Uint64(), 36)
+	return string(b)
+}

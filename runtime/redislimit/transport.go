@@ -1,0 +1,369 @@
+package redislimit
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// How a call reaches Redis and its reply comes back.
+//
+// A call of one slot, with batching on, goes through the batcher
+// (batcher.go) in one of three ways: read on its caller's goroutine
+// through Limiter.direct when it finds no other on its way on a single
+// server; alone, on a round trip's goroutine; or with the calls queued
+// meanwhile, as one script call (evalBatch) or, on a Cluster or a Ring,
+// one pipeline (evalPipelined). Its caller waits as wait.untilWoken, woken
+// by the batcher (watch.go).
+//
+// Every other round trip (batching off, each slot of a call across Cluster
+// slots, a refund) is one script call on a goroutine of its own
+// (exchange), which its caller waits for as wait.until, on a timer of its
+// own.
+//
+// Either way, a round trip runs on a flight: a context that ends once no
+// caller waits for it, or once its connect bound passes (see
+// connectBound), and bounds nothing once the command is written.
+
+// evalGroup runs the script in mode (modeDecide or modeCheck) for the
+// requests of d at idx, waiting for the reply as long as w allows, and
+// fills their verdicts and receipts. It reports whether the group's
+// admissions were recorded.
+func (r *Limiter) evalGroup(ctx context.Context, w *wait, mode scriptMode, d *resolvedCall, idx []int) (bool, error) {
+	s := scriptOf(d, idx)
+	var args []any
+	uniform := mode == modeDecide && d.uniform(idx)
+	if uniform {
+		args = uniformArgs(s, d, idx[0])
+	} else {
+		args = r.callArgs(s, mode, d, idx, false)
+	}
+	res, err := r.eval(ctx, w, s, args)
+	if err != nil {
+		return false, err
+	}
+	return readGroup(res, d, idx, uniform)
+}
+
+// eval runs the script command args on a goroutine of its own and waits
+// for its reply as long as w allows. The command itself is bounded only by
+// the client's own read and write timeouts: a reply that arrives while this
+// process is paused is still read when it resumes, and decides. An
+// abandoned call may still be recorded when Redis answers late; that
+// over-counts, never over-admits.
+func (r *Limiter) eval(ctx context.Context, w *wait, s *script, args []any) ([]int64, error) {
+	return r.exchange(ctx, w, func(ctx context.Context) ([]int64, error) { return s.run(ctx, r.client, args, nil) })
+}
+
+// exchange runs do as a round trip on a goroutine of its own and waits for it
+// as long as w allows. A round trip that got no connection while this
+// process was paused is made again.
+func (r *Limiter) exchange(ctx context.Context, w *wait, do func(context.Context) ([]int64, error)) ([]int64, error) {
+	for {
+		rt := &roundTrip{done: make(chan struct{})}
+		f := newFlight(ctx, 1, r.connectBound(w))
+		go func() {
+			f.start()
+			defer f.landed()
+			sent := time.Now()
+			rt.res, rt.err = do(f)
+			r.noteAnswer(sent, rt.err)
+			close(rt.done)
+		}()
+		err := w.until(ctx, rt.done)
+		f.leave()
+		if err != nil {
+			return nil, err
+		}
+		if !w.resend(rt.err) {
+			return rt.res, w.outcome(rt.err)
+		}
+	}
+}
+
+// roundTrip is one command's reply, complete once done is closed.
+type roundTrip struct {
+	res  []int64
+	err  error
+	done chan struct{}
+}
+
+// evalBatch decides a batch in one script call, its command, numbers and
+// reply built in sl's buffers.
+func (r *Limiter) evalBatch(ctx context.Context, client doer, sl *buffers, batch []*call) {
+	s := batchScript(batch)
+	args := s.appendArgs(sl.args[:0])
+	for _, c := range batch {
+		for j := range c.d.asks {
+			// A pointer, which go-redis accepts, is not boxed anew.
+			args = append(args, &c.d.asks[j].key)
+		}
+	}
+	nums, mode := sl.nums[:0], modeDecide
+	a := uniformAsk(batch)
+	if a != nil {
+		nums, mode = appendUniform(nums, a, func(i int) int64 { return batch[i].d.now }, len(batch)), modeUniform
+	} else {
+		for _, c := range batch {
+			nums = appendNums(nums, &c.d, c.idx, false)
+		}
+	}
+	args = finishArgs(args, mode, nums)
+	res, err := s.run(ctx, client, args, sl.res[:0])
+	// The keys belong to calls, which are reused.
+	clear(args)
+	sl.args, sl.nums, sl.res = args[:0], nums[:0], res[:0]
+	if a != nil {
+		if err == nil && len(res) != uniformFields*len(batch) {
+			err = errReply(len(res))
+		}
+		for i, c := range batch {
+			c.err = err
+			if err == nil {
+				c.committed, c.err = readGroup(res[uniformFields*i:uniformFields*(i+1)], &c.d, c.idx, true)
+			}
+		}
+		return
+	}
+	for _, c := range batch {
+		if err != nil {
+			c.err = err
+			continue
+		}
+		c.committed, res, c.err = readCall(res, &c.d, c.idx)
+		if c.err != nil {
+			err = c.err
+		}
+	}
+}
+
+// batchScript returns the script that can decide every call of batch.
+func batchScript(batch []*call) *script {
+	s := scriptOf(&batch[0].d, batch[0].idx)
+	for _, c := range batch[1:] {
+		if scriptOf(&c.d, c.idx) != s {
+			return mixedScript
+		}
+	}
+	return s
+}
+
+// evalPipelined decides a batch as a pipeline of one script call per
+// decision. A call answered NOSCRIPT (a node that restarted or joined) is
+// sent again on its own, which loads the script.
+func (r *Limiter) evalPipelined(ctx context.Context, batch []*call) {
+	pipe := r.client.Pipeline()
+	cmds := make([]*redis.Cmd, len(batch))
+	args := make([][]any, len(batch))
+	for i, c := range batch {
+		if s := scriptOf(&c.d, c.idx); c.d.uniform(c.idx) {
+			args[i] = uniformArgs(s, &c.d, 0)
+		} else {
+			args[i] = r.callArgs(s, modeDecide, &c.d, c.idx, false)
+		}
+		cmds[i] = pipe.Do(ctx, args[i]...)
+	}
+	_, _ = pipe.Exec(ctx)
+	for i, c := range batch {
+		var res []int64
+		reply, err := cmds[i].Text()
+		if err == nil {
+			res, err = appendReply(nil, reply)
+		} else if isNoScript(err) {
+			res, err = scriptOf(&c.d, c.idx).run(ctx, r.client, args[i], nil)
+		}
+		if err == nil {
+			c.committed, err = readGroup(res, &c.d, c.idx, c.d.uniform(c.idx))
+		}
+		c.err = err
+	}
+}
+
+// connectBound bounds how long a round trip for w may take to get a
+// connection (the pool's wait, dialing, go-redis's retries): until a little
+// before w's budget ends, so that a dead server is found dead, and the
+// breaker opens on that, before the wait ends in a silence that needs a
+// check. It bounds nothing once the command is written, as go-redis reads
+// without the context's deadline, except on a client with
+// ContextTimeoutEnabled, where it is zero (no bound): there it would let a
+// paused process cut off a reply that arrived.
+func (r *Limiter) connectBound(w *wait) connectBound {
+	if r.readsFollowCtx {
+		return connectBound{}
+	}
+	return connectBound{by: w.end - int64(w.period()/2), least: w.period()}
+}
+
+// directBound bounds how long a lone call that its caller reads (see
+// Limiter.direct) may take to get a connection: one period of w, which
+// the direct read's timeout leaves of w's budget. Past it, the call is
+// handed to a round trip of its own.
+func directBound(w *wait) connectBound {
+	return connectBound{by: w.start + int64(w.period())}
+}
+
+// A connectBound ends the attempts to connect at by (mono), but leaves at
+// least least from when a round trip starts; zero means no bound.
+type connectBound struct {
+	by    int64
+	least time.Duration
+}
+
+// and returns the bound of a round trip that carries both b's and o's
+// calls: the earlier.
+func (b connectBound) and(o connectBound) connectBound {
+	if b.by == 0 || o.by < b.by {
+		b.by = o.by
+	}
+	b.least = min(b.least, o.least)
+	return b
+}
+
+// A flight is one round trip, and the context it runs on: it carries the
+// values of the context of the call that started it (none for a batch) but
+// none of its cancellation, and ends once every caller it carries has
+// stopped waiting (a decision nobody waits for is not worth a retry or a
+// reconnection, and one sent after its caller was answered by the policy
+// would count twice) or once its connect bound passes. Being its own
+// context, it costs a round trip one allocation and one timer.
+type flight struct {
+	values  context.Context
+	waiting atomic.Int32
+	connect connectBound
+	timer   *time.Timer
+
+	mu sync.Mutex
+	// deadline is the connect bound (mono), fixed by begin; 0 for none.
+	deadline int64
+	done     chan struct{}
+	err      error
+}
+
+// newFlight returns a flight for waiting callers, with values' values.
+func newFlight(values context.Context, waiting int, connect connectBound) *flight {
+	f := &flight{values: values, connect: connect}
+	f.waiting.Store(int32(waiting))
+	return f
+}
+
+// start starts the round trip on a timer of its own for the connect
+// bound; landed stops it.
+func (f *flight) start() {
+	if at, ok := f.begin(); ok {
+		f.timer = time.AfterFunc(time.Duration(at-mono()), f.expire)
+	}
+}
+
+// landed ends the round trip that start started: its reply is in.
+func (f *flight) landed() {
+	if f.timer != nil {
+		f.timer.Stop()
+	}
+}
+
+// begin starts the round trip: its connect bound runs from now. It returns
+// when (mono) the bound passes, and false when there is none.
+func (f *flight) begin() (int64, bool) {
+	if f.connect.by == 0 {
+		return 0, false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	// A goroutine that starts late still has a little time to connect.
+	f.deadline = max(f.connect.by, mono()+int64(f.connect.least))
+	return f.deadline, true
+}
+
+// expireBy ends f if its connect bound passed by now (mono), and
+// otherwise returns the bound: 0 when there is none, or f has ended.
+func (f *flight) expireBy(now int64) int64 {
+	f.mu.Lock()
+	deadline, ended := f.deadline, f.err != nil
+	f.mu.Unlock()
+	switch {
+	case ended || deadline == 0:
+		return 0
+	case now >= deadline:
+		f.expire()
+		return 0
+	}
+	return deadline
+}
+
+// leave ends one caller's wait for f.
+func (f *flight) leave() {
+	if f.waiting.Add(-1) == 0 {
+		f.end(context.Canceled)
+	}
+}
+
+func (f *flight) expire() { f.end(context.DeadlineExceeded) }
+
+// end ends f with err, unless it has ended.
+func (f *flight) end(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return
+	}
+	f.err = err
+	if f.done != nil {
+		close(f.done)
+	}
+}
+
+// Deadline is the connect bound, if any.
+func (f *flight) Deadline() (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.deadline == 0 {
+		return time.Time{}, false
+	}
+	return timeOf(f.deadline), true
+}
+
+// Done is closed once f ends.
+func (f *flight) Done() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done == nil {
+		f.done = make(chan struct{})
+		if f.err != nil {
+			close(f.done)
+		}
+	}
+	return f.done
+}
+
+// Err is why f ended: context.Canceled when its callers left, or
+// context.DeadlineExceeded when its connect bound passed.
+func (f *flight) Err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
+// Value is the value for key of the context that started f.
+func (f *flight) Value(key any) any { return f.values.Value(key) }
+
+// directClient returns the client through which a lone decision on c is
+// read by its caller (see Limiter.direct), for a limiter's timeout, or nil
+// when c cannot serve: its reads follow the context, or its own read or
+// write timeout is shorter than the direct read's, which would lengthen
+// them.
+func directClient(c *redis.Client, timeout time.Duration) *redis.Client {
+	read := timeout - periodOf(timeout)
+	opt := c.Options()
+	shorter := func(d time.Duration) bool { return d > 0 && d < read }
+	if read <= 0 || opt.ContextTimeoutEnabled || shorter(opt.ReadTimeout) || shorter(opt.WriteTimeout) {
+		return nil
+	}
+	d := c.WithTimeout(read)
+	// A clone's options are its own. Its retries would read again with a
+	// whole timeout each; the limiter resends what needs resending.
+	d.Options().MaxRetries = 0
+	return d
+}

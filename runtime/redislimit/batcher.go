@@ -2,7 +2,6 @@ package redislimit
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -181,41 +180,9 @@ func (b *batcher) decide(ctx context.Context, start time.Time, d *resolvedCall, 
 	// out its timeout, where the breaker releases the others at once.
 	direct := b.lim.direct != nil && c.w.budget == b.lim.cfg.timeout && !b.lim.checking.Load()
 	for {
-		c.connect = b.lim.connectBound(&c.w)
-		due := c.w.due()
-		c.due.Store(due)
-		c.late.Store(0)
-		c.period = int64(c.w.period())
-		b.mu.Lock()
-		b.watchFrom(due)
-		if b.inFlight < maxInFlight {
-			b.inFlight++
-			if direct {
-				c.connect = directBound(&c.w)
-			}
-			c.flight = newFlight(ctx, 1, c.connect)
-			c.alone[0] = c
-			slot := b.freeSlot()
-			b.flying[slot] = c.alone[:]
-			c.direct = direct
-			b.mu.Unlock()
-			if direct {
-				b.runAlone(slot, c)
-			} else {
-				go b.run(slot, c.alone[:])
-			}
-		} else {
-			b.queue = append(b.queue, c)
-			b.mu.Unlock()
-		}
+		b.send(ctx, c, direct)
 		if err := c.w.untilWoken(ctx, b, c); err != nil {
-			b.mu.Lock()
-			c.abandoned = true
-			f := c.flight
-			b.mu.Unlock()
-			if f != nil {
-				f.leave()
-			}
+			b.abandon(c)
 			return false, err
 		}
 		c.flight.leave()
@@ -223,11 +190,7 @@ func (b *batcher) decide(ctx context.Context, start time.Time, d *resolvedCall, 
 		// wait may have less than a direct read's timeout left.
 		read := c.direct
 		c.direct, direct = false, false
-		if read && b.resendAlone(c) {
-			c.finished.Store(false)
-			continue
-		}
-		if c.w.resend(c.err) {
+		if (read && b.resendAlone(c)) || c.w.resend(c.err) {
 			c.finished.Store(false)
 			continue
 		}
@@ -241,6 +204,51 @@ func (b *batcher) decide(ctx context.Context, start time.Time, d *resolvedCall, 
 		committed := c.committed
 		b.free(c)
 		return committed, nil
+	}
+}
+
+// send makes an attempt at c: alone and at once when a round trip is free
+// (on this goroutine, through Limiter.direct, when direct), otherwise in
+// the next batch. The watch wakes c's caller when its wait is due.
+func (b *batcher) send(ctx context.Context, c *call, direct bool) {
+	c.connect = b.lim.connectBound(&c.w)
+	due := c.w.due()
+	c.due.Store(due)
+	c.late.Store(0)
+	c.period = int64(c.w.period())
+	b.mu.Lock()
+	b.watchFrom(due)
+	if b.inFlight >= maxInFlight {
+		b.queue = append(b.queue, c)
+		b.mu.Unlock()
+		return
+	}
+	b.inFlight++
+	if direct {
+		c.connect = directBound(&c.w)
+	}
+	c.flight = newFlight(ctx, 1, c.connect)
+	c.alone[0] = c
+	slot := b.freeSlot()
+	b.flying[slot] = c.alone[:]
+	c.direct = direct
+	b.mu.Unlock()
+	if direct {
+		b.runAlone(slot, c)
+	} else {
+		go b.run(slot, c.alone[:])
+	}
+}
+
+// abandon ends the wait of c's caller, who stopped waiting: a batch that
+// has not taken c leaves it out, and one that has goes on without it.
+func (b *batcher) abandon(c *call) {
+	b.mu.Lock()
+	c.abandoned = true
+	f := c.flight
+	b.mu.Unlock()
+	if f != nil {
+		f.leave()
 	}
 }
 
@@ -355,12 +363,9 @@ func (b *batcher) fly(slot int, batch []*call, client doer) {
 
 // resendAlone judges the round trip that c's caller read itself (see
 // decide), and reports whether c must be sent again; otherwise c.err is
-// what the wait found. The time the read took counts towards c's wait as a
-// caller's sleep would, lateness (the watch's late wakes, and the wake it
-// has not made yet) excepted.
+// what the wait found.
 func (b *batcher) resendAlone(c *call) bool {
-	err := c.err
-	if err == nil || isRedisError(err) || isRefused(err) {
+	if err := c.err; err == nil || isRedisError(err) || isRefused(err) {
 		// A reply, or a refused connection (the pool has retried the
 		// dial): as any round trip's.
 		return false
@@ -369,14 +374,7 @@ func (b *batcher) resendAlone(c *call) bool {
 	// due before late: the watch stores a late wake's lateness before the
 	// next due, so a due that has moved on comes with its lateness.
 	due := c.due.Load()
-	late := time.Duration(max(c.late.Load(), now-due))
-	expected := time.Duration(now-c.w.last) - late
-	if errors.Is(err, context.DeadlineExceeded) || !isTimeout(err) {
-		// No connection within directBound, or one that broke, which the
-		// limiter's own client retries.
-		c.w.account(now, expected)
-		return true
-	}
-	c.err = c.w.judge(now, expected)
-	return c.err == nil
+	resend, err := c.w.judgeRead(c.err, now, due, c.late.Load())
+	c.err = err
+	return resend
 }

@@ -260,6 +260,25 @@ func (w *wait) untilWoken(ctx context.Context, b *batcher, c *call) error {
 	}
 }
 
+// judgeRead judges at now a round trip that the caller read itself, on
+// its own goroutine, and that failed with err, neither a reply nor a
+// refused connection. The watch kept the wait's account meanwhile: due is
+// its next wake, and late how late its wakes were. The time the read took
+// counts towards the wait as a caller's sleep would, lateness (late, and
+// the wake not made yet) excepted. It reports whether the call must be
+// sent again (see batcher.decide for when), and otherwise the error that
+// ends the wait, nil to go on.
+func (w *wait) judgeRead(err error, now, due, late int64) (resend bool, found error) {
+	lateness := time.Duration(max(late, now-due))
+	expected := time.Duration(now-w.last) - lateness
+	if errors.Is(err, context.DeadlineExceeded) || !isTimeout(err) {
+		w.account(now, expected)
+		return true, err
+	}
+	found = w.judge(now, expected)
+	return found == nil, found
+}
+
 // landed accounts for the wake of c's caller once its round trip landed,
 // expected after the last: only a failed round trip is judged by the time
 // lost meanwhile (see resend and outcome), so only then is the clock read.

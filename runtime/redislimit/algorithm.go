@@ -103,3 +103,15 @@ func burstOf(l runtime.Limit) int64 {
 	}
 	return int64(l.Burst)
 }
+
+// resolveLimit returns q's ask without its storage key.
+func resolveLimit(q runtime.Request) ask {
+	l := q.Limit
+	return ask{
+		code:   codeOf(l),
+		window: l.Window.Microseconds(),
+		max:    int64(l.Max),
+		burst:  burstOf(l),
+		cost:   costOf(q),
+	}
+}

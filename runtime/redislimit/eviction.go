@@ -41,12 +41,9 @@ type evictionCheck struct {
 	reported string // the finding last reported; "" when all is well
 }
 
-// due starts a check on its own goroutine when one is due and none runs.
-// l is the limit being decided, which the report names.
-func (c *evictionCheck) due(r *Limiter, now time.Time, l runtime.Limit) {
-	if !c.begin(monoOf(now), evictionCheckInterval) {
-		return
-	}
+// start makes the check that begin found due, on its own goroutine. l is
+// the limit being decided, which the report names.
+func (c *evictionCheck) start(r *Limiter, l runtime.Limit) {
 	c.run(evictionRetryInterval, func() (answered bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), evictionCheckTimeout)
 		defer cancel()

@@ -1,6 +1,12 @@
 package redislimit
 
-import "github.com/ratelimitgen/ratelimitgen/runtime"
+import (
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
+)
 
 // algorithmOf returns l's algorithm, resolving the zero value.
 func algorithmOf(l runtime.Limit) runtime.Algorithm {
@@ -8,4 +14,11 @@ func algorithmOf(l runtime.Limit) runtime.Algorithm {
 		return runtime.SlidingLog
 	}
 	return l.Algorithm
+}
+
+// due starts a beat when one is due at now, as a decision does.
+func (in *instances) due(c redis.UniversalClient, now time.Time) {
+	if in.fixed == 0 && in.begin(monoOf(now), instanceBeat) {
+		in.start(c)
+	}
 }

@@ -71,11 +71,9 @@ func (in *instances) count() (n int, known bool) {
 	return n, n > 0
 }
 
-// due stamps this limiter's id on its own goroutine when a beat is due.
-func (in *instances) due(c redis.UniversalClient, now time.Time) {
-	if in.fixed > 0 || !in.begin(monoOf(now), instanceBeat) {
-		return
-	}
+// start makes the beat that begin found due: it stamps this limiter's
+// id, on its own goroutine.
+func (in *instances) start(c redis.UniversalClient) {
 	in.run(instanceBeat/10, func() (answered bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), instanceTimeout)
 		defer cancel()

@@ -185,14 +185,16 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	if !send {
 		return r.degrade(ctx, reqs, r.breaker.openErr())
 	}
-	r.settings.due(r, start, reqs[0].Limit)
-	r.peers.due(r.client, start)
+	r.startDue(start, reqs[0].Limit)
 
 	r.placeKeys(d.asks, reqs)
 	if r.cfg.clock != nil {
 		d.now = r.cfg.clock().UnixMicro()
 	}
-	groups := r.groups(reqs)
+	groups := singleGroup
+	if len(reqs) > 1 {
+		groups = r.groups(reqs)
+	}
 	committed, err := r.run(ctx, start, &d, groups)
 	r.deny.remember(reqs, &d, err, t0)
 	switch {
@@ -224,3 +226,6 @@ func (r *Limiter) run(ctx context.Context, start time.Time, d *resolvedCall, gro
 	}
 	return r.decideSlots(ctx, &w, d, groups)
 }
+
+// singleGroup is the grouping of every one-limit call; it is never modified.
+var singleGroup = [][]int{{0}}

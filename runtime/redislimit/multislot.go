@@ -59,15 +59,12 @@ func recorded(d *resolvedCall, groups [][]int) [][]int {
 	return out
 }
 
-// groups splits the requests Redis decides, those not in runtime.ModeOff,
-// of which there is at least one, (by index) into the sets one script may
-// decide together: everything on a single server; per hash tag, in tag
-// order, on a Redis Cluster or Ring, where a script may only touch one
-// slot.
+// groups splits the requests of a call of several that Redis decides
+// (those not in runtime.ModeOff, of which there is at least one), by
+// index, into the sets one script may decide together: everything on a
+// single server; per hash tag, in tag order, on a Redis Cluster or Ring,
+// where a script may only touch one slot.
 func (r *Limiter) groups(reqs []runtime.Request) [][]int {
-	if len(reqs) == 1 {
-		return singleGroup
-	}
 	all := make([]int, 0, len(reqs))
 	for i, q := range reqs {
 		if q.Limit.Mode != runtime.ModeOff {
@@ -96,9 +93,6 @@ func (r *Limiter) groups(reqs []runtime.Request) [][]int {
 	}
 	return out
 }
-
-// singleGroup is the grouping of every one-limit call; it is never modified.
-var singleGroup = [][]int{{0}}
 
 // refund undoes the admissions recorded for groups, best effort: if Redis
 // fails now, those admissions keep counting until they expire, which can

@@ -3,11 +3,26 @@ package redislimit
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
+
+// startDue starts, off the decision path, each periodic task due at now
+// that is not running: the eviction check, whose report names l, and the
+// instance beat, unless WithInstances fixed the count.
+func (r *Limiter) startDue(now time.Time, l runtime.Limit) {
+	t := monoOf(now)
+	if r.settings.begin(t, evictionCheckInterval) {
+		r.settings.start(r, l)
+	}
+	if r.peers.fixed == 0 && r.peers.begin(t, instanceBeat) {
+		r.peers.start(r.client)
+	}
+}
 
 // periodic schedules a task that runs off the decision path, on a
 // goroutine of its own and one run at a time: every so often, and sooner
-// after a run that Redis did not answer. The configuration check and the
+// after a run that Redis did not answer. The eviction check and the
 // instance beat are such tasks.
 type periodic struct {
 	// next is when (mono) the next run is due; 0 means at once.

@@ -265,3 +265,95 @@ func (v verdict) decision() runtime.Decision {
 }
 
 func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
+
+// scriptArgs starts the arguments of a command running s: the command,
+// the script and room for the number of keys, which args sets once the
+// keys follow.
+func (s *script) scriptArgs(keys int) []any {
+	return s.appendArgs(make([]any, 0, 3+keys+2))
+}
+
+// appendArgs is scriptArgs, appended to args.
+func (s *script) appendArgs(args []any) []any {
+	return append(args, cmdEvalSha, s.hash, nil)
+}
+
+// scriptOf returns the script that can decide the requests of d at idx.
+func scriptOf(d *resolvedCall, idx []int) *script {
+	code := d.asks[idx[0]].code % shadowFlag
+	for _, i := range idx[1:] {
+		if d.asks[i].code%shadowFlag != code {
+			return mixedScript
+		}
+	}
+	return codeScripts[code]
+}
+
+// batchScript returns the script that can decide every call of batch.
+func batchScript(batch []*call) *script {
+	s := scriptOf(&batch[0].d, batch[0].idx)
+	for _, c := range batch[1:] {
+		if scriptOf(&c.d, c.idx) != s {
+			return mixedScript
+		}
+	}
+	return s
+}
+
+// encodeBatch returns the script that decides batch in one call, and its
+// command, built in bufs: uniform when every call is of one limit (see
+// uniformAsk).
+func encodeBatch(bufs *buffers, batch []*call) (s *script, args []any, uniform bool) {
+	s = batchScript(batch)
+	args = s.appendArgs(bufs.args[:0])
+	for _, c := range batch {
+		for j := range c.d.asks {
+			// A pointer, which go-redis accepts, is not boxed anew.
+			args = append(args, &c.d.asks[j].key)
+		}
+	}
+	nums, mode := bufs.nums[:0], modeDecide
+	if a := uniformAsk(batch); a != nil {
+		nums, mode, uniform = appendUniform(nums, a, func(i int) int64 { return batch[i].d.now }, len(batch)), modeUniform, true
+	} else {
+		for _, c := range batch {
+			nums = appendNums(nums, &c.d, c.idx, false)
+		}
+	}
+	// nums is the command's until it has run; the next batch reuses it.
+	bufs.nums = nums[:0]
+	return s, finishArgs(args, mode, nums), uniform
+}
+
+// readBatch reads reply, the reply to encodeBatch's command (err if it
+// failed), into each call of batch. It returns res, in which it decoded
+// the reply's numbers, for reuse.
+func readBatch(res []int64, reply string, err error, batch []*call, uniform bool) []int64 {
+	if err == nil {
+		res, err = appendReply(res, reply)
+	}
+	if uniform {
+		if err == nil && len(res) != uniformFields*len(batch) {
+			err = errReply(len(res))
+		}
+		for i, c := range batch {
+			c.err = err
+			if err == nil {
+				c.committed, c.err = readGroup(res[uniformFields*i:uniformFields*(i+1)], &c.d, c.idx, true)
+			}
+		}
+		return res
+	}
+	rest := res
+	for _, c := range batch {
+		if err != nil {
+			c.err = err
+			continue
+		}
+		c.committed, rest, c.err = readCall(rest, &c.d, c.idx)
+		if c.err != nil {
+			err = c.err
+		}
+	}
+	return res
+}

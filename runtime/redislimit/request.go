@@ -46,29 +46,6 @@ func resolveLimits(asks []ask, reqs []runtime.Request, vs []verdict) ([]ask, boo
 	return asks, on
 }
 
-// resolveLimit returns q's ask without its storage key.
-func resolveLimit(q runtime.Request) ask {
-	l := q.Limit
-	return ask{
-		code:   codeOf(l),
-		window: l.Window.Microseconds(),
-		max:    int64(l.Max),
-		burst:  burstOf(l),
-		cost:   costOf(q),
-	}
-}
-
-// placeKeys sets the storage key of each ask of reqs not in
-// runtime.ModeOff. It comes after the deny cache, whose answers cost no
-// allocation.
-func (r *Limiter) placeKeys(asks []ask, reqs []runtime.Request) {
-	for i, q := range reqs {
-		if q.Limit.Mode != runtime.ModeOff {
-			asks[i].key = r.storageKey(q.Limit, q.Key)
-		}
-	}
-}
-
 // resolve appends reqs to asks, resolved whole.
 func (r *Limiter) resolve(asks []ask, reqs []runtime.Request) []ask {
 	n := len(asks)
@@ -81,37 +58,4 @@ func (r *Limiter) resolve(asks []ask, reqs []runtime.Request) []ask {
 	}
 	r.placeKeys(asks[n:], reqs)
 	return asks
-}
-
-// storageKey returns the key of l's state for key in Redis (see
-// storagekey.go).
-func (r *Limiter) storageKey(l runtime.Limit, key string) string {
-	// Build in a stack buffer when the key is short, so the string is the
-	// only allocation.
-	var stack [256]byte
-	if h := r.cfg.keyHash; h != nil {
-		return string(appendHashedStorageKey(stack[:0], h, r.cfg.prefix, specOf(l).tag, l.Name, key))
-	}
-	return string(appendStorageKey(stack[:0], r.cfg.prefix, specOf(l).tag, l.Name, key))
-}
-
-// ordinals are the indexes of a call's requests when the call is its own
-// single group, as a batched call is.
-var ordinals = func() (o [16]int) {
-	for i := range o {
-		o[i] = i
-	}
-	return o
-}()
-
-// firstN returns the indexes 0 to n-1.
-func firstN(n int) []int {
-	if n <= len(ordinals) {
-		return ordinals[:n:n]
-	}
-	idx := make([]int, n)
-	for i := range idx {
-		idx[i] = i
-	}
-	return idx
 }

@@ -1,7 +1,6 @@
 package redislimit
 
 import (
-	"context"
 	"embed"
 	"regexp"
 	"strings"
@@ -67,51 +66,6 @@ var (
 	cmdEvalSha any = "evalsha"
 	cmdEval    any = "eval"
 )
-
-// scriptArgs starts the arguments of a command running s: the command,
-// the script and room for the number of keys, which args sets once the
-// keys follow.
-func (s *script) scriptArgs(keys int) []any {
-	return s.appendArgs(make([]any, 0, 3+keys+2))
-}
-
-// appendArgs is scriptArgs, appended to args.
-func (s *script) appendArgs(args []any) []any {
-	return append(args, cmdEvalSha, s.hash, nil)
-}
-
-// doer runs a command: every go-redis client and pipeline does.
-type doer interface {
-	Do(ctx context.Context, args ...any) *redis.Cmd
-}
-
-// run runs the command that args (from scriptArgs, with the keys and then
-// the script's arguments appended) holds, and loads the script when the
-// server does not know it (after SCRIPT FLUSH, a restart, a failover or on
-// a new cluster node). It returns the reply's numbers, appended to res.
-func (s *script) run(ctx context.Context, c doer, args []any, res []int64) ([]int64, error) {
-	reply, err := c.Do(ctx, args...).Text()
-	if err != nil && isNoScript(err) {
-		args[0], args[1] = cmdEval, s.src
-		reply, err = c.Do(ctx, args...).Text()
-		args[0], args[1] = cmdEvalSha, s.hash
-	}
-	if err != nil {
-		return res, err
-	}
-	return appendReply(res, reply)
-}
-
-// scriptOf returns the script that can decide the requests of d at idx.
-func scriptOf(d *resolvedCall, idx []int) *script {
-	code := d.asks[idx[0]].code % shadowFlag
-	for _, i := range idx[1:] {
-		if d.asks[i].code%shadowFlag != code {
-			return mixedScript
-		}
-	}
-	return codeScripts[code]
-}
 
 func assembleScript(algorithms ...string) string {
 	consts := luaConstants()

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 // maxLiteralLen is the longest name or key stored verbatim; longer ones are
@@ -124,4 +126,32 @@ func sanitizePrefix(p string) string {
 		out = hex.AppendEncode(out[:0:0], sum[:8])
 	}
 	return string(out)
+}
+
+// placeKeys sets the storage key of each ask of reqs not in
+// runtime.ModeOff. It comes after the deny cache, whose answers cost no
+// allocation.
+func (r *Limiter) placeKeys(asks []ask, reqs []runtime.Request) {
+	for i, q := range reqs {
+		if q.Limit.Mode != runtime.ModeOff {
+			asks[i].key = r.keyOf(specsByCode[asks[i].algo()].tag, q.Limit.Name, q.Key)
+		}
+	}
+}
+
+// storageKey returns the key of l's state for key in Redis.
+func (r *Limiter) storageKey(l runtime.Limit, key string) string {
+	return r.keyOf(specOf(l).tag, l.Name, key)
+}
+
+// keyOf returns the storage key of the limit name of the algorithm of tag,
+// for key.
+func (r *Limiter) keyOf(tag, name, key string) string {
+	// Build in a stack buffer when the key is short, so the string is the
+	// only allocation.
+	var stack [256]byte
+	if h := r.cfg.keyHash; h != nil {
+		return string(appendHashedStorageKey(stack[:0], h, r.cfg.prefix, tag, name, key))
+	}
+	return string(appendStorageKey(stack[:0], r.cfg.prefix, tag, name, key))
 }

@@ -92,63 +92,14 @@ type roundTrip struct {
 }
 
 // evalBatch decides a batch in one script call, its command, numbers and
-// reply built in sl's buffers.
-func (r *Limiter) evalBatch(ctx context.Context, client doer, sl *buffers, batch []*call) {
-	s := batchScript(batch)
-	args := s.appendArgs(sl.args[:0])
-	for _, c := range batch {
-		for j := range c.d.asks {
-			// A pointer, which go-redis accepts, is not boxed anew.
-			args = append(args, &c.d.asks[j].key)
-		}
-	}
-	nums, mode := sl.nums[:0], modeDecide
-	a := uniformAsk(batch)
-	if a != nil {
-		nums, mode = appendUniform(nums, a, func(i int) int64 { return batch[i].d.now }, len(batch)), modeUniform
-	} else {
-		for _, c := range batch {
-			nums = appendNums(nums, &c.d, c.idx, false)
-		}
-	}
-	args = finishArgs(args, mode, nums)
-	res, err := s.run(ctx, client, args, sl.res[:0])
+// reply built in bufs.
+func (r *Limiter) evalBatch(ctx context.Context, client doer, bufs *buffers, batch []*call) {
+	s, args, uniform := encodeBatch(bufs, batch)
+	reply, err := s.exec(ctx, client, args)
 	// The keys belong to calls, which are reused.
 	clear(args)
-	sl.args, sl.nums, sl.res = args[:0], nums[:0], res[:0]
-	if a != nil {
-		if err == nil && len(res) != uniformFields*len(batch) {
-			err = errReply(len(res))
-		}
-		for i, c := range batch {
-			c.err = err
-			if err == nil {
-				c.committed, c.err = readGroup(res[uniformFields*i:uniformFields*(i+1)], &c.d, c.idx, true)
-			}
-		}
-		return
-	}
-	for _, c := range batch {
-		if err != nil {
-			c.err = err
-			continue
-		}
-		c.committed, res, c.err = readCall(res, &c.d, c.idx)
-		if c.err != nil {
-			err = c.err
-		}
-	}
-}
-
-// batchScript returns the script that can decide every call of batch.
-func batchScript(batch []*call) *script {
-	s := scriptOf(&batch[0].d, batch[0].idx)
-	for _, c := range batch[1:] {
-		if scriptOf(&c.d, c.idx) != s {
-			return mixedScript
-		}
-	}
-	return s
+	bufs.args = args[:0]
+	bufs.res = readBatch(bufs.res[:0], reply, err, batch, uniform)[:0]
 }
 
 // evalPipelined decides a batch as a pipeline of one script call per
@@ -180,29 +131,6 @@ func (r *Limiter) evalPipelined(ctx context.Context, batch []*call) {
 		}
 		c.err = err
 	}
-}
-
-// connectBound bounds how long a round trip for w may take to get a
-// connection (the pool's wait, dialing, go-redis's retries): until a little
-// before w's budget ends, so that a dead server is found dead, and the
-// breaker opens on that, before the wait ends in a silence that needs a
-// check. It bounds nothing once the command is written, as go-redis reads
-// without the context's deadline, except on a client with
-// ContextTimeoutEnabled, where it is zero (no bound): there it would let a
-// paused process cut off a reply that arrived.
-func (r *Limiter) connectBound(w *wait) connectBound {
-	if r.readsFollowCtx {
-		return connectBound{}
-	}
-	return connectBound{by: w.end - int64(w.period()/2), least: w.period()}
-}
-
-// directBound bounds how long a lone call that its caller reads (see
-// Limiter.direct) may take to get a connection: one period of w, which
-// the direct read's timeout leaves of w's budget. Past it, the call is
-// handed to a round trip of its own.
-func directBound(w *wait) connectBound {
-	return connectBound{by: w.start + int64(w.period())}
 }
 
 // A connectBound ends the attempts to connect at by (mono), but leaves at
@@ -366,4 +294,32 @@ func directClient(c *redis.Client, timeout time.Duration) *redis.Client {
 	// whole timeout each; the limiter resends what needs resending.
 	d.Options().MaxRetries = 0
 	return d
+}
+
+// doer runs a command: every go-redis client and pipeline does.
+type doer interface {
+	Do(ctx context.Context, args ...any) *redis.Cmd
+}
+
+// exec runs the command that args (from scriptArgs, with the keys and
+// then the script's arguments appended) holds, and loads the script when
+// the server does not know it (after SCRIPT FLUSH, a restart, a failover
+// or on a new cluster node). It returns the reply as it came.
+func (s *script) exec(ctx context.Context, c doer, args []any) (string, error) {
+	reply, err := c.Do(ctx, args...).Text()
+	if err != nil && isNoScript(err) {
+		args[0], args[1] = cmdEval, s.src
+		reply, err = c.Do(ctx, args...).Text()
+		args[0], args[1] = cmdEvalSha, s.hash
+	}
+	return reply, err
+}
+
+// run is exec, with the reply's numbers appended to res.
+func (s *script) run(ctx context.Context, c doer, args []any, res []int64) ([]int64, error) {
+	reply, err := s.exec(ctx, c, args)
+	if err != nil {
+		return res, err
+	}
+	return appendReply(res, reply)
 }

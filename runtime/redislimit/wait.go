@@ -345,3 +345,26 @@ func (w *wait) period() time.Duration { return periodOf(w.budget) }
 func periodOf(budget time.Duration) time.Duration {
 	return max(budget/wakesPerBudget, time.Millisecond)
 }
+
+// connectBound bounds how long a round trip for w may take to get a
+// connection (the pool's wait, dialing, go-redis's retries): until a little
+// before w's budget ends, so that a dead server is found dead, and the
+// breaker opens on that, before the wait ends in a silence that needs a
+// check. It bounds nothing once the command is written, as go-redis reads
+// without the context's deadline, except on a client with
+// ContextTimeoutEnabled, where it is zero (no bound): there it would let a
+// paused process cut off a reply that arrived.
+func (r *Limiter) connectBound(w *wait) connectBound {
+	if r.readsFollowCtx {
+		return connectBound{}
+	}
+	return connectBound{by: w.end - int64(w.period()/2), least: w.period()}
+}
+
+// directBound bounds how long a lone call that its caller reads (see
+// Limiter.direct) may take to get a connection: one period of w, which
+// the direct read's timeout leaves of w's budget. Past it, the call is
+// handed to a round trip of its own.
+func directBound(w *wait) connectBound {
+	return connectBound{by: w.start + int64(w.period())}
+}

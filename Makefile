@@ -10,7 +10,7 @@
 # Modules of their own, tested with the root one: the example service and
 # the metrics, gRPC and Connect adapters and the .proto option with its
 # protoc plugin, whose dependencies the core must not carry.
-MODULES := examples extra/ratelimitprom extra/ratelimitotel extra/ratelimitgrpc extra/ratelimitconnect extra/ratelimitproto
+MODULES := examples examples/verifyrpc extra/ratelimitprom extra/ratelimitotel extra/ratelimitgrpc extra/ratelimitconnect extra/ratelimitproto
 
 test: redis-server prometheus protoc vet
 	go test -race ./...

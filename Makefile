@@ -1,18 +1,18 @@
 # The one command CI and contributors run: `make test`.
-# It needs Go, a redis-server binary, a prometheus binary and protoc: the
+# It needs Go, a redis-server binary, a prometheus binary, protoc and buf: the
 # tests start their own redis-server processes (single nodes and a 6-node
 # cluster) on loopback, a Prometheus server that scrapes the metrics and
-# evaluates the dashboard's queries, and protoc with the plugins that the
-# .proto modules require.
+# evaluates the dashboard's queries, and protoc and buf with the plugins
+# that the .proto modules require.
 
-.PHONY: test vet redis-server prometheus protoc demo
+.PHONY: test vet redis-server prometheus protoc buf demo
 
 # Modules of their own, tested with the root one: the example service and
 # the metrics, gRPC and Connect adapters and the .proto option with its
 # protoc plugin, whose dependencies the core must not carry.
 MODULES := examples examples/verifyrpc extra/ratelimitprom extra/ratelimitotel extra/ratelimitgrpc extra/ratelimitconnect extra/ratelimitproto
 
-test: redis-server prometheus protoc vet
+test: redis-server prometheus protoc buf vet
 	go test -race ./...
 	@for m in $(MODULES); do echo "go test -race ./... in $$m"; (cd $$m && go test -race ./...) || exit 1; done
 
@@ -63,6 +63,21 @@ protoc:
 			echo "protoc not found. The .proto tests run the real protoc; install it with:" >&2; \
 			echo "    sudo apt-get install -y protobuf-compiler   # Debian/Ubuntu" >&2; \
 			echo "    brew install protobuf                       # macOS" >&2; \
+			exit 1; \
+		fi; \
+	fi
+
+# Install buf when it is missing: npm's @bufbuild/buf ships the binary.
+BUF_VERSION := 1.75.0
+buf:
+	@if ! command -v buf >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v npm >/dev/null 2>&1; then \
+			echo "buf not found: installing @bufbuild/buf@$(BUF_VERSION) with npm"; \
+			npm install -g --silent @bufbuild/buf@$(BUF_VERSION); \
+		else \
+			echo "buf not found. The .proto tests run the real buf generate; install it with:" >&2; \
+			echo "    sudo npm install -g @bufbuild/buf@$(BUF_VERSION)" >&2; \
+			echo "    brew install bufbuild/buf/buf             # macOS" >&2; \
 			exit 1; \
 		fi; \
 	fi

@@ -13,14 +13,15 @@
 //		google.golang.org/grpc/cmd/protoc-gen-go-grpc \
 //		connectrpc.com/connect/cmd/protoc-gen-connect-go \
 //		github.com/ratelimitgen/ratelimitgen/extra/ratelimitproto/cmd/protoc-gen-ratelimit
-//	PATH=/tmp/protoc-bin:$PATH protoc -I proto -I ../../extra/ratelimitproto/proto \
+//	PATH=/tmp/protoc-bin:$PATH protoc -I proto -I third_party \
 //		--go_out=gen --go_opt=paths=source_relative \
 //		--go-grpc_out=gen --go-grpc_opt=paths=source_relative \
 //		--connect-go_out=gen --connect-go_opt=paths=source_relative \
 //		--ratelimit_out=gen --ratelimit_opt=paths=source_relative,grpc,connect \
 //		verify/v1/verify.proto
 //
-// or, with buf, buf generate (buf.gen.yaml).
+// or, with those plugins in PATH, buf generate (buf.gen.yaml). Both read
+// limit.proto from third_party, a link to extra/ratelimitproto/proto.
 package main
 
 import (

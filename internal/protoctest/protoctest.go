@@ -29,9 +29,22 @@ func Protoc(t testing.TB) string {
 
 // Plugins builds each package, the import path of a main package of the
 // calling module or of a module it requires
-// (google.golang.org/protobuf/cmd/protoc-gen-go), into one temporary
-// directory, and returns protoc's --plugin flags for them.
+// (google.golang.org/protobuf/cmd/protoc-gen-go), and returns protoc's
+// --plugin flags for them.
 func Plugins(t testing.TB, pkgs ...string) []string {
+	t.Helper()
+	dir := PluginDir(t, pkgs...)
+	var flags []string
+	for _, p := range pkgs {
+		name := filepath.Base(p)
+		flags = append(flags, "--plugin="+name+"="+filepath.Join(dir, name))
+	}
+	return flags
+}
+
+// PluginDir builds each package as Plugins does into one temporary
+// directory, and returns it, for a PATH that buf finds them in.
+func PluginDir(t testing.TB, pkgs ...string) string {
 	t.Helper()
 	dir := t.TempDir()
 	args := append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)
@@ -39,12 +52,19 @@ func Plugins(t testing.TB, pkgs ...string) []string {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
-	var flags []string
-	for _, p := range pkgs {
-		name := filepath.Base(p)
-		flags = append(flags, "--plugin="+name+"="+filepath.Join(dir, name))
+	return dir
+}
+
+// Buf returns the path of buf, failing t with install instructions when it
+// is missing.
+func Buf(t testing.TB) string {
+	t.Helper()
+	path, err := exec.LookPath("buf")
+	if err != nil {
+		t.Fatalf("buf not found in PATH: these tests run the real buf. Install it with: " +
+			"npm install -g @bufbuild/buf@1.75.0 (`make test` does it as root), or see buf.build/docs/installation")
 	}
-	return flags
+	return path
 }
 
 // Run runs protoc with args in dir and returns what it printed and its

@@ -243,15 +243,17 @@ func comment(g *protogen.GeneratedFile, text string) {
 	g.P(line)
 }
 
-// typeAndConstructor writes the wrapper type, its constructor and their doc comments;
-// embed is a field embedded first, or "".
+// typeAndConstructor writes the wrapper type, its constructor and their
+// doc comments; embed is a type embedded first, or "".
 func (w wrapper) typeAndConstructor(embed string) {
 	g := w.g
 	typ := "RateLimited" + w.iface
 	comment(g, typ+" wraps a "+w.iface+": each limited method calls the wrapped one only once [runtime.Enforce] admits the call, and returns its error (a *runtime.LimitError when denied) otherwise.")
 	g.P("type ", typ, " struct {")
 	if embed != "" {
+		comment(g, embed+" supplies the interface's unexported method, if it has one; every rpc is forwarded below.")
 		g.P(embed)
+		g.P()
 	}
 	g.P("next    ", w.iface)
 	g.P("limiter ", runtimePackage.Ident("Limiter"))

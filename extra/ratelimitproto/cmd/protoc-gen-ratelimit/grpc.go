@@ -14,9 +14,9 @@ func generateGRPC(plugin *protogen.Plugin, f *protogen.File, services []service)
 	for _, s := range services {
 		w := wrapper{g: g, svc: s, iface: s.proto.GoName + "Server"}
 		w.limits()
-		// UnimplementedXxxServer supplies the interface's unexported
-		// method, if protoc-gen-go-grpc was asked for it; every rpc is
-		// forwarded below.
+		// UnimplementedXxxServer supplies mustEmbedUnimplementedXxxServer
+		// when protoc-gen-go-grpc declares it (require_unimplemented_servers,
+		// the default), which the wrapper could not forward otherwise.
 		w.typeAndConstructor("Unimplemented" + w.iface)
 		for _, m := range s.methods {
 			w.grpcMethod(m)

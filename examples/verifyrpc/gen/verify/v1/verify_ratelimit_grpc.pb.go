@@ -31,7 +31,10 @@ func VerifierServerRateLimits() []runtime.Request {
 // the wrapped one only once [runtime.Enforce] admits the call, and returns its
 // error (a *runtime.LimitError when denied) otherwise.
 type RateLimitedVerifierServer struct {
+	// UnimplementedVerifierServer supplies the interface's unexported method, if it
+	// has one; every rpc is forwarded below.
 	UnimplementedVerifierServer
+
 	next    VerifierServer
 	limiter runtime.Limiter
 }

@@ -46,6 +46,25 @@ func connectClient(t *testing.T, m *mailer, limiter runtime.Limiter) verifyv1con
 	return verifyv1connect.NewVerifierClient(srv.Client(), srv.URL)
 }
 
+// grpcClientOfConnect serves the Connect handler as main does, HTTP/2
+// without TLS beside HTTP/1.1, and returns a grpc-go client of it: connect-go
+// handlers speak the gRPC protocol too.
+func grpcClientOfConnect(t *testing.T, m *mailer, limiter runtime.Limiter) verifyv1.VerifierClient {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.Handle(newConnectHandler(m, limiter))
+	srv := httptest.NewUnstartedServer(mux)
+	srv.Config.Protocols = new(http.Protocols)
+	srv.Config.Protocols.SetHTTP1(true)
+	srv.Config.Protocols.SetUnencryptedHTTP2(true)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	conn, err := grpc.NewClient(srv.Listener.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	return verifyv1.NewVerifierClient(conn)
+}
+
 // grpcClient serves the grpc-go server on a loopback port and returns a
 // grpc-go client of it.
 func grpcClient(t *testing.T, m *mailer, limiter runtime.Limiter) verifyv1.VerifierClient {
@@ -106,39 +125,47 @@ func TestConnectClientIsDenied(t *testing.T) {
 
 // TestGRPCClientIsDenied: a grpc-go client is admitted max times, then
 // answered RESOURCE_EXHAUSTED with a RetryInfo of the exact wait, by the
-// wrapper generated from the same declaration.
+// wrapper of the grpc-go server generated from the same declaration, and
+// by the Connect handler's, which serves the gRPC protocol too.
 func TestGRPCClientIsDenied(t *testing.T) {
-	clock := testclock.New()
-	m := newMailer()
-	client := grpcClient(t, m, runtime.NewMemoryLimiter(runtime.WithClock(clock.Now)))
-	req := &verifyv1.SendCodeRequest{Email: email}
-	for i := range 3 {
-		_, err := client.SendCode(t.Context(), req)
-		require.NoError(t, err, "call %d", i+1)
-		clock.Advance(spacing)
-	}
-	clock.Advance(-spacing)
+	for name, serve := range map[string]func(*testing.T, *mailer, runtime.Limiter) verifyv1.VerifierClient{
+		"grpc-go server":  grpcClient,
+		"connect handler": grpcClientOfConnect,
+	} {
+		t.Run(name, func(t *testing.T) {
+			clock := testclock.New()
+			m := newMailer()
+			client := serve(t, m, runtime.NewMemoryLimiter(runtime.WithClock(clock.Now)))
+			req := &verifyv1.SendCodeRequest{Email: email}
+			for i := range 3 {
+				_, err := client.SendCode(t.Context(), req)
+				require.NoError(t, err, "call %d", i+1)
+				clock.Advance(spacing)
+			}
+			clock.Advance(-spacing)
 
-	_, err := client.SendCode(t.Context(), req)
-	st, ok := status.FromError(err)
-	require.True(t, ok, "%v is not a gRPC status", err)
-	t.Logf("grpc-go client, 4th call: %v", st.Err())
-	assert.Equal(t, codes.ResourceExhausted, st.Code())
-	assert.Equal(t, "Too many requests for Verifier.SendCode: at most 3 per 1m0s. Retry in 20 s.", st.Message())
-	var retry *errdetails.RetryInfo
-	for _, d := range st.Details() {
-		t.Logf("detail %T: %v", d, d)
-		if ri, ok := d.(*errdetails.RetryInfo); ok {
-			retry = ri
-		}
+			_, err := client.SendCode(t.Context(), req)
+			st, ok := status.FromError(err)
+			require.True(t, ok, "%v is not a gRPC status", err)
+			t.Logf("grpc-go client, 4th call: %v", st.Err())
+			assert.Equal(t, codes.ResourceExhausted, st.Code())
+			assert.Equal(t, "Too many requests for Verifier.SendCode: at most 3 per 1m0s. Retry in 20 s.", st.Message())
+			var retry *errdetails.RetryInfo
+			for _, d := range st.Details() {
+				t.Logf("detail %T: %v", d, d)
+				if ri, ok := d.(*errdetails.RetryInfo); ok {
+					retry = ri
+				}
+			}
+			require.NotNil(t, retry, "no RetryInfo")
+			assert.Equal(t, wait, retry.GetRetryDelay().AsDuration())
+			d, ok := ratelimitgrpc.RetryDelay(err)
+			assert.True(t, ok)
+			assert.Equal(t, wait, d)
+			assert.NotContains(t, err.Error(), email, "the key is personal data")
+			assert.Equal(t, 3, m.count(email), "the denied call reached the service")
+		})
 	}
-	require.NotNil(t, retry, "no RetryInfo")
-	assert.Equal(t, wait, retry.GetRetryDelay().AsDuration())
-	d, ok := ratelimitgrpc.RetryDelay(err)
-	assert.True(t, ok)
-	assert.Equal(t, wait, d)
-	assert.NotContains(t, err.Error(), email, "the key is personal data")
-	assert.Equal(t, 3, m.count(email), "the denied call reached the service")
 }
 
 // TestStreamsAreLimited: WatchCodes admits 2 streams a minute for one

@@ -1,17 +1,18 @@
 # The one command CI and contributors run: `make test`.
-# It needs Go, a redis-server binary and a prometheus binary: the tests
-# start their own redis-server processes (single nodes and a 6-node
-# cluster) on loopback, and a Prometheus server that scrapes the metrics
-# and evaluates the dashboard's queries.
+# It needs Go, a redis-server binary, a prometheus binary, protoc and buf: the
+# tests start their own redis-server processes (single nodes and a 6-node
+# cluster) on loopback, a Prometheus server that scrapes the metrics and
+# evaluates the dashboard's queries, and protoc and buf with the plugins
+# that the .proto modules require.
 
-.PHONY: test vet redis-server prometheus demo
+.PHONY: test vet redis-server prometheus protoc buf demo
 
 # Modules of their own, tested with the root one: the example service and
-# the metrics, gRPC and Connect adapters, whose dependencies the core must
-# not carry.
-MODULES := examples extra/ratelimitprom extra/ratelimitotel extra/ratelimitgrpc extra/ratelimitconnect
+# the metrics, gRPC and Connect adapters and the .proto option with its
+# protoc plugin, whose dependencies the core must not carry.
+MODULES := examples examples/verifyrpc extra/ratelimitprom extra/ratelimitotel extra/ratelimitgrpc extra/ratelimitconnect extra/ratelimitproto
 
-test: redis-server prometheus vet
+test: redis-server prometheus protoc buf vet
 	go test -race ./...
 	@for m in $(MODULES); do echo "go test -race ./... in $$m"; (cd $$m && go test -race ./...) || exit 1; done
 
@@ -47,6 +48,36 @@ prometheus:
 			echo "prometheus not found. The metrics tests start a real Prometheus; install it with:" >&2; \
 			echo "    sudo apt-get install -y prometheus       # Debian/Ubuntu" >&2; \
 			echo "    brew install prometheus                  # macOS" >&2; \
+			exit 1; \
+		fi; \
+	fi
+
+# Install protoc (Debian's protobuf-compiler, which brings the well-known
+# types' .proto files) when it is missing, as redis-server above.
+protoc:
+	@if ! command -v protoc >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "protoc not found: installing protobuf-compiler with apt-get"; \
+			apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends protobuf-compiler; \
+		else \
+			echo "protoc not found. The .proto tests run the real protoc; install it with:" >&2; \
+			echo "    sudo apt-get install -y protobuf-compiler   # Debian/Ubuntu" >&2; \
+			echo "    brew install protobuf                       # macOS" >&2; \
+			exit 1; \
+		fi; \
+	fi
+
+# Install buf when it is missing: npm's @bufbuild/buf ships the binary.
+BUF_VERSION := 1.75.0
+buf:
+	@if ! command -v buf >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v npm >/dev/null 2>&1; then \
+			echo "buf not found: installing @bufbuild/buf@$(BUF_VERSION) with npm"; \
+			npm install -g --silent @bufbuild/buf@$(BUF_VERSION); \
+		else \
+			echo "buf not found. The .proto tests run the real buf generate; install it with:" >&2; \
+			echo "    sudo npm install -g @bufbuild/buf@$(BUF_VERSION)" >&2; \
+			echo "    brew install bufbuild/buf/buf             # macOS" >&2; \
 			exit 1; \
 		fi; \
 	fi

@@ -139,15 +139,13 @@ func run(pass *analysis.Pass) (any, error) {
 // its tests, not its generated output; sorted by name.
 func ownFiles(pass *analysis.Pass) []*ast.File {
 	var own []*ast.File
+	name := func(f *ast.File) string { return pass.Fset.Position(f.Package).Filename }
 	for _, f := range pass.Files {
-		name := pass.Fset.File(f.FileStart).Name()
-		if !strings.HasSuffix(name, "_test.go") && !isGenerated(f) {
+		if !strings.HasSuffix(name(f), "_test.go") && !isGenerated(f) {
 			own = append(own, f)
 		}
 	}
-	slices.SortFunc(own, func(a, b *ast.File) int {
-		return strings.Compare(pass.Fset.File(a.FileStart).Name(), pass.Fset.File(b.FileStart).Name())
-	})
+	slices.SortFunc(own, func(a, b *ast.File) int { return strings.Compare(name(a), name(b)) })
 	return own
 }
 

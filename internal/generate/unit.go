@@ -93,7 +93,8 @@ func unitPackage(u Unit) *packages.Package {
 	}
 	imported := map[string]*types.Package{}
 	for _, f := range u.Files {
-		name := u.Fset.File(f.FileStart).Name()
+		// The name after //line directives: cgo's output names its source.
+		name := u.Fset.Position(f.Package).Filename
 		switch {
 		case strings.HasSuffix(name, "_test.go"):
 			continue

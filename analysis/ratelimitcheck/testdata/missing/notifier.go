@@ -7,7 +7,7 @@ import "context"
 
 // Notifier sends messages.
 type Notifier interface {
-	// want +1 `^ratelimit_gen.go is missing: run go generate`
+	// want +1 `^ratelimit_gen.go is missing: run go generate to write it$`
 	//ratelimit:key=email window=60s max=3
 	SendCode(ctx context.Context, email string) error
 }

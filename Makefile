@@ -7,10 +7,12 @@
 
 .PHONY: test vet redis-server prometheus protoc buf demo
 
-# Modules of their own, tested with the root one: the example service and
-# the metrics, gRPC and Connect adapters and the .proto option with its
-# protoc plugin, whose dependencies the core must not carry.
-MODULES := examples examples/verifyrpc extra/ratelimitprom extra/ratelimitotel extra/ratelimitgrpc extra/ratelimitconnect extra/ratelimitproto
+# Modules of their own, tested with the root one: the example services,
+# the metrics, gRPC and Connect adapters, the .proto option with its protoc
+# plugin, and the golangci-lint plugin, whose dependencies the core must not
+# carry. The lint plugin's test builds golangci-lint from the Go module
+# proxy (minutes on a cold build cache, seconds on a warm one).
+MODULES := examples examples/verifyrpc extra/ratelimitprom extra/ratelimitotel extra/ratelimitgrpc extra/ratelimitconnect extra/ratelimitproto extra/ratelimitlint
 
 test: redis-server prometheus protoc buf vet
 	go test -race ./...

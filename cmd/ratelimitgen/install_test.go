@@ -96,6 +96,43 @@ type Notifier interface {
 	}
 }
 
+// ratelimitvet installs beside the generator with go get -tool, and the
+// command of docs/lint.md, go vet -vettool=$(go tool -n ratelimitvet),
+// passes on the generated module and fails, naming the file, once a
+// directive changes without go generate.
+func TestInstallVetTool(t *testing.T) {
+	dir, env := installModule(t)
+	if err := os.MkdirAll(filepath.Join(dir, "notify"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := `package notify
+
+//go:generate go tool ratelimitgen
+
+import "context"
+
+// Notifier sends login codes.
+type Notifier interface {
+	//ratelimit:key=email window=60s max=3
+	SendCode(ctx context.Context, email string) error
+}
+`
+	write(t, filepath.Join(dir, "notify", "notify.go"), src)
+	goIn(t, dir, env, "generate", "./...")
+	goIn(t, dir, env, "get", "-tool", modulePath+"/cmd/ratelimitvet@v0.0.0")
+	vettool := strings.TrimSpace(goIn(t, dir, env, "tool", "-n", "ratelimitvet"))
+	goIn(t, dir, env, "vet", "-vettool="+vettool, "./...")
+
+	write(t, filepath.Join(dir, "notify", "notify.go"), strings.Replace(src, "max=3", "max=4", 1))
+	cmd := exec.Command("go", "vet", "-vettool="+vettool, "./...")
+	cmd.Dir = dir
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if want := "notify/notify.go:9:2: ratelimit_gen.go is out of date: run go generate to update it"; err == nil || !strings.Contains(string(out), want) {
+		t.Errorf("go vet after the directive changed: %v\n%s\nwant a failure with %q", err, out, want)
+	}
+}
+
 // goIn runs the go command in dir and fails the test with its output if
 // it fails.
 func goIn(t *testing.T, dir string, env []string, args ...string) string {

@@ -4,7 +4,9 @@
 // enforce them. It returns bytes; writing them is the caller's business
 // (see Write and Stale). List runs the same checks and returns the limits
 // the directives declare as data, a Manifest, which renders itself as a
-// table or as JSON.
+// table or as JSON. GenerateUnit runs the same on one package that an
+// analysis driver has type-checked already (analysis/ratelimitcheck, for
+// go vet and golangci-lint).
 //
 // A run loads the packages once, under the build tag ratelimitgen that
 // excludes earlier output, then for each package:

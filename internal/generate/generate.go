@@ -73,7 +73,21 @@ func Generate(ctx context.Context, cfg Config, patterns ...string) (*Result, err
 	if err != nil {
 		return res, err
 	}
-	var errs ErrorList
+	files, err := runFiles(cfg, output, models)
+	if err != nil {
+		return res, err
+	}
+	res.Files = files
+	return res, nil
+}
+
+// runFiles returns the files a run writes for models, and the removals of
+// earlier output, sorted by path; or an ErrorList and no files.
+func runFiles(cfg Config, output string, models []*pkgModel) ([]File, error) {
+	var (
+		files []File
+		errs  ErrorList
+	)
 	matcher := newFileMatcher(cfg)
 	for _, m := range models {
 		fs, err := outputFiles(m, output)
@@ -82,23 +96,23 @@ func Generate(ctx context.Context, cfg Config, patterns ...string) (*Result, err
 				errs = append(errs, el...)
 				continue
 			}
-			return res, err
+			return nil, err
 		}
-		res.Files = append(res.Files, fs...)
+		files = append(files, fs...)
 		// Output written earlier under another -output name, or for a
 		// constraint that no wrapper has any more, would redeclare
 		// wrappers.
 		earlier, err := earlierOutputs(m, fs, matcher)
 		if err != nil {
-			return res, err
+			return nil, err
 		}
-		res.Files = append(res.Files, earlier...)
+		files = append(files, earlier...)
 	}
 	if len(errs) > 0 {
-		return res, sortDiagnostics(errs)
+		return nil, sortDiagnostics(errs)
 	}
-	slices.SortFunc(res.Files, func(a, b File) int { return cmp.Compare(a.Path, b.Path) })
-	return res, nil
+	slices.SortFunc(files, func(a, b File) int { return cmp.Compare(a.Path, b.Path) })
+	return files, nil
 }
 
 // analyze loads the packages matching patterns ("." if none) and builds
@@ -141,10 +155,18 @@ func analyzeModule(ctx context.Context, cfg Config, patterns []string) ([]*pkgMo
 	if err != nil {
 		return nil, nil, err
 	}
+	imports := newImportResolver(ctx, cfg)
+	outside := loadDirectives(func() *packages.Config { return packagesConfig(ctx, cfg) }, imports)
+	return analyzePackages(cfg, pkgs, imports, outside)
+}
+
+// analyzePackages builds the models of pkgs, type-checked under the
+// generator's build tag, as analyze does; outside reads the directives of
+// packages that the run does not hold (see limitIndex).
+func analyzePackages(cfg Config, pkgs []*packages.Package, imports *importResolver, outside func([]string) ([]*pkgModel, map[string]error)) ([]*pkgModel, []Diagnostic, error) {
 	slices.SortFunc(pkgs, func(a, b *packages.Package) int { return cmp.Compare(a.PkgPath, b.PkgPath) })
 
 	ds := &diagnostics{nearMissWarnings: cfg.NearMissWarnings}
-	imports := newImportResolver(ctx, cfg)
 	var models []*pkgModel
 	generated := map[string]bool{} // "Name" and "pkgname.Name" of every generated declaration
 	for _, pkg := range pkgs {
@@ -168,7 +190,7 @@ func analyzeModule(ctx context.Context, cfg Config, patterns []string) ([]*pkgMo
 		checkExcludedFiles(m, ds)
 		models = append(models, m)
 	}
-	index := newLimitIndex(models, loadDirectives(func() *packages.Config { return packagesConfig(ctx, cfg) }, imports))
+	index := newLimitIndex(models, outside)
 	for _, m := range models {
 		buildWrappers(m, index, ds)
 		for _, name := range m.generatedNames() {

@@ -1,0 +1,50 @@
+// want package:"hasDirectives"
+
+// Package directives has one mistake per method, taken from the
+// generator's error cases (testdata/errkey, errparse, errmax, errplace and
+// nearmiss of the repository).
+package directives
+
+import "context"
+
+// Order has a field that can be a key and one that cannot.
+type Order struct {
+	ID    string
+	Total float64
+}
+
+// Service has the mistakes.
+type Service interface {
+	// want +1 `^key part emial: undefined: emial; did you mean email\?$`
+	//ratelimit:key=emial window=1m max=3
+	Typo(ctx context.Context, email string) error
+
+	// want +1 `^key part order.Total has type float64, which cannot be a key: `
+	//ratelimit:key=order.Total window=1m max=3
+	Float(ctx context.Context, order Order) error
+
+	// want +1 `^unknown option "windw"; did you mean "window"\?$`
+	//ratelimit:key=id windw=1m max=3
+	Option(ctx context.Context, id string) error
+
+	// want +1 `^duplicate option "window"; it is already set at directives.go:31:21: remove one$`
+	//ratelimit:key=id window=1m window=2m max=3
+	Duplicate(ctx context.Context, id string) error
+
+	// want +1 `^window "soon" is not a Go duration; write e.g. window=60s`
+	//ratelimit:key=id window=soon max=3
+	Window(ctx context.Context, id string) error
+
+	// want +1 `^max must be at least 1; got 0$`
+	//ratelimit:key=id window=1m max=0
+	Max(ctx context.Context, id string) error
+
+	// want +1 `^comment looks like a //ratelimit: directive but is ignored: there is a space after "//"`
+	// ratelimit:key=id window=1m max=3
+	Spaced(ctx context.Context, id string) error
+}
+
+// want +2 `^//ratelimit: is on function Plain, which is not a method: `
+//
+//ratelimit:key=id window=1m max=3
+func Plain(id string) {}

@@ -1,0 +1,13 @@
+// want package:"hasDirectives"
+
+// Package missing has a directive and no generated file.
+package missing
+
+import "context"
+
+// Notifier sends messages.
+type Notifier interface {
+	// want +1 `^ratelimit_gen.go is missing: run go generate to write it$`
+	//ratelimit:key=email window=60s max=3
+	SendCode(ctx context.Context, email string) error
+}

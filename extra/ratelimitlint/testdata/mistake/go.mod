@@ -1,0 +1,3 @@
+module example.com/mistake
+
+go 1.25.0

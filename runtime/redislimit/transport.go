@@ -20,9 +20,9 @@ import (
 // by the batcher (watch.go).
 //
 // Every other round trip (batching off, each slot of a call across Cluster
-// slots, a refund) is one script call on a goroutine of its own
-// (exchange), which its caller waits for as wait.until, on a timer of its
-// own.
+// slots, a refund, the liveness check) is one command on a goroutine of its
+// own (exchange), which its caller waits for as wait.until, on a timer of
+// its own.
 //
 // Either way, a round trip runs on a flight: a context that ends once no
 // caller waits for it, or once its connect bound passes (see

@@ -1,243 +1,257 @@
--- sliding-log: exact. A ZSET of admissions whose score and member are the
--- admission time in µs: integer members are stored compactly, about a third
--- of the seed's timestamp-plus-UUID members. Times are kept strictly
--- increasing so members are unique even within one microsecond.
--- Go twin: memory_slidinglog.go.
-
--- 128 below is Redis's default zset-max-listpack-entries (before Redis 7,
--- zset-max-ziplist-entries): a ZSET holding more entries is converted to a
--- skiplist, about six times larger, and never back. It is a literal, as a
--- local would be an upvalue, which each run allocates. A log holds at most
--- Max entries after each call, but recording before removing may briefly
--- hold Max+cost of them.
-
+-- sliding-log: exact. Each key's log is one string: a ring of the
+-- admissions in µs, oldest first, every unit of a call at the call's time,
+-- after a 20-byte header. Go twin: memory_slidinglog.go.
+--
+--   header  struct '<I4I4I4i8': start, n, cap, newest
+--   slots   cap of them, 7 bytes each ('<i7', a signed 56-bit µs time,
+--           good for a thousand years after the Unix epoch), from byte 20
+--
+-- Entry i (0 oldest, n-1 newest) is in slot (start+i) % cap; newest is
+-- entry n-1's time, read with the header. Times never decrease
+-- along the ring, and each call's is later than every entry before it, so
+-- a call's time is its receipt: its admissions are the entries of that
+-- time. Seven bytes rather than eight keep a full log of Max 1,000 in
+-- jemalloc's 7 KiB class.
+--
 -- The window is (now-window, now]: an admission at s stops counting at
--- s+window. The log is its stale entries, those that stopped counting,
--- then the `count` ones still counting. trim is the score up to which
--- entries are stale, as a string; stale how many there are, or -1 when
--- sl_read did not count them.
+-- s+window, and the entries still counting are the last count of the ring.
+-- A call of cost c has room exactly when count+c <= max; when it has none,
+-- room comes when entry n+c-max-1 stops counting. Only the number of
+-- entries still counting, for remaining, needs a search: a binary search,
+-- when the oldest stopped counting and the newest did not.
 --
--- A compact log (Max <= 128) is counted with ZCARD, constant time,
--- less a ZCOUNT of the stale entries, which Redis walks one by one in a
--- compact ZSET: counting the others the same way would cost a walk of up
--- to Max entries. A larger log may be a skiplist, where ZCOUNT of the
--- entries still counting takes one command and logarithmic time.
+-- A log of max <= 128 (at most 916 bytes, or what a larger max left) is
+-- read whole with GET and written whole with SET PX, canonically: start
+-- 0, cap n, the entries that stopped counting dropped. A decision is then
+-- TIME, GET and, when admitting, SET: GCRA's commands. A larger log is
+-- read with GETRANGE (its header, the oldest entry, the searched ones, the
+-- one a denial waits for) and written in place with SETRANGE (the entries,
+-- once or twice when they wrap, then the header) and PEXPIRE, so that its
+-- Redis time and what a replica receives do not grow with max; it grows
+-- its cap by doubling, with one SET, up to max. A call of cost c writes c
+-- entries as one string.rep of one packed time.
 --
--- sl_read returns, for a call of cost at now: whether it has room, the
--- remaining calls before it (clamped at 0 when it has none), the µs until
--- room when it has none and until the log empties, and trim, stale and the
--- newest entry still counting (nil if none), for sl_write and settle.
+-- A key that an older release wrote as a ZSET of µs members (score and
+-- member alike, one per unit) is read as the ring of its members still
+-- counting, and the first admission replaces it with the string.
 --
--- With lazy, a call that has room even if none of the log is stale leaves
--- the stale entries uncounted and in count: stale is nil, and remaining
--- too low by their number until sl_write's trim counts them. A busy key
--- under its limit is then decided without a ZCOUNT. count, when given, is
--- the log's ZCARD, read already.
---
--- On the server's clock and with sl_gt, decide1 records a call of cost 1
--- that a compact log has room for even if none of it is stale after
--- reading nothing but its ZCARD: its entry is now's, which only a call of
--- this script can already hold, and PEXPIRE's GT never shortens the key's
--- life if an entry is later (the server's clock stepped back). Its reset
--- is then the log's emptying as of its own entry. decide1 also records a
--- call of cost 1 in an empty log itself. Both are written out there, where
--- sl_read and sl_write would cost two Lua function calls, each of them
--- hundreds of Redis instructions.
---
--- In a batch the calls share their time, and those of fresh keys their
--- members and lifetimes, so each number is formatted again only when it
--- changes.
-local sl_upto, sl_trim, sl_t, sl_member, sl_px, sl_px_s
--- PEXPIRE's GT and REDIS_VERSION_NUM both came with Redis 7.
-local sl_gt = redis.REDIS_VERSION_NUM ~= nil
-local function sl_read(key, now, window, max, cost, lazy, count)
-  local upto = now - window
-  if upto ~= sl_upto then
-    sl_upto, sl_trim = upto, string.format('%d', upto)
+-- Nothing is written on a denial: entries that stopped counting are
+-- overwritten or dropped by the next admission, or go with the key.
+
+-- sl_at returns entry i of the ring whose header is start and cap: from s,
+-- the whole string, or else read from key.
+local function sl_at(key, s, start, cap, i)
+  local slot = start + i
+  if slot >= cap then
+    slot = slot - cap
   end
-  local trim = sl_trim
-  local stale, reset = 0, 0
-  -- Members are their own scores.
-  local newest
-  if max > 128 then
-    count = call('ZCOUNT', key, '(' .. trim, '+inf')
-    stale = -1
-    if count > 0 then
-      newest = tonumber(call('ZRANGE', key, '-1', '-1')[1])
+  local off = 20 + 7 * slot
+  if s then
+    return (struct.unpack('<i7', s, off + 1))
+  end
+  return (struct.unpack('<i7', call('GETRANGE', key, string.format('%d', off), string.format('%d', off + 6))))
+end
+
+-- sl_first returns the first entry in [lo, hi] later than v, given that
+-- entry lo is not and entry hi is.
+local function sl_first(key, s, start, cap, lo, hi, v)
+  while hi - lo > 1 do
+    local mid = lo + hi
+    mid = (mid - mid % 2) / 2
+    if sl_at(key, s, start, cap, mid) > v then
+      hi = mid
+    else
+      lo = mid
     end
+  end
+  return hi
+end
+
+-- sl_bytes returns entries i to j-1 of the ring in s, as stored.
+local function sl_bytes(s, start, cap, i, j)
+  if i >= j then
+    return ''
+  end
+  local a, b = start + i, start + j
+  if a >= cap then
+    a, b = a - cap, b - cap
+  end
+  if b <= cap then
+    return string.sub(s, 21 + 7 * a, 20 + 7 * b)
+  end
+  return string.sub(s, 21 + 7 * a, 20 + 7 * cap) .. string.sub(s, 21, 20 + 7 * (b - cap))
+end
+
+-- sl_legacy returns, as a ring string, the members of the ZSET at key that
+-- still count at upto.
+local function sl_legacy(key, upto)
+  local m = call('ZRANGEBYSCORE', key, '(' .. string.format('%d', upto), '+inf')
+  local parts = {struct.pack('<I4I4I4i8', 0, #m, #m, #m > 0 and tonumber(m[#m]) or 0)}
+  for i = 1, #m do
+    parts[i + 1] = struct.pack('<i7', tonumber(m[i]))
+  end
+  return table.concat(parts)
+end
+
+-- sl_load reads the log at key: s (the whole string, or false when only
+-- its header was read), its header, and whether it is a ZSET to replace.
+local function sl_load(key, upto, max)
+  local s, legacy
+  if max <= 128 then
+    s = redis.pcall('GET', key)
   else
-    count = count or call('ZCARD', key)
-    if count > 0 then
-      newest = tonumber(call('ZRANGE', key, '-1', '-1')[1])
-      if newest <= upto then
-        stale = count
-        count = 0
-      elseif count + cost <= max and lazy then
-        if count > 1 then
-          stale = nil
-        end
-      elseif count > 1 then
-        stale = call('ZCOUNT', key, '-inf', trim)
-        count = count - stale
-      end
+    s = redis.pcall('GETRANGE', key, '0', '19')
+  end
+  if type(s) == 'table' then
+    if not string.find(s.err, '^WRONGTYPE') then
+      error(s)
+    end
+    s, legacy = sl_legacy(key, upto), true
+  end
+  if not s or #s < 20 then
+    return s, 0, 0, 0, 0, legacy
+  end
+  local start, n, cap, newest = struct.unpack('<I4I4I4i8', s)
+  if max > 128 and not legacy then
+    s = false
+  end
+  return s, start, n, cap, newest, legacy
+end
+
+-- sl_read decides a call of cost at now. It returns whether it has room,
+-- the remaining calls before it (clamped at 0 when it has none), the µs
+-- until room when it has none and until the log empties, then the log as
+-- sl_load read it and the first entry still counting, f, for sl_write and
+-- sl_cut.
+local function sl_read(key, now, window, max, cost)
+  local upto = now - window
+  local s, start, n, cap, newest, legacy = sl_load(key, upto, max)
+  local f, reset = n, 0
+  if n > 0 and newest > upto then
+    if sl_at(key, s, start, cap, 0) > upto then
+      f = 0
+    else
+      f = sl_first(key, s, start, cap, 0, n - 1, upto)
     end
   end
+  local count = n - f
   if count > 0 then
     reset = newest + window - now
-  else
-    newest = nil
   end
   local remaining = max - count
   if count + cost <= max then
-    return true, remaining, 0, reset, trim, stale, newest
-  end
-  -- Room for this call appears when the (count+cost-max)-th oldest
-  -- admission still counting expires: the (max-cost+1)-th newest.
-  local i = string.format('%d', cost - max - 1)
-  local r
-  if stale < 0 and count + cost - max == 1 then
-    -- That is the oldest still counting (a key called at its limit, one
-    -- unit at a time), and the stale entries were not counted: the entry
-    -- before it shows whether there are any, which spares settle a write.
-    r = call('ZRANGE', key, string.format('%d', cost - max - 2), i)
-    if #r == 1 then
-      stale = 0
-    end
-  else
-    r = call('ZRANGE', key, i, i)
+    return true, remaining, 0, reset, s, start, n, cap, newest, f, legacy
   end
   if remaining < 0 then
     remaining = 0
   end
-  return false, remaining, tonumber(r[#r]) + window - now, reset, trim, stale, newest
+  return false, remaining, sl_at(key, s, start, cap, n + cost - max - 1) + window - now, reset, s, start, n, cap, newest, f, legacy
+end
+
+-- sl_cut drops from the log, as sl_load read it, its first f entries,
+-- which stopped counting at upto, as a decision that records nothing does:
+-- entries that stopped counting are gone even if the clock steps back, as
+-- they are from the in-memory twin.
+local function sl_cut(key, upto, s, start, n, cap, newest, f, legacy)
+  if legacy then
+    call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', upto))
+  elseif f == n then
+    call('DEL', key)
+  elseif s then
+    local k = n - f
+    call('SET', key, struct.pack('<I4I4I4i8', 0, k, k, newest) .. sl_bytes(s, start, cap, f, n), 'KEEPTTL')
+  else
+    start = start + f
+    if start >= cap then
+      start = start - cap
+    end
+    call('SETRANGE', key, '0', struct.pack('<I4I4I4i8', start, n - f, cap, newest))
+  end
 end
 
 -- sl_write records a call that sl_read found room for, and returns the
 -- remaining calls, the µs until the log empties, and the receipt.
-local function sl_write(key, now, window, max, cost, remaining, trim, stale, newest)
+local function sl_write(key, now, window, max, cost, remaining, s, start, n, cap, newest, f, legacy)
   local t = now
-  if newest ~= nil and newest >= t then
+  if newest >= t then
     t = newest + 1
   end
-  -- Recording first could take a compact log with stale entries past
-  -- 128 entries; then a write that changes nothing (XX: existing
-  -- members only, and members are never 'x') comes first instead, for
-  -- Redis to refuse.
-  -- (A lazy count has room whether or not any entry is stale: count+cost
-  -- entries, at most max.)
-  if stale ~= nil and stale > 0 and max <= 128 and max + cost > 128 then
-    call('ZADD', key, 'XX', '0', 'x')
-    call('ZREMRANGEBYSCORE', key, '-inf', trim)
-    stale = 0
-  end
-  if cost == 1 then
-    if t ~= sl_t then
-      sl_t, sl_member = t, string.format('%d', t)
-    end
-    call('ZADD', key, sl_member, sl_member)
-  else
-    -- ZADD in chunks: Lua's unpack is limited to a few thousand values.
-    local args = {}
-    for i = 0, cost - 1 do
-      local s = string.format('%d', t + i)
-      args[#args + 1] = s
-      args[#args + 1] = s
-      if #args >= 1000 then
-        call('ZADD', key, unpack(args))
-        args = {}
-      end
-    end
-    if #args > 0 then
-      call('ZADD', key, unpack(args))
-    end
-  end
-  -- Recording appends (t is later than every entry), so the stale entries
-  -- are still ranks 0 to stale-1.
-  if stale == nil then
-    remaining = remaining + call('ZREMRANGEBYSCORE', key, '-inf', trim)
-  elseif stale == 1 then
-    call('ZREMRANGEBYRANK', key, '0', '0')
-  elseif stale ~= 0 then
-    call('ZREMRANGEBYSCORE', key, '-inf', trim)
-  end
-  local reset = t + cost - 1 + window - now
-  -- Expire the key exactly when its newest admission leaves the window.
+  local reset = t + window - now
   -- floordiv, written out as in gcra.lua.
   local px = reset + 999
   px = (px - px % 1000) / 1000 + ttl_pad_ms
-  if px ~= sl_px then
-    sl_px, sl_px_s = px, string.format('%d', px)
+  local count = n - f
+  local e = struct.pack('<i7', t)
+  if cost > 1 then
+    e = string.rep(e, cost)
   end
-  call('PEXPIRE', key, sl_px_s)
-  -- sl_read's remaining was max-count, unclamped as count+cost <= max.
+  if s or count == 0 then
+    -- Whole: the entries still counting, then this call's.
+    local k = count + cost
+    call('SET', key, struct.pack('<I4I4I4i8', 0, k, k, t) .. (count > 0 and sl_bytes(s, start, cap, f, n) or '') .. e,
+      'PX', string.format('%d', px))
+    return remaining - cost, reset, t
+  end
+  -- In place: the entries that stopped counting are dropped from the front.
+  start = start + f
+  if start >= cap then
+    start = start - cap
+  end
+  if count + cost > cap then
+    -- Grow: read what counts, and write it back with room for as many
+    -- again, up to max.
+    local newcap = cap * 2
+    if newcap > max then
+      newcap = max
+    end
+    if newcap < count + cost then
+      newcap = count + cost
+    end
+    local a, b = 20 + 7 * start, 20 + 7 * (start + count) - 1
+    local kept
+    if start + count <= cap then
+      kept = call('GETRANGE', key, string.format('%d', a), string.format('%d', b))
+    else
+      kept = call('GETRANGE', key, string.format('%d', a), string.format('%d', 20 + 7 * cap - 1)) ..
+        call('GETRANGE', key, '20', string.format('%d', b - 7 * cap))
+    end
+    call('SET', key, struct.pack('<I4I4I4i8', 0, count + cost, newcap, t) .. kept .. e ..
+      string.rep('\0', 7 * (newcap - count - cost)), 'PX', string.format('%d', px))
+    return remaining - cost, reset, t
+  end
+  local at = start + count
+  if at >= cap then
+    at = at - cap
+  end
+  if at + cost <= cap then
+    call('SETRANGE', key, string.format('%d', 20 + 7 * at), e)
+  else
+    call('SETRANGE', key, string.format('%d', 20 + 7 * at), string.sub(e, 1, 7 * (cap - at)))
+    call('SETRANGE', key, '20', string.sub(e, 7 * (cap - at) + 1))
+  end
+  call('SETRANGE', key, '0', struct.pack('<I4I4I4i8', start, count + cost, cap, t))
+  call('PEXPIRE', key, string.format('%d', px))
   return remaining - cost, reset, t
 end
 
--- A denied call returns what settle needs, for main.lua to settle it
--- after the batch, or settles at once when alone.
+-- A denied call that leaves entries to drop returns what settle needs,
+-- for main.lua to settle it after the batch, or drops them at once when
+-- alone.
 decide1s[SLIDING_LOG] = function(key, now, window, max, burst, cost, alone)
-  local count
-  if max <= 128 then
-    count = call('ZCARD', key)
-  end
-  if count == 0 and cost == 1 then
-    -- An empty log, the commonest: what sl_read and sl_write do for it.
-    if now ~= sl_t then
-      sl_t, sl_member = now, string.format('%d', now)
-    end
-    call('ZADD', key, sl_member, sl_member)
-    local px = window + 999
-    px = (px - px % 1000) / 1000 + ttl_pad_ms
-    if px ~= sl_px then
-      sl_px, sl_px_s = px, string.format('%d', px)
-    end
-    call('PEXPIRE', key, sl_px_s)
-    return true, max - 1, 0, window, now
-  end
-  if count ~= nil and count > 0 and count < max and cost == 1 and sl_gt and ttl_pad_ms == 0 then
-    -- A compact log with room even if none of it is stale, on the
-    -- server's clock: the call is recorded at now, stale entries or
-    -- not, then they are trimmed (see sl_read).
-    local upto = now - window
-    if upto ~= sl_upto then
-      sl_upto, sl_trim = upto, string.format('%d', upto)
-    end
-    local t = now
-    if t ~= sl_t then
-      sl_t, sl_member = t, string.format('%d', t)
-    end
-    if call('ZADD', key, 'NX', sl_member, sl_member) == 0 then
-      -- A call of this script recorded now already: after the newest.
-      t = tonumber(call('ZRANGE', key, '-1', '-1')[1]) + 1
-      sl_t, sl_member = t, string.format('%d', t)
-      call('ZADD', key, sl_member, sl_member)
-    end
-    local remaining = max - count - 1 + call('ZREMRANGEBYSCORE', key, '-inf', sl_trim)
-    local reset = t + window - now
-    -- floordiv, written out as in gcra.lua.
-    local px = reset + 999
-    px = (px - px % 1000) / 1000
-    if px ~= sl_px then
-      sl_px, sl_px_s = px, string.format('%d', px)
-    end
-    call('PEXPIRE', key, sl_px_s, 'GT')
-    return true, remaining, 0, reset, t
-  end
-  local ok, remaining, retry, reset, trim, stale, newest = sl_read(key, now, window, max, cost, true, count)
+  local ok, remaining, retry, reset, s, start, n, cap, newest, f, legacy = sl_read(key, now, window, max, cost)
   if not ok then
     local keep
-    if stale ~= 0 then
+    if f > 0 then
       if alone then
-        -- As settle does.
-        call('ZREMRANGEBYSCORE', key, '-inf', trim)
+        sl_cut(key, now - window, s, start, n, cap, newest, f, legacy)
       else
-        keep = {trim = trim, stale = stale}
+        keep = {upto = now - window, lmax = max}
       end
     end
     return false, remaining, retry, reset, 0, keep
   end
   local receipt
-  remaining, reset, receipt = sl_write(key, now, window, max, cost, remaining, trim, stale, newest)
+  remaining, reset, receipt = sl_write(key, now, window, max, cost, remaining, s, start, n, cap, newest, f, legacy)
   return true, remaining, 0, reset, receipt
 end
 
@@ -246,25 +260,76 @@ if not lone then
   algos[SLIDING_LOG] = function()
     return {
       check = function(key, p, now, v)
-        v.ok, v.remaining, v.retry, v.reset, v.trim, v.stale, v.newest = sl_read(key, now, p.window, p.max, p.cost)
-        v.receipt = nil
+        v.ok, v.remaining, v.retry, v.reset, v.s, v.start, v.n, v.cap, v.newest, v.f, v.legacy = sl_read(key, now, p.window, p.max, p.cost)
+        v.receipt, v.upto, v.lmax = nil, now - p.window, p.max
       end,
 
-      -- settle may run after later calls of the same script recorded in this
-      -- log, so it removes by score.
+      -- settle may run after later calls of the same script recorded in
+      -- this log, so it reads it again. Entries that stopped counting at
+      -- check's upto are still the first ones, and there are none to drop
+      -- if check found none.
       settle = function(key, v)
-        if v.stale ~= 0 then
-          call('ZREMRANGEBYSCORE', key, '-inf', v.trim)
+        if v.f == 0 then
+          return
         end
+        local s, start, n, cap, newest, legacy = sl_load(key, v.upto, v.lmax)
+        if legacy then
+          sl_cut(key, v.upto, s, start, n, cap, newest, 0, true)
+          return
+        end
+        if n == 0 or sl_at(key, s, start, cap, 0) > v.upto then
+          return
+        end
+        local f = n
+        if newest > v.upto then
+          f = sl_first(key, s, start, cap, 0, n - 1, v.upto)
+        end
+        sl_cut(key, v.upto, s, start, n, cap, newest, f)
       end,
 
       commit = function(key, p, now, v)
-        v.remaining, v.reset, v.receipt = sl_write(key, now, p.window, p.max, p.cost, v.remaining, v.trim, v.stale, v.newest)
+        v.remaining, v.reset, v.receipt = sl_write(key, now, p.window, p.max, p.cost, v.remaining, v.s, v.start, v.n, v.cap, v.newest, v.f, v.legacy)
       end,
 
-      -- The admissions of one call are the only members in [t, t+cost-1].
+      -- A call's admissions are the entries of its time, the receipt:
+      -- the log is written back whole without them, for the rest of its
+      -- life, and newest is what is left of it, as in the twin.
       refund = function(key, p, now)
-        call('ZREMRANGEBYSCORE', key, string.format('%d', p.receipt), string.format('%d', p.receipt + p.cost - 1))
+        local s = redis.pcall('GET', key)
+        if type(s) == 'table' then
+          -- A ZSET of an older release, whose call of cost c took the
+          -- members receipt to receipt+c-1.
+          call('ZREMRANGEBYSCORE', key, string.format('%d', p.receipt), string.format('%d', p.receipt + p.cost - 1))
+          return
+        end
+        if not s or #s < 20 then
+          return
+        end
+        local start, n, cap, newest = struct.unpack('<I4I4I4i8', s)
+        local r = p.receipt
+        if n == 0 or sl_at(key, s, start, cap, n - 1) < r then
+          return
+        end
+        -- lo and hi bound the entries of time r.
+        local lo, hi = 0, n
+        if sl_at(key, s, start, cap, 0) < r then
+          lo = sl_first(key, s, start, cap, 0, n - 1, r - 1)
+        end
+        if sl_at(key, s, start, cap, lo) ~= r then
+          return
+        end
+        if sl_at(key, s, start, cap, n - 1) > r then
+          hi = sl_first(key, s, start, cap, lo, n - 1, r)
+        end
+        local k = n - (hi - lo)
+        if k == 0 then
+          call('DEL', key)
+          return
+        end
+        if hi == n then
+          newest = sl_at(key, s, start, cap, lo - 1)
+        end
+        call('SET', key, struct.pack('<I4I4I4i8', 0, k, k, newest) .. sl_bytes(s, start, cap, 0, lo) .. sl_bytes(s, start, cap, hi, n), 'KEEPTTL')
       end,
     }
   end

@@ -1,0 +1,84 @@
+package redislimit
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
+	"github.com/ratelimitgen/ratelimitgen/runtime"
+)
+
+// TestSlidingLogModel walks random calls (costs 1 to Max, several keys, the
+// clock moving on the window's scale, past it, and back) through Redis, the
+// memory limiter and refLog, the model written from the documentation, and
+// requires all three to agree on every decision: allowed, remaining, the
+// wait for room and for the log to empty. refLog drops the units that
+// stopped counting at each decision, so after the clock steps back they
+// stay dropped, as both backends drop them. The sizes cover both ways the
+// script reads a log (whole up to Max 128, in place above), a ring that
+// grows, wraps, and shrinks back to what counts.
+func TestSlidingLogModel(t *testing.T) {
+	srv := redistest.StartServer(t)
+	c := srv.Client(t)
+	for _, max := range []int{1, 5, 128, 129, 700} {
+		t.Run(fmt.Sprint("Max ", max), func(t *testing.T) {
+			clock := newFakeClock()
+			red := New(c, WithClock(clock.Now), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithDenyCache(0))
+			mem := runtime.NewMemoryLimiter(runtime.WithClock(clock.Now))
+			l := runtime.Limit{Name: fmt.Sprint("Model.Log", max), Window: time.Minute + 7*time.Microsecond, Max: max}
+			w := l.Window.Microseconds()
+			keys := []string{"a", "b", "c"}
+			models := map[string]refModel{}
+			for _, k := range keys {
+				models[k] = newRefModel(l)
+			}
+			rng := rand.New(rand.NewPCG(uint64(max), 34))
+			steps := 1500
+			if max > 128 {
+				steps = 600
+			}
+			admitted, denied := 0, 0
+			for step := range steps {
+				switch r := rng.Float64(); {
+				case r < 0.35:
+					// Several calls in one microsecond.
+				case r < 0.75:
+					clock.Advance(us(rng.Int64N(w/int64(max) + 1)))
+				case r < 0.9:
+					clock.Advance(us(rng.Int64N(w / 3)))
+				case r < 0.95:
+					clock.Advance(us(w + rng.Int64N(w)))
+				default:
+					clock.Advance(-us(rng.Int64N(w / 2)))
+				}
+				key := keys[rng.IntN(len(keys))]
+				cost := int64(1)
+				if rng.IntN(3) == 0 {
+					cost = 1 + rng.Int64N(int64(max))
+				}
+				want := models[key].decide(clock.Now().UnixMicro(), cost)
+				if want.Allowed {
+					admitted++
+				} else {
+					denied++
+				}
+				for _, b := range []struct {
+					name string
+					lim  runtime.Limiter
+				}{{"redis", red}, {"memory", mem}} {
+					ds, err := b.lim.Decide(ctx, runtime.Request{Limit: l, Key: key, Cost: cost})
+					require.NoError(t, err)
+					require.Equal(t, want, ds.Each[0], "step %d, %s, key %s, cost %d at %d", step, b.name, key, cost, clock.Now().UnixMicro())
+					require.Equal(t, want.Allowed, ds.Allowed)
+				}
+			}
+			t.Logf("Max %d: %d admitted, %d denied", max, admitted, denied)
+			require.Greater(t, admitted, steps/10)
+			require.Greater(t, denied, steps/10)
+		})
+	}
+}

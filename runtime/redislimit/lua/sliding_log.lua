@@ -38,226 +38,325 @@
 -- Nothing is written on a denial: entries that stopped counting are
 -- overwritten or dropped by the next admission, or go with the key.
 
--- sl_at returns entry i of the ring whose header is start and cap: from s,
--- the whole string, or else read from key.
-local function sl_at(key, s, start, cap, i)
-  local slot = start + i
-  if slot >= cap then
-    slot = slot - cap
+-- sl_more returns the functions for every log and every call, built on
+-- first use: decide1 below decides the commonest calls itself, and each
+-- function a run defines costs it an allocation and its collection.
+local sl_lib
+local function sl_more()
+  if sl_lib then
+    return sl_lib
   end
-  local off = 20 + 7 * slot
-  if s then
-    return (struct.unpack('<i7', s, off + 1))
+  -- sl_at returns entry i of the ring whose header is start and cap: from s,
+  -- the whole string, or else read from key.
+  local function sl_at(key, s, start, cap, i)
+    local slot = start + i
+    if slot >= cap then
+      slot = slot - cap
+    end
+    local off = 20 + 7 * slot
+    if s then
+      return (struct.unpack('<i7', s, off + 1))
+    end
+    return (struct.unpack('<i7', call('GETRANGE', key, string.format('%d', off), string.format('%d', off + 6))))
   end
-  return (struct.unpack('<i7', call('GETRANGE', key, string.format('%d', off), string.format('%d', off + 6))))
-end
 
--- sl_first returns the first entry in [lo, hi] later than v, given that
--- entry lo is not and entry hi is.
-local function sl_first(key, s, start, cap, lo, hi, v)
-  while hi - lo > 1 do
-    local mid = lo + hi
-    mid = (mid - mid % 2) / 2
-    if sl_at(key, s, start, cap, mid) > v then
-      hi = mid
+  -- sl_first returns the first entry in [lo, hi] later than v, given that
+  -- entry lo is not and entry hi is.
+  local function sl_first(key, s, start, cap, lo, hi, v)
+    while hi - lo > 1 do
+      local mid = lo + hi
+      mid = (mid - mid % 2) / 2
+      if sl_at(key, s, start, cap, mid) > v then
+        hi = mid
+      else
+        lo = mid
+      end
+    end
+    return hi
+  end
+
+  -- sl_bytes returns entries i to j-1 of the ring in s, as stored.
+  local function sl_bytes(s, start, cap, i, j)
+    if i >= j then
+      return ''
+    end
+    local a, b = start + i, start + j
+    if a >= cap then
+      a, b = a - cap, b - cap
+    end
+    if b <= cap then
+      return string.sub(s, 21 + 7 * a, 20 + 7 * b)
+    end
+    return string.sub(s, 21 + 7 * a, 20 + 7 * cap) .. string.sub(s, 21, 20 + 7 * (b - cap))
+  end
+
+  -- sl_legacy returns, as a ring string, the members of the ZSET at key that
+  -- still count at upto.
+  local function sl_legacy(key, upto)
+    local m = call('ZRANGEBYSCORE', key, '(' .. string.format('%d', upto), '+inf')
+    local parts = {struct.pack('<I4I4I4i8', 0, #m, #m, #m > 0 and tonumber(m[#m]) or 0)}
+    for i = 1, #m do
+      parts[i + 1] = struct.pack('<i7', tonumber(m[i]))
+    end
+    return table.concat(parts)
+  end
+
+  -- sl_load reads the log at key: s (the whole string, or false when only
+  -- its header was read), its header, and whether it is a ZSET to replace.
+  local function sl_load(key, upto, max)
+    local s, legacy
+    if max <= 128 then
+      s = redis.pcall('GET', key)
     else
-      lo = mid
+      s = redis.pcall('GETRANGE', key, '0', '19')
     end
-  end
-  return hi
-end
-
--- sl_bytes returns entries i to j-1 of the ring in s, as stored.
-local function sl_bytes(s, start, cap, i, j)
-  if i >= j then
-    return ''
-  end
-  local a, b = start + i, start + j
-  if a >= cap then
-    a, b = a - cap, b - cap
-  end
-  if b <= cap then
-    return string.sub(s, 21 + 7 * a, 20 + 7 * b)
-  end
-  return string.sub(s, 21 + 7 * a, 20 + 7 * cap) .. string.sub(s, 21, 20 + 7 * (b - cap))
-end
-
--- sl_legacy returns, as a ring string, the members of the ZSET at key that
--- still count at upto.
-local function sl_legacy(key, upto)
-  local m = call('ZRANGEBYSCORE', key, '(' .. string.format('%d', upto), '+inf')
-  local parts = {struct.pack('<I4I4I4i8', 0, #m, #m, #m > 0 and tonumber(m[#m]) or 0)}
-  for i = 1, #m do
-    parts[i + 1] = struct.pack('<i7', tonumber(m[i]))
-  end
-  return table.concat(parts)
-end
-
--- sl_load reads the log at key: s (the whole string, or false when only
--- its header was read), its header, and whether it is a ZSET to replace.
-local function sl_load(key, upto, max)
-  local s, legacy
-  if max <= 128 then
-    s = redis.pcall('GET', key)
-  else
-    s = redis.pcall('GETRANGE', key, '0', '19')
-  end
-  if type(s) == 'table' then
-    if not string.find(s.err, '^WRONGTYPE') then
-      error(s)
+    if type(s) == 'table' then
+      if not string.find(s.err, '^WRONGTYPE') then
+        error(s)
+      end
+      s, legacy = sl_legacy(key, upto), true
     end
-    s, legacy = sl_legacy(key, upto), true
+    if not s or #s < 20 then
+      return s, 0, 0, 0, 0, legacy
+    end
+    local start, n, cap, newest = struct.unpack('<I4I4I4i8', s)
+    if max > 128 and not legacy then
+      s = false
+    end
+    return s, start, n, cap, newest, legacy
   end
-  if not s or #s < 20 then
-    return s, 0, 0, 0, 0, legacy
-  end
-  local start, n, cap, newest = struct.unpack('<I4I4I4i8', s)
-  if max > 128 and not legacy then
-    s = false
-  end
-  return s, start, n, cap, newest, legacy
-end
 
--- sl_read decides a call of cost at now. It returns whether it has room,
--- the remaining calls before it (clamped at 0 when it has none), the µs
--- until room when it has none and until the log empties, then the log as
--- sl_load read it and the first entry still counting, f, for sl_write and
--- sl_cut.
-local function sl_read(key, now, window, max, cost)
-  local upto = now - window
-  local s, start, n, cap, newest, legacy = sl_load(key, upto, max)
-  local f, reset = n, 0
-  if n > 0 and newest > upto then
-    if sl_at(key, s, start, cap, 0) > upto then
-      f = 0
+  -- sl_read decides a call of cost at now. It returns whether it has room,
+  -- the remaining calls before it (clamped at 0 when it has none), the µs
+  -- until room when it has none and until the log empties, then the log as
+  -- sl_load read it and the first entry still counting, f, for sl_write and
+  -- sl_cut.
+  local function sl_read(key, now, window, max, cost)
+    local upto = now - window
+    local s, start, n, cap, newest, legacy = sl_load(key, upto, max)
+    local f, reset = n, 0
+    if n > 0 and newest > upto then
+      if sl_at(key, s, start, cap, 0) > upto then
+        f = 0
+      else
+        f = sl_first(key, s, start, cap, 0, n - 1, upto)
+      end
+    end
+    local count = n - f
+    if count > 0 then
+      reset = newest + window - now
+    end
+    local remaining = max - count
+    if count + cost <= max then
+      return true, remaining, 0, reset, s, start, n, cap, newest, f, legacy
+    end
+    if remaining < 0 then
+      remaining = 0
+    end
+    return false, remaining, sl_at(key, s, start, cap, n + cost - max - 1) + window - now, reset, s, start, n, cap, newest, f, legacy
+  end
+
+  -- sl_cut drops from the log, as sl_load read it, its first f entries,
+  -- which stopped counting at upto, as a decision that records nothing does:
+  -- entries that stopped counting are gone even if the clock steps back, as
+  -- they are from the in-memory twin.
+  local function sl_cut(key, upto, s, start, n, cap, newest, f, legacy)
+    if legacy then
+      call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', upto))
+    elseif f == n then
+      call('DEL', key)
+    elseif s then
+      local k = n - f
+      call('SET', key, struct.pack('<I4I4I4i8', 0, k, k, newest) .. sl_bytes(s, start, cap, f, n), 'KEEPTTL')
     else
-      f = sl_first(key, s, start, cap, 0, n - 1, upto)
+      start = start + f
+      if start >= cap then
+        start = start - cap
+      end
+      call('SETRANGE', key, '0', struct.pack('<I4I4I4i8', start, n - f, cap, newest))
     end
   end
-  local count = n - f
-  if count > 0 then
-    reset = newest + window - now
-  end
-  local remaining = max - count
-  if count + cost <= max then
-    return true, remaining, 0, reset, s, start, n, cap, newest, f, legacy
-  end
-  if remaining < 0 then
-    remaining = 0
-  end
-  return false, remaining, sl_at(key, s, start, cap, n + cost - max - 1) + window - now, reset, s, start, n, cap, newest, f, legacy
-end
 
--- sl_cut drops from the log, as sl_load read it, its first f entries,
--- which stopped counting at upto, as a decision that records nothing does:
--- entries that stopped counting are gone even if the clock steps back, as
--- they are from the in-memory twin.
-local function sl_cut(key, upto, s, start, n, cap, newest, f, legacy)
-  if legacy then
-    call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', upto))
-  elseif f == n then
-    call('DEL', key)
-  elseif s then
-    local k = n - f
-    call('SET', key, struct.pack('<I4I4I4i8', 0, k, k, newest) .. sl_bytes(s, start, cap, f, n), 'KEEPTTL')
-  else
+  -- sl_write records a call that sl_read found room for, and returns the
+  -- remaining calls, the µs until the log empties, and the receipt.
+  local function sl_write(key, now, window, max, cost, remaining, s, start, n, cap, newest, f, legacy)
+    local t = now
+    if newest >= t then
+      t = newest + 1
+    end
+    local reset = t + window - now
+    -- floordiv, written out as in gcra.lua.
+    local px = reset + 999
+    px = (px - px % 1000) / 1000 + ttl_pad_ms
+    local count = n - f
+    local e = struct.pack('<i7', t)
+    if cost > 1 then
+      e = string.rep(e, cost)
+    end
+    if s or count == 0 then
+      -- Whole: the entries still counting, then this call's.
+      local k = count + cost
+      call('SET', key, struct.pack('<I4I4I4i8', 0, k, k, t) .. (count > 0 and sl_bytes(s, start, cap, f, n) or '') .. e,
+        'PX', string.format('%d', px))
+      return remaining - cost, reset, t
+    end
+    -- In place: the entries that stopped counting are dropped from the front.
     start = start + f
     if start >= cap then
       start = start - cap
     end
-    call('SETRANGE', key, '0', struct.pack('<I4I4I4i8', start, n - f, cap, newest))
-  end
-end
-
--- sl_write records a call that sl_read found room for, and returns the
--- remaining calls, the µs until the log empties, and the receipt.
-local function sl_write(key, now, window, max, cost, remaining, s, start, n, cap, newest, f, legacy)
-  local t = now
-  if newest >= t then
-    t = newest + 1
-  end
-  local reset = t + window - now
-  -- floordiv, written out as in gcra.lua.
-  local px = reset + 999
-  px = (px - px % 1000) / 1000 + ttl_pad_ms
-  local count = n - f
-  local e = struct.pack('<i7', t)
-  if cost > 1 then
-    e = string.rep(e, cost)
-  end
-  if s or count == 0 then
-    -- Whole: the entries still counting, then this call's.
-    local k = count + cost
-    call('SET', key, struct.pack('<I4I4I4i8', 0, k, k, t) .. (count > 0 and sl_bytes(s, start, cap, f, n) or '') .. e,
-      'PX', string.format('%d', px))
-    return remaining - cost, reset, t
-  end
-  -- In place: the entries that stopped counting are dropped from the front.
-  start = start + f
-  if start >= cap then
-    start = start - cap
-  end
-  if count + cost > cap then
-    -- Grow: read what counts, and write it back with room for as many
-    -- again, up to max.
-    local newcap = cap * 2
-    if newcap > max then
-      newcap = max
-    end
-    if newcap < count + cost then
-      newcap = count + cost
-    end
-    local a, b = 20 + 7 * start, 20 + 7 * (start + count) - 1
-    local kept
-    if start + count <= cap then
-      kept = call('GETRANGE', key, string.format('%d', a), string.format('%d', b))
-    else
-      kept = call('GETRANGE', key, string.format('%d', a), string.format('%d', 20 + 7 * cap - 1)) ..
-        call('GETRANGE', key, '20', string.format('%d', b - 7 * cap))
-    end
-    call('SET', key, struct.pack('<I4I4I4i8', 0, count + cost, newcap, t) .. kept .. e ..
-      string.rep('\0', 7 * (newcap - count - cost)), 'PX', string.format('%d', px))
-    return remaining - cost, reset, t
-  end
-  local at = start + count
-  if at >= cap then
-    at = at - cap
-  end
-  if at + cost <= cap then
-    call('SETRANGE', key, string.format('%d', 20 + 7 * at), e)
-  else
-    call('SETRANGE', key, string.format('%d', 20 + 7 * at), string.sub(e, 1, 7 * (cap - at)))
-    call('SETRANGE', key, '20', string.sub(e, 7 * (cap - at) + 1))
-  end
-  call('SETRANGE', key, '0', struct.pack('<I4I4I4i8', start, count + cost, cap, t))
-  call('PEXPIRE', key, string.format('%d', px))
-  return remaining - cost, reset, t
-end
-
--- A denied call that leaves entries to drop returns what settle needs,
--- for main.lua to settle it after the batch, or drops them at once when
--- alone.
-decide1s[SLIDING_LOG] = function(key, now, window, max, burst, cost, alone)
-  local ok, remaining, retry, reset, s, start, n, cap, newest, f, legacy = sl_read(key, now, window, max, cost)
-  if not ok then
-    local keep
-    if f > 0 then
-      if alone then
-        sl_cut(key, now - window, s, start, n, cap, newest, f, legacy)
-      else
-        keep = {upto = now - window, lmax = max}
+    if count + cost > cap then
+      -- Grow: read what counts, and write it back with room for as many
+      -- again, up to max.
+      local newcap = cap * 2
+      if newcap > max then
+        newcap = max
       end
+      if newcap < count + cost then
+        newcap = count + cost
+      end
+      local a, b = 20 + 7 * start, 20 + 7 * (start + count) - 1
+      local kept
+      if start + count <= cap then
+        kept = call('GETRANGE', key, string.format('%d', a), string.format('%d', b))
+      else
+        kept = call('GETRANGE', key, string.format('%d', a), string.format('%d', 20 + 7 * cap - 1)) ..
+          call('GETRANGE', key, '20', string.format('%d', b - 7 * cap))
+      end
+      call('SET', key, struct.pack('<I4I4I4i8', 0, count + cost, newcap, t) .. kept .. e ..
+        string.rep('\0', 7 * (newcap - count - cost)), 'PX', string.format('%d', px))
+      return remaining - cost, reset, t
     end
-    return false, remaining, retry, reset, 0, keep
+    local at = start + count
+    if at >= cap then
+      at = at - cap
+    end
+    if at + cost <= cap then
+      call('SETRANGE', key, string.format('%d', 20 + 7 * at), e)
+    else
+      call('SETRANGE', key, string.format('%d', 20 + 7 * at), string.sub(e, 1, 7 * (cap - at)))
+      call('SETRANGE', key, '20', string.sub(e, 7 * (cap - at) + 1))
+    end
+    call('SETRANGE', key, '0', struct.pack('<I4I4I4i8', start, count + cost, cap, t))
+    call('PEXPIRE', key, string.format('%d', px))
+    return remaining - cost, reset, t
   end
-  local receipt
-  remaining, reset, receipt = sl_write(key, now, window, max, cost, remaining, s, start, n, cap, newest, f, legacy)
-  return true, remaining, 0, reset, receipt
+
+  -- A denied call that leaves entries to drop returns what settle needs,
+  -- for main.lua to settle it after the batch, or drops them at once when
+  -- alone.
+  local function sl_decide1(key, now, window, max, burst, cost, alone)
+    local ok, remaining, retry, reset, s, start, n, cap, newest, f, legacy = sl_read(key, now, window, max, cost)
+    if not ok then
+      local keep
+      if f > 0 then
+        if alone then
+          sl_cut(key, now - window, s, start, n, cap, newest, f, legacy)
+        else
+          keep = {upto = now - window, lmax = max}
+        end
+      end
+      return false, remaining, retry, reset, 0, keep
+    end
+    local receipt
+    remaining, reset, receipt = sl_write(key, now, window, max, cost, remaining, s, start, n, cap, newest, f, legacy)
+    return true, remaining, 0, reset, receipt
+  end
+
+  sl_lib = {at = sl_at, first = sl_first, load = sl_load, read = sl_read, write = sl_write, cut = sl_cut,
+    bytes = sl_bytes, decide1 = sl_decide1}
+  return sl_lib
+end
+
+-- decide1 decides itself a call of a log of max <= 128 read whole with
+-- start 0 (every such log but one a larger max left, or a ZSET), with no
+-- Lua function call: what sl_read, sl_write and sl_cut do for it, written
+-- out. In a batch the calls share their time, and those of fresh keys
+-- their string and lifetime, so each is packed or formatted again only
+-- when it changes.
+local sl_t, sl_fresh, sl_px, sl_px_s
+decide1s[SLIDING_LOG] = function(key, now, window, max, burst, cost, alone)
+  local s = max > 128 or redis.pcall('GET', key)
+  if s ~= true and type(s) ~= 'table' then
+    local start, n, cap, newest, oldest = 0, 0, 0, 0, 0
+    if s then
+      start, n, cap, newest, oldest = struct.unpack('<I4I4I4i8i7', s)
+    end
+    if start == 0 then
+      local upto = now - window
+      local f = 0
+      if n > 0 and oldest <= upto then
+        if newest <= upto then
+          f = n
+        else
+          -- sl_first: entry lo stopped counting, entry hi did not.
+          local lo, hi = 0, n - 1
+          while hi - lo > 1 do
+            local mid = lo + hi
+            mid = (mid - mid % 2) / 2
+            if struct.unpack('<i7', s, 21 + 7 * mid) > upto then
+              hi = mid
+            else
+              lo = mid
+            end
+          end
+          f = hi
+        end
+      end
+      local count = n - f
+      if count + cost > max then
+        -- count > 0, as cost <= max.
+        local remaining = max - count
+        if remaining < 0 then
+          remaining = 0
+        end
+        local keep
+        if f > 0 then
+          if alone then
+            call('SET', key, struct.pack('<I4I4I4i8', 0, count, count, newest) .. string.sub(s, 21 + 7 * f, 20 + 7 * n), 'KEEPTTL')
+          else
+            keep = {upto = upto, lmax = max}
+          end
+        end
+        return false, remaining, struct.unpack('<i7', s, 21 + 7 * (n + cost - max - 1)) + window - now, newest + window - now, 0, keep
+      end
+      local t = now
+      if newest >= t then
+        t = newest + 1
+      end
+      local reset = t + window - now
+      -- floordiv, written out as in gcra.lua.
+      local px = reset + 999
+      px = (px - px % 1000) / 1000 + ttl_pad_ms
+      if px ~= sl_px then
+        sl_px, sl_px_s = px, string.format('%d', px)
+      end
+      if count == 0 and cost == 1 then
+        if t ~= sl_t then
+          sl_t, sl_fresh = t, struct.pack('<I4I4I4i8i7', 0, 1, 1, t, t)
+        end
+        call('SET', key, sl_fresh, 'PX', sl_px_s)
+      else
+        local e = struct.pack('<i7', t)
+        if cost > 1 then
+          e = string.rep(e, cost)
+        end
+        local k = count + cost
+        if count > 0 then
+          e = string.sub(s, 21 + 7 * f, 20 + 7 * n) .. e
+        end
+        call('SET', key, struct.pack('<I4I4I4i8', 0, k, k, t) .. e, 'PX', sl_px_s)
+      end
+      return true, max - count - cost, 0, reset, t
+    end
+  end
+  return sl_more().decide1(key, now, window, max, burst, cost, alone)
 end
 
 -- A lone call never reaches these (see lone in header.lua).
 if not lone then
   algos[SLIDING_LOG] = function()
+    local sl_at, sl_first, sl_load, sl_read, sl_write, sl_cut, sl_bytes = sl_more().at, sl_lib.first, sl_lib.load, sl_lib.read, sl_lib.write, sl_lib.cut, sl_lib.bytes
     return {
       check = function(key, p, now, v)
         v.ok, v.remaining, v.retry, v.reset, v.s, v.start, v.n, v.cap, v.newest, v.f, v.legacy = sl_read(key, now, p.window, p.max, p.cost)

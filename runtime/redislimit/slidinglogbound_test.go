@@ -147,9 +147,9 @@ func TestSlidingLogWorstCall(t *testing.T) {
 }
 
 // TestBatchSlidingLogUnits shows that a batch, one script call, carries
-// calls of sliding-log limits only while their costs add up to at most
-// runtime.MaxSlidingLog, so that no script call holds Redis much longer
-// than the worst single call; other algorithms batch up to maxBatch
+// calls of sliding-log limits beyond its first only while their costs add
+// up to at most maxBatchLogUnits, so that no script call writes much more
+// than the largest single call; other algorithms batch up to maxBatch
 // limits whatever their costs.
 func TestBatchSlidingLogUnits(t *testing.T) {
 	srv := redistest.StartServer(t)
@@ -185,10 +185,11 @@ func TestBatchSlidingLogUnits(t *testing.T) {
 	}
 	require.Equal(t, slices.Repeat([]int{1}, 5), batches(q{log, many(5, runtime.MaxSlidingLog)}))
 	require.Equal(t, slices.Repeat([]int{1}, 3), batches(q{shadow, many(3, runtime.MaxSlidingLog)}))
-	require.Equal(t, []int{2, 2, 1}, batches(q{log, []int64{400, 600, 600, 400, 1}}))
+	u := int64(maxBatchLogUnits)
+	require.Equal(t, []int{2, 2, 1}, batches(q{log, []int64{2 * u / 5, u - 2*u/5, u - 2*u/5, 2 * u / 5, 1}}))
 	require.Equal(t, []int{maxBatch, 200 - maxBatch}, batches(q{log, many(200, 1)}))
 	require.Equal(t, []int{maxBatch, maxBatch, 44}, batches(q{gcra, many(2*maxBatch+44, runtime.MaxSlidingLog)}))
 	// Other algorithms' calls join a batch whose sliding-log units are
 	// spent; the next sliding-log call starts the next batch.
-	require.Equal(t, []int{4, 4}, batches(q{log, []int64{runtime.MaxSlidingLog}}, q{gcra, many(3, 5)}, q{log, []int64{1}}, q{gcra, many(3, 5)}))
+	require.Equal(t, []int{4, 4}, batches(q{log, []int64{u}}, q{gcra, many(3, 5)}, q{log, []int64{1}}, q{gcra, many(3, 5)}))
 }

@@ -7,11 +7,11 @@
 --           good for a thousand years after the Unix epoch), from byte 20
 --
 -- Entry i (0 oldest, n-1 newest) is in slot (start+i) % cap; newest is
--- entry n-1's time, read with the header. Times never decrease
--- along the ring, and each call's is later than every entry before it, so
--- a call's time is its receipt: its admissions are the entries of that
--- time. Seven bytes rather than eight keep a full log of Max 1,000 in
--- jemalloc's 7 KiB class.
+-- entry n-1's time, read with the header. Times never decrease along the
+-- ring, and each call's is later than every entry before it, so a call's
+-- time is its receipt: its admissions are the entries of that time. Seven
+-- bytes rather than eight keep a full log of Max 1,000 in jemalloc's 7 KiB
+-- class.
 --
 -- The window is (now-window, now]: an admission at s stops counting at
 -- s+window, and the entries still counting are the last count of the ring.
@@ -24,19 +24,23 @@
 -- read whole with GET and written whole with SET PX, canonically: start
 -- 0, cap n, the entries that stopped counting dropped. A decision is then
 -- TIME, GET and, when admitting, SET: GCRA's commands. A larger log is
--- read with GETRANGE (its header, the oldest entry, the searched ones, the
--- one a denial waits for) and written in place with SETRANGE (the entries,
--- once or twice when they wrap, then the header) and PEXPIRE, so that its
--- Redis time and what a replica receives do not grow with max; it grows
--- its cap by doubling, with one SET, up to max. A call of cost c writes c
--- entries as one string.rep of one packed time.
+-- read with GETRANGE (its header, its oldest 32 entries, those a binary
+-- search reads when all 32 stopped counting, the one a denial waits for)
+-- and written in place with SETRANGE (the entries, once or twice when they
+-- wrap, then the header) and PEXPIRE, so that its Redis time and what a
+-- replica receives do not grow with max; it grows its cap by doubling,
+-- with one SET, up to max. A call of cost c writes c entries: one packed
+-- time, doubled (see sl_rep).
 --
 -- A key that an older release wrote as a ZSET of µs members (score and
 -- member alike, one per unit) is read as the ring of its members still
 -- counting, and the first admission replaces it with the string.
 --
--- Nothing is written on a denial: entries that stopped counting are
--- overwritten or dropped by the next admission, or go with the key.
+-- Every decision drops the entries that stopped counting, as the in-memory
+-- twin does: an admission as it writes, a denial (and a check) after the
+-- batch, so that the first write of a script call is still a commit's (see
+-- main.lua), with a SET KEEPTTL of what still counts, or a SETRANGE of the
+-- header. A denial with nothing to drop writes nothing.
 
 -- sl_more returns the functions for every log and every call, built on
 -- first use: decide1 below decides the commonest calls itself, and each
@@ -136,10 +140,33 @@ local function sl_more()
     local s, start, n, cap, newest, legacy = sl_load(key, upto, max)
     local f, reset = n, 0
     if n > 0 and newest > upto then
-      if sl_at(key, s, start, cap, 0) > upto then
-        f = 0
+      if s then
+        if sl_at(key, s, start, cap, 0) > upto then
+          f = 0
+        else
+          f = sl_first(key, s, start, cap, 0, n - 1, upto)
+        end
       else
-        f = sl_first(key, s, start, cap, 0, n - 1, upto)
+        -- The oldest entries up to 32, in one read: a busy log drops a
+        -- few at each admission.
+        local m = cap - start
+        if m > n then
+          m = n
+        end
+        if m > 32 then
+          m = 32
+        end
+        local b = call('GETRANGE', key, string.format('%d', 20 + 7 * start), string.format('%d', 19 + 7 * (start + m)))
+        f = -1
+        for i = 0, m - 1 do
+          if struct.unpack('<i7', b, 1 + 7 * i) > upto then
+            f = i
+            break
+          end
+        end
+        if f < 0 then
+          f = sl_first(key, s, start, cap, m - 1, n - 1, upto)
+        end
       end
     end
     local count = n - f
@@ -177,6 +204,24 @@ local function sl_more()
     end
   end
 
+  -- sl_rep returns before, s repeated n times, then after. Lua 5.1's
+  -- string.rep copies s a byte at a time into a buffer that it merges as
+  -- it grows; doubling copies each byte about twice, and the last
+  -- concatenation takes before and after along.
+  local function sl_rep(s, n, before, after)
+    if n <= 64 then
+      return before .. string.rep(s, n) .. after
+    end
+    local r, k = s, 1
+    while k * 2 <= n do
+      r, k = r .. r, k * 2
+    end
+    if k < n then
+      return before .. r .. string.sub(r, 1, #s * (n - k)) .. after
+    end
+    return before .. r .. after
+  end
+
   -- sl_write records a call that sl_read found room for, and returns the
   -- remaining calls, the µs until the log empties, and the receipt.
   local function sl_write(key, now, window, max, cost, remaining, s, start, n, cap, newest, f, legacy)
@@ -190,15 +235,15 @@ local function sl_more()
     px = (px - px % 1000) / 1000 + ttl_pad_ms
     local count = n - f
     local e = struct.pack('<i7', t)
-    if cost > 1 then
-      e = string.rep(e, cost)
-    end
     if s or count == 0 then
       -- Whole: the entries still counting, then this call's.
       local k = count + cost
-      call('SET', key, struct.pack('<I4I4I4i8', 0, k, k, t) .. (count > 0 and sl_bytes(s, start, cap, f, n) or '') .. e,
+      call('SET', key, sl_rep(e, cost, struct.pack('<I4I4I4i8', 0, k, k, t) .. (count > 0 and sl_bytes(s, start, cap, f, n) or ''), ''),
         'PX', string.format('%d', px))
       return remaining - cost, reset, t
+    end
+    if cost > 1 then
+      e = sl_rep(e, cost, '', '')
     end
     -- In place: the entries that stopped counting are dropped from the front.
     start = start + f
@@ -224,7 +269,7 @@ local function sl_more()
           call('GETRANGE', key, '20', string.format('%d', b - 7 * cap))
       end
       call('SET', key, struct.pack('<I4I4I4i8', 0, count + cost, newcap, t) .. kept .. e ..
-        string.rep('\0', 7 * (newcap - count - cost)), 'PX', string.format('%d', px))
+        sl_rep('\0', 7 * (newcap - count - cost), '', ''), 'PX', string.format('%d', px))
       return remaining - cost, reset, t
     end
     local at = start + count

@@ -1,11 +1,13 @@
 package redislimit
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
@@ -16,15 +18,17 @@ import (
 // clock moving on the window's scale, past it, and back) through Redis, the
 // memory limiter and refLog, the model written from the documentation, and
 // requires all three to agree on every decision: allowed, remaining, the
-// wait for room and for the log to empty. refLog drops the units that
+// wait for room and for the log to empty; the ring in Redis must hold the
+// model's units after each. refLog drops the units that
 // stopped counting at each decision, so after the clock steps back they
 // stay dropped, as both backends drop them. The sizes cover both ways the
 // script reads a log (whole up to Max 128, in place above), a ring that
-// grows, wraps, and shrinks back to what counts.
+// grows, wraps, and shrinks back to what counts, and costs written in
+// several SETRANGEs (above 4,096 units).
 func TestSlidingLogModel(t *testing.T) {
 	srv := redistest.StartServer(t)
 	c := srv.Client(t)
-	for _, max := range []int{1, 5, 128, 129, 700} {
+	for _, max := range []int{1, 5, 128, 129, 700, 9000} {
 		t.Run(fmt.Sprint("Max ", max), func(t *testing.T) {
 			clock := newFakeClock()
 			red := New(c, WithClock(clock.Now), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithDenyCache(0))
@@ -40,6 +44,9 @@ func TestSlidingLogModel(t *testing.T) {
 			steps := 1500
 			if max > 128 {
 				steps = 600
+			}
+			if max > 4096 {
+				steps = 300
 			}
 			admitted, denied := 0, 0
 			for step := range steps {
@@ -60,6 +67,11 @@ func TestSlidingLogModel(t *testing.T) {
 				if rng.IntN(3) == 0 {
 					cost = 1 + rng.Int64N(int64(max))
 				}
+				if step < len(keys) {
+					// Each key's first call fills its log: a new key's
+					// largest write.
+					key, cost = keys[step], int64(max)
+				}
 				want := models[key].decide(clock.Now().UnixMicro(), cost)
 				if want.Allowed {
 					admitted++
@@ -74,6 +86,16 @@ func TestSlidingLogModel(t *testing.T) {
 					require.NoError(t, err)
 					require.Equal(t, want, ds.Each[0], "step %d, %s, key %s, cost %d at %d", step, b.name, key, cost, clock.Now().UnixMicro())
 					require.Equal(t, want.Allowed, ds.Allowed)
+				}
+				// Both drop what stopped counting at each decision, so the
+				// ring holds exactly the model's units.
+				units := models[key].(*refLog).units
+				v, err := c.Get(ctx, storageKeyOf(l, key)).Result()
+				if errors.Is(err, redis.Nil) {
+					require.Empty(t, units, "step %d: no log, yet units count", step)
+				} else {
+					require.NoError(t, err)
+					require.Equal(t, units, logEntries(t, v), "step %d: the ring holds the model's units", step)
 				}
 			}
 			t.Logf("Max %d: %d admitted, %d denied", max, admitted, denied)

@@ -28,9 +28,9 @@
 -- search reads when all 32 stopped counting, the one a denial waits for)
 -- and written in place with SETRANGE (the entries, once or twice when they
 -- wrap, then the header) and PEXPIRE, so that its Redis time and what a
--- replica receives do not grow with max; it grows its cap by doubling,
--- with one SET, up to max. A call of cost c writes c entries: one packed
--- time, doubled (see sl_rep).
+-- replica receives do not grow with max; it grows its cap by doubling, up
+-- to max, in a string made at its exact length. A call of cost c writes c
+-- entries of one packed time, 4,096 at a time (see sl_fill).
 --
 -- A key that an older release wrote as a ZSET of µs members (score and
 -- member alike, one per unit) is read as the ring of its members still
@@ -121,7 +121,7 @@ local function sl_more()
       s, legacy = sl_legacy(key, upto), true
     end
     if not s or #s < 20 then
-      return s, 0, 0, 0, 0, legacy
+      return false, 0, 0, 0, 0, legacy
     end
     local start, n, cap, newest = struct.unpack('<I4I4I4i8', s)
     if max > 128 and not legacy then
@@ -222,6 +222,31 @@ local function sl_more()
     return before .. r .. after
   end
 
+  -- sl_fill writes n entries e (one packed time) into the ring of cap
+  -- slots from slot at on, wrapping, with SETRANGEs of 4,096 entries at
+  -- most: no string of more than 28 KB is built, copied or replicated.
+  local function sl_fill(key, at, e, n, cap)
+    local chunk = sl_rep(e, n < 4096 and n or 4096, '', '')
+    while n > 0 do
+      local m = cap - at
+      if m > n then
+        m = n
+      end
+      if m > 4096 then
+        m = 4096
+      end
+      if 7 * m < #chunk then
+        call('SETRANGE', key, string.format('%d', 20 + 7 * at), string.sub(chunk, 1, 7 * m))
+      else
+        call('SETRANGE', key, string.format('%d', 20 + 7 * at), chunk)
+      end
+      at, n = at + m, n - m
+      if at >= cap then
+        at = at - cap
+      end
+    end
+  end
+
   -- sl_write records a call that sl_read found room for, and returns the
   -- remaining calls, the µs until the log empties, and the receipt.
   local function sl_write(key, now, window, max, cost, remaining, s, start, n, cap, newest, f, legacy)
@@ -235,15 +260,27 @@ local function sl_more()
     px = (px - px % 1000) / 1000 + ttl_pad_ms
     local count = n - f
     local e = struct.pack('<i7', t)
-    if s or count == 0 then
+    if s or count == 0 and (cost <= 4096 or cap > 0 and cap < cost) then
       -- Whole: the entries still counting, then this call's.
       local k = count + cost
       call('SET', key, sl_rep(e, cost, struct.pack('<I4I4I4i8', 0, k, k, t) .. (count > 0 and sl_bytes(s, start, cap, f, n) or ''), ''),
         'PX', string.format('%d', px))
       return remaining - cost, reset, t
     end
-    if cost > 1 then
-      e = sl_rep(e, cost, '', '')
+    if count == 0 then
+      -- A large cost on a log with nothing counting: in place from slot 0,
+      -- in the ring there is, or in one made at its exact length by the
+      -- SETRANGE of its last slot.
+      if cap == 0 then
+        cap = cost
+        call('SETRANGE', key, string.format('%d', 13 + 7 * cost), e)
+        sl_fill(key, 0, e, cost - 1, cap)
+      else
+        sl_fill(key, 0, e, cost, cap)
+      end
+      call('SETRANGE', key, '0', struct.pack('<I4I4I4i8', 0, cost, cap, t))
+      call('PEXPIRE', key, string.format('%d', px))
+      return remaining - cost, reset, t
     end
     -- In place: the entries that stopped counting are dropped from the front.
     start = start + f
@@ -251,8 +288,10 @@ local function sl_more()
       start = start - cap
     end
     if count + cost > cap then
-      -- Grow: read what counts, and write it back with room for as many
-      -- again, up to max.
+      -- Grow: what counts moves to the front of a ring of twice the slots,
+      -- up to max, made at its exact length. It goes through Lua in reads
+      -- of 4,096 entries, and the first write is a SETRANGE that changes
+      -- nothing, for Redis to refuse when out of memory before the DEL.
       local newcap = cap * 2
       if newcap > max then
         newcap = max
@@ -260,28 +299,39 @@ local function sl_more()
       if newcap < count + cost then
         newcap = count + cost
       end
-      local a, b = 20 + 7 * start, 20 + 7 * (start + count) - 1
-      local kept
-      if start + count <= cap then
-        kept = call('GETRANGE', key, string.format('%d', a), string.format('%d', b))
-      else
-        kept = call('GETRANGE', key, string.format('%d', a), string.format('%d', 20 + 7 * cap - 1)) ..
-          call('GETRANGE', key, '20', string.format('%d', b - 7 * cap))
+      local kept, i = {}, 0
+      while i < count do
+        local a, m = start + i, count - i
+        if a >= cap then
+          a = a - cap
+        end
+        if m > cap - a then
+          m = cap - a
+        end
+        if m > 4096 then
+          m = 4096
+        end
+        kept[#kept + 1] = call('GETRANGE', key, string.format('%d', 20 + 7 * a), string.format('%d', 19 + 7 * (a + m)))
+        i = i + m
       end
-      call('SET', key, struct.pack('<I4I4I4i8', 0, count + cost, newcap, t) .. kept .. e ..
-        sl_rep('\0', 7 * (newcap - count - cost), '', ''), 'PX', string.format('%d', px))
+      call('SETRANGE', key, '0', '')
+      call('DEL', key)
+      call('SETRANGE', key, string.format('%d', 13 + 7 * newcap), '\0\0\0\0\0\0\0')
+      local at = 20
+      for _, b in ipairs(kept) do
+        call('SETRANGE', key, string.format('%d', at), b)
+        at = at + #b
+      end
+      sl_fill(key, count, e, cost, newcap)
+      call('SETRANGE', key, '0', struct.pack('<I4I4I4i8', 0, count + cost, newcap, t))
+      call('PEXPIRE', key, string.format('%d', px))
       return remaining - cost, reset, t
     end
     local at = start + count
     if at >= cap then
       at = at - cap
     end
-    if at + cost <= cap then
-      call('SETRANGE', key, string.format('%d', 20 + 7 * at), e)
-    else
-      call('SETRANGE', key, string.format('%d', 20 + 7 * at), string.sub(e, 1, 7 * (cap - at)))
-      call('SETRANGE', key, '20', string.sub(e, 7 * (cap - at) + 1))
-    end
+    sl_fill(key, at, e, cost, cap)
     call('SETRANGE', key, '0', struct.pack('<I4I4I4i8', start, count + cost, cap, t))
     call('PEXPIRE', key, string.format('%d', px))
     return remaining - cost, reset, t
@@ -323,19 +373,34 @@ local sl_t, sl_fresh, sl_px, sl_px_s
 decide1s[SLIDING_LOG] = function(key, now, window, max, burst, cost, alone)
   local s = max > 128 or redis.pcall('GET', key)
   if s ~= true and type(s) ~= 'table' then
-    local start, n, cap, newest, oldest = 0, 0, 0, 0, 0
-    if s then
+    -- The header and the oldest entries, up to 4, in one call into C: a
+    -- busy log drops one or two at each admission.
+    local start, n, cap, newest, oldest, e1, e2, e3 = 0, 0, 0, 0, 0
+    if not s then
+      -- A new log.
+    elseif #s >= 48 then
+      start, n, cap, newest, oldest, e1, e2, e3 = struct.unpack('<I4I4I4i8i7i7i7i7', s)
+    else
       start, n, cap, newest, oldest = struct.unpack('<I4I4I4i8i7', s)
     end
     if start == 0 then
       local upto = now - window
       local f = 0
       if n > 0 and oldest <= upto then
+        -- Entries 0 to n-1 are in slots 0 to n-1. Entry 0 stopped
+        -- counting: if entry n-1 did not, there are at least two, and
+        -- an entry read that stopped counting is not the last.
         if newest <= upto then
           f = n
+        elseif e1 and e1 > upto then
+          f = 1
+        elseif e1 and e2 > upto then
+          f = 2
+        elseif e1 and e3 > upto then
+          f = 3
         else
           -- sl_first: entry lo stopped counting, entry hi did not.
-          local lo, hi = 0, n - 1
+          local lo, hi = e1 and 3 or 0, n - 1
           while hi - lo > 1 do
             local mid = lo + hi
             mid = (mid - mid % 2) / 2

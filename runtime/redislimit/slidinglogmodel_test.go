@@ -104,3 +104,62 @@ func TestSlidingLogModel(t *testing.T) {
 		})
 	}
 }
+
+// TestSlidingLogMaxChanges walks one set of keys through limits of the same
+// name whose Max changes on the way (an override, a plan change), across
+// the size where the script switches between reading a log whole and in
+// place, and below what the log holds: Redis, the memory limiter and
+// refLog, which keeps its units whatever the Max, must agree on every
+// decision, and the ring must hold the model's units.
+func TestSlidingLogMaxChanges(t *testing.T) {
+	srv := redistest.StartServer(t)
+	c := srv.Client(t)
+	clock := newFakeClock()
+	red := New(c, WithClock(clock.Now), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithDenyCache(0))
+	mem := runtime.NewMemoryLimiter(runtime.WithClock(clock.Now))
+	window := time.Minute
+	w := window.Microseconds()
+	keys := []string{"a", "b"}
+	models := map[string]*refLog{}
+	for _, k := range keys {
+		models[k] = &refLog{}
+	}
+	rng := rand.New(rand.NewPCG(7, 128))
+	// Three calls in one microsecond leave a ring of 3 entries in 4 slots,
+	// which a Max of 10 then reads whole; then random walks.
+	for _, phase := range []struct{ max, steps int }{{200, 3}, {10, 3}, {100, 150}, {300, 150}, {50, 150},
+		{128, 150}, {129, 150}, {2000, 150}, {20, 150}, {700, 150}} {
+		max := phase.max
+		l := runtime.Limit{Name: "Model.MaxChanges", Window: window, Max: max}
+		for step := range phase.steps {
+			key, cost := keys[0], int64(1)
+			if phase.steps > 3 {
+				if rng.IntN(2) == 0 {
+					clock.Advance(us(rng.Int64N(w/50 + 1)))
+				}
+				key = keys[rng.IntN(len(keys))]
+				if rng.IntN(4) == 0 {
+					cost = 1 + rng.Int64N(int64(max))
+				}
+			}
+			m := models[key]
+			m.p = refParams{w: w, max: int64(max), burst: int64(max)}
+			want := m.decide(clock.Now().UnixMicro(), cost)
+			for _, b := range []struct {
+				name string
+				lim  runtime.Limiter
+			}{{"redis", red}, {"memory", mem}} {
+				ds, err := b.lim.Decide(ctx, runtime.Request{Limit: l, Key: key, Cost: cost})
+				require.NoError(t, err)
+				require.Equal(t, want, ds.Each[0], "Max %d step %d, %s, key %s, cost %d", max, step, b.name, key, cost)
+			}
+			v, err := c.Get(ctx, storageKeyOf(l, key)).Result()
+			if errors.Is(err, redis.Nil) {
+				require.Empty(t, m.units, "Max %d step %d: no log, yet units count", max, step)
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, m.units, logEntries(t, v), "Max %d step %d: the ring holds the model's units", max, step)
+			}
+		}
+	}
+}

@@ -17,10 +17,10 @@ import (
 //
 //   - keys=hot: every call on one key, Max 1<<20 per second, so nearly
 //     every call is admitted and includes its write. ratelimitgen's sliding
-//     log takes Max 1,000 at most (runtime.MaxSlidingLog), so it decides
-//     this key at 1,000 per second and denies most calls. The other
-//     sliding logs keep one entry per admission of the last second, which
-//     is what a hot key with a high limit costs them.
+//     log takes Max 1,000,000 at most (runtime.MaxSlidingLog), so it
+//     decides this key at 1,000,000 per second. Every sliding log keeps
+//     one entry per admission of the last second, which is what a hot key
+//     with a high limit costs it.
 //   - keys=10000: calls rotate over 10,000 keys, Max 100 per second each,
 //     again nearly all admitted.
 //   - keys=denied: one key under 100% denial, Max 1 per hour. Its first

@@ -57,8 +57,7 @@ type contender struct {
 // the instance's clock instead of Redis TIME.
 // limitMax is the Max of ratelimitgen's limit for a spec's max under
 // algo: max, but at most runtime.MaxSlidingLog for a sliding log, which
-// refuses more because its Redis time grows with Max. On the hot key its
-// sliding logs then deny most calls, as admitted/op shows.
+// refuses more because a key's memory grows with Max.
 func limitMax(algo runtime.Algorithm, max int) int {
 	if algo == runtime.SlidingLog {
 		return min(max, runtime.MaxSlidingLog)

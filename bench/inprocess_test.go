@@ -16,8 +16,9 @@ import (
 //     contender but the sliding log admits about a million calls a second
 //     on it (GCRA cannot space admissions closer than 1µs, the others
 //     refill at that rate) after a first burst of 1<<20, and denies the
-//     rest; admitted/op shows the share. The sliding log takes Max 1,000
-//     at most (runtime.MaxSlidingLog), so it admits 1,000 a second.
+//     rest; admitted/op shows the share. The sliding log takes Max
+//     1,000,000 at most (runtime.MaxSlidingLog), so it admits 1,000,000 a
+//     second.
 //   - keys=4096: calls rotate over 4,096 keys, Max 1,000 per second each,
 //     the target workload. Once a key's first Max calls are in,
 //     the fastest contenders outrun the refill and part of the calls are

@@ -52,9 +52,9 @@ func TestRecordDecisionsPassesCallsThrough(t *testing.T) {
 		{Allowed: true, Remaining: 1, ResetAfter: time.Minute},
 		{Allowed: false, Remaining: 0, RetryAfter: time.Minute, ResetAfter: time.Minute},
 	}, second.Each, "the denied call took nothing from a, and says so")
-	// The sliding log logs a call's units 1µs apart, so the quota of the
-	// cost-2 call is full again after 60.000001s, which rounds up to 61.
-	assert.Equal(t, []string{`"Notifier.SendCode";r=1;t=61`, `"a";r=1;t=60`, `"b";r=0;t=60`}, resp.Header.Values("RateLimit"))
+	// The sliding log logs a call's units at the call's time, so the quota
+	// of the cost-2 call is full again after the window, 60s.
+	assert.Equal(t, []string{`"Notifier.SendCode";r=1;t=60`, `"a";r=1;t=60`, `"b";r=0;t=60`}, resp.Header.Values("RateLimit"))
 
 	d, err := mem.Allow(context.Background(), a, "k")
 	require.NoError(t, err)
@@ -89,8 +89,10 @@ func TestRecordDecisionsAroundAUserWrapper(t *testing.T) {
 	}))
 	resp := sent(t, h, sendCodeRequest("k"))
 	assert.Equal(t, int32(3), m.calls.Load())
-	// Costs above 1 end 1µs per extra unit later, rounded up (see above).
-	assert.Equal(t, []string{`"Notifier.SendCode";r=0;t=61`, `"api.login";r=2;t=60`, `"other";r=7;t=3601`},
+	// The second call on Notifier.SendCode, in the first one's
+	// microsecond, is recorded 1µs later, which rounds up to 61; a cost of 3
+	// ends with the window.
+	assert.Equal(t, []string{`"Notifier.SendCode";r=0;t=61`, `"api.login";r=2;t=60`, `"other";r=7;t=3600`},
 		resp.Header.Values("RateLimit"))
 }
 

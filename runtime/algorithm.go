@@ -16,10 +16,10 @@ type Algorithm string
 const (
 	// SlidingLog is exact: a call of cost n is admitted only if at most
 	// Max-n units were admitted in (now-Window, now], so no span of length
-	// Window ever holds more than Max. It stores every admitted unit, so
-	// its memory and a call's Redis time grow with Max and cost: Max is at
-	// most MaxSlidingLog, and above a Max of about 128 SlidingWindow costs
-	// far less.
+	// Window ever holds more than Max. It stores every unit admitted in the
+	// last Window, 7 bytes each in Redis and 8 in memory, so Max is at most
+	// MaxSlidingLog; a decision's Redis time does not grow with Max, and a
+	// call's grows only with the 7 bytes per unit it records.
 	SlidingLog Algorithm = "sliding-log"
 
 	// SlidingWindow approximates SlidingLog in constant memory, erring
@@ -104,13 +104,10 @@ func (l Limit) Capacity() int {
 const MaxUnits int64 = maxExact
 
 // MaxSlidingLog is the largest Max of a SlidingLog limit, and so its
-// largest cost. A sliding log in Redis adds one sorted-set member per unit
-// admitted and removes one per unit that stopped counting, so a call's
-// Redis time grows with its cost: at this bound the worst call, of cost
-// Max on a full log whose every entry has expired, changes 2,000 members
-// in under 1 ms of Redis time (Redis 7.0, 2 vCPUs), and a key takes about
-// 118 to 128 KB. SlidingWindow has no such bound.
-const MaxSlidingLog = 1000
+// largest cost. It bounds a key's memory: a full log of this Max takes
+// 7 MB in Redis and 8 MB in memory (Max 1,000: about 7 KB). SlidingWindow
+// has no such bound.
+const MaxSlidingLog = 1_000_000
 
 // maxExact bounds every number the algorithms compute with, counts and
 // times (µs ahead of now) alike, so that Lua's doubles hold the sums they
@@ -128,7 +125,7 @@ func validateAlgorithm(l Limit) error {
 	case int64(l.Burst) > MaxUnits:
 		return fmt.Errorf("ratelimit: limit %q has Burst %d; it can be at most 2^52 (%d), the largest count both backends keep exactly", l.Name, l.Burst, MaxUnits)
 	case l.algorithm() == SlidingLog && l.Max > MaxSlidingLog:
-		return fmt.Errorf("ratelimit: sliding-log limit %q has Max %d; a sliding log stores every unit, so it can be at most %d, which bounds one call's Redis time; use SlidingWindow (algo=sliding-window: never over Max, constant memory) for larger limits", l.Name, l.Max, MaxSlidingLog)
+		return fmt.Errorf("ratelimit: sliding-log limit %q has Max %d; a sliding log stores every unit of its window, so it can be at most %d, which bounds a key's memory; use SlidingWindow (algo=sliding-window: never over Max, constant memory) for larger limits", l.Name, l.Max, MaxSlidingLog)
 	case l.algorithm() == TokenBucket && l.Window.Microseconds() > maxExact/int64(l.burst()):
 		return fmt.Errorf("ratelimit: token-bucket limit %q: Window %v times Burst %d is too large to count exactly (at most 2^52 µs); use a shorter window or a smaller burst", l.Name, l.Window, l.burst())
 	}

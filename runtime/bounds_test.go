@@ -38,12 +38,12 @@ func TestLimitBounds(t *testing.T) {
 		{
 			bound{time.Hour, MaxSlidingLog, 0, ""},
 			bound{time.Hour, MaxSlidingLog + 1, 0, ""},
-			"can be at most 1000, which bounds one call's Redis time; use SlidingWindow",
+			"can be at most 1000000, which bounds a key's memory; use SlidingWindow",
 		},
 		{
 			bound{time.Hour, MaxSlidingLog, 0, SlidingLog},
 			bound{time.Hour, MaxUnits, 0, SlidingLog},
-			"can be at most 1000",
+			"can be at most 1000000",
 		},
 		{
 			bound{time.Hour, MaxUnits, 0, SlidingWindow},
@@ -116,7 +116,7 @@ func TestLimitBounds(t *testing.T) {
 	l := Limit{Name: "Bounds.Cost", Window: time.Hour, Max: MaxSlidingLog}
 	err := Validate(Request{Limit: l, Key: "someone@example.com", Cost: MaxSlidingLog + 1})
 	require.ErrorIs(t, err, ErrInvalidCost)
-	require.ErrorContains(t, err, "capacity (1000)")
+	require.ErrorContains(t, err, "capacity (1000000)")
 }
 
 // TestMemoryLimiterAtTheBounds decides calls at the largest Max and cost

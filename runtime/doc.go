@@ -21,11 +21,12 @@
 // room, and when one denies, none of them consumes quota. Limits in
 // ModeShadow and ModeOff never deny; see Limiter for what they record.
 //
-// Time has microsecond resolution. With SlidingLog, admissions of one key are
-// recorded at strictly increasing microseconds: a second admission in the
-// same microsecond is recorded one microsecond later. This can delay an
-// admission's expiry by a few microseconds, never advance it, so it never
-// lets more than Max calls through.
+// Time has microsecond resolution. With SlidingLog, the admitted calls of
+// one key are recorded at strictly increasing microseconds, every unit of a
+// call at the call's: a second call in the same microsecond is recorded one
+// microsecond later. This can delay an admission's expiry by a few
+// microseconds, never advance it, so it never lets more than Max calls
+// through.
 //
 // # Generated wrappers
 //

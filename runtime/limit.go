@@ -11,7 +11,7 @@ import (
 //
 // Validate accepts exactly the limits that both backends decide alike:
 // Max and Burst at most MaxUnits (2^52), a SlidingLog's Max at most
-// MaxSlidingLog (1000), and a Window such that every time the algorithm
+// MaxSlidingLog (1,000,000), and a Window such that every time the algorithm
 // counts lies within 2^52 µs (about 142 years) of now:
 //
 //	SlidingLog, FixedWindow   Window ≤ 2^52 µs

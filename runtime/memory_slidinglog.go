@@ -1,10 +1,16 @@
 package runtime
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // slidingLog is the in-memory twin of lua/sliding_log.lua; the two must make
-// identical decisions. times holds the admissions in force, in µs, strictly
-// increasing, from times[head] on.
+// identical decisions. times holds the admissions in force, in µs, from
+// times[head] on, never decreasing: each unit of a call at the call's time,
+// which is later than every entry before it. Its capacity grows by doubling
+// up to the largest Max it is called with, so a log takes at most about
+// Max×8 bytes.
 type slidingLog struct {
 	times []int64
 	head  int
@@ -21,9 +27,6 @@ func (s *slidingLog) check(now int64, p params) verdict {
 	}
 	if s.head == len(s.times) {
 		s.times, s.head = s.times[:0], 0
-	} else if s.head > len(s.times)/2 {
-		s.times = append(s.times[:0], s.times[s.head:]...)
-		s.head = 0
 	}
 
 	count := int64(s.len())
@@ -44,16 +47,24 @@ func (s *slidingLog) check(now int64, p params) verdict {
 func (s *slidingLog) commit(now int64, p params, v *verdict) {
 	t := now
 	if s.len() > 0 && s.newest() >= t {
-		// Keep times strictly increasing, as the Redis log needs unique
-		// members; recording later can only delay expiry, never advance it.
+		// Later than every entry, as in the script, whose receipts are
+		// the calls' times; recording later only delays expiry.
 		t = s.newest() + 1
 	}
-	count := int64(s.len())
-	for i := int64(0); i < p.cost; i++ {
-		s.times = append(s.times, t+i)
+	count, cost := s.len(), int(p.cost)
+	if len(s.times)+cost > cap(s.times) {
+		times := s.times[:0]
+		if count+cost > cap(s.times) {
+			// count+cost is at most Max, as check admitted the call.
+			times = slices.Grow([]int64(nil), max(count+cost, min(2*cap(s.times), int(p.max))))
+		}
+		s.times, s.head = append(times, s.times[s.head:]...), 0
 	}
-	v.remaining = p.max - count - p.cost
-	v.reset = s.newest() + p.window - now
+	for range cost {
+		s.times = append(s.times, t)
+	}
+	v.remaining = p.max - int64(count) - p.cost
+	v.reset = t + p.window - now
 }
 
 func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }

@@ -171,12 +171,12 @@ func TestWarningsDoNotStopGeneration(t *testing.T) {
 
 // Big is a large sliding log.
 type Big interface {
-	//ratelimit:window=1h max=1000
+	//ratelimit:window=1h max=1000000
 	Get() error
 }
 `)
 	code, _, stderr := ratelimitgen(t, "./basic")
-	want := filepath.Join("basic", "big.go") + ":5:28: warning: sliding-log stores one entry per admission: at max=1000 a key takes about 117 KB in Redis; consider algo=sliding-window (constant memory, never over max)\n"
+	want := filepath.Join("basic", "big.go") + ":5:28: warning: sliding-log stores every admission of its window, 7 bytes each: at max=1000000 a full key takes about 6.7 MB in Redis; consider algo=sliding-window (constant memory, never over max)\n"
 	if code != 0 || stderr != want {
 		t.Fatalf("status %d, stderr:\n%s\nwant status 0 and:\n%s", code, stderr, want)
 	}

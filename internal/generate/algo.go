@@ -45,14 +45,13 @@ func runtimeConst(v fmt.GoStringer) string {
 // burstApplies reports whether l's algorithm has a bucket that burst= sizes.
 func (l *limit) burstApplies() bool { return parse.BurstApplies(l.algorithm()) }
 
-// slidingLogWarnAbove is the largest max at which a sliding log stays in
-// Redis's compact sorted-set encoding (zset-max-listpack-entries).
-const slidingLogWarnAbove = 128
+// slidingLogWarnAbove is the largest max of a sliding log the generator
+// accepts without a warning: a full key of it takes under 700 KB of Redis.
+const slidingLogWarnAbove = 100_000
 
 // slidingLogBytesPerEntry is what one admission costs a sliding log in
-// Redis 7 past the compact encoding: MEMORY USAGE measured 118 to 129 bytes
-// per entry from max=200 to max=5000.
-const slidingLogBytesPerEntry = 120
+// Redis: 7 bytes, in one string per key (the in-memory limiter, 8).
+const slidingLogBytesPerEntry = 7
 
 // slidingLogMemory estimates, for messages, the Redis memory of one key of
 // a full sliding log with the given max.

@@ -70,7 +70,7 @@ func TestBurstApplies(t *testing.T) {
 }
 
 func TestSlidingLogMemory(t *testing.T) {
-	for max, want := range map[int]string{129: "15 KB", 1000: "117 KB", 100_000: "11.4 MB", 2147483647: "240.0 GB"} {
+	for max, want := range map[int]string{129: "1 KB", 1000: "7 KB", 100_001: "684 KB", 1_000_000: "6.7 MB", 2147483647: "14.0 GB"} {
 		if got := slidingLogMemory(max); got != want {
 			t.Errorf("slidingLogMemory(%d) = %q, want %q", max, got, want)
 		}

@@ -457,7 +457,7 @@ func windowNickname(w time.Duration) string {
 // checkLimitValues checks what only the options together decide: that a
 // constant cost can ever be admitted and that the runtime accepts the
 // limit, a sliding log's max included (runtime.MaxSlidingLog). It also
-// warns about a sliding log too large for Redis's compact encoding. What
+// warns about a sliding log whose full key takes much Redis memory. What
 // depends on a max computed per call is left to the runtime, which
 // validates each call. It returns false on errors.
 func checkLimitValues(l *limit, d *directive, ds *diagnostics) bool {
@@ -491,7 +491,7 @@ func checkLimitValues(l *limit, d *directive, ds *diagnostics) bool {
 		if v := fmt.Sprint(l.max); strings.ReplaceAll(opt.Value, "_", "") != v {
 			subject += " (" + v + ")"
 		}
-		ds.errorf(opt.ValuePos, "%s is too large for a sliding log, which stores every admission: it can be at most %d, so that no call holds Redis for long (the largest call adds and removes %d entries); use algo=sliding-window (constant memory, never over max)", subject, runtime.MaxSlidingLog, 2*runtime.MaxSlidingLog)
+		ds.errorf(opt.ValuePos, "%s is too large for a sliding log, which stores every admission of its window: it can be at most %d, so that a key takes at most %s of Redis; use algo=sliding-window (constant memory, never over max)", subject, runtime.MaxSlidingLog, slidingLogMemory(runtime.MaxSlidingLog))
 		return false
 	}
 	if ok && !l.perCallMax() {
@@ -502,7 +502,7 @@ func checkLimitValues(l *limit, d *directive, ds *diagnostics) bool {
 	}
 	if ok && !l.perCallMax() && l.algorithm() == runtime.SlidingLog && l.max > slidingLogWarnAbove {
 		opt, _ := d.parsed.Lookup("max")
-		ds.warnf(opt.ValuePos, "sliding-log stores one entry per admission: at max=%d a key takes about %s in Redis; consider algo=sliding-window (constant memory, never over max)", l.max, slidingLogMemory(l.max))
+		ds.warnf(opt.ValuePos, "sliding-log stores every admission of its window, 7 bytes each: at max=%d a full key takes about %s in Redis; consider algo=sliding-window (constant memory, never over max)", l.max, slidingLogMemory(l.max))
 	}
 	return ok
 }

@@ -61,8 +61,8 @@ func newRefModel(l runtime.Limit) refModel {
 func refCeil(a, b int64) int64 { return (a + b - 1) / b } // a >= 0, b > 0
 
 // refLog: one entry per admitted unit; a call of cost n is admitted if at
-// most Max-n units lie in (now-W, now]. Units of one key get strictly
-// increasing microseconds (the package doc).
+// most Max-n units lie in (now-W, now]. The units of one call share its
+// time, later than every unit before it (the package doc).
 type refLog struct {
 	p     refParams
 	units []int64
@@ -89,10 +89,10 @@ func (m *refLog) decide(now, cost int64) runtime.Decision {
 	if count > 0 && live[count-1] >= t {
 		t = live[count-1] + 1
 	}
-	for i := int64(0); i < cost; i++ {
-		m.units = append(m.units, t+i)
+	for range cost {
+		m.units = append(m.units, t)
 	}
-	return runtime.Decision{Allowed: true, Remaining: int(m.p.max - count - cost), ResetAfter: us(t + cost - 1 + m.p.w - now)}
+	return runtime.Decision{Allowed: true, Remaining: int(m.p.max - count - cost), ResetAfter: us(t + m.p.w - now)}
 }
 
 // refBuckets: buckets of b = ceil(W/10) µs aligned to the epoch; the

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 // A batcher lets concurrent decisions share round trips. A decision that
@@ -57,10 +55,10 @@ const (
 	// inlineLimits is how many limits a call holds without allocating.
 	inlineLimits = 2
 	// maxBatchLogUnits bounds the units of sliding-log limits a batch
-	// carries beyond its first call: a sliding log's Redis time grows
-	// with its cost (see runtime.MaxSlidingLog), so a batch of calls of
-	// the largest cost would hold Redis maxBatch times as long as one.
-	maxBatchLogUnits = runtime.MaxSlidingLog
+	// carries beyond its first call: a sliding log writes 7 bytes per unit
+	// admitted, so a batch of calls of the largest cost would write
+	// maxBatch times as much as one; this bound keeps it within 460 KB.
+	maxBatchLogUnits = 1 << 16
 )
 
 // logUnits returns the units c's sliding-log limits ask for.

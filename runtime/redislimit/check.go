@@ -261,10 +261,8 @@ var probeCalls = [][]string{
 	{"TIME"},
 	{"ZADD", "z", "0", "m"},
 	{"ZCARD", "z"},
-	{"ZCOUNT", "z", "-inf", "+inf"},
-	{"ZRANGE", "z", "0", "0"},
+	{"ZRANGEBYSCORE", "z", "-inf", "-inf"},
 	{"ZREMRANGEBYSCORE", "z", "-inf", "-inf"},
-	{"ZREMRANGEBYRANK", "z", "1", "0"},
 	{"HSET", "h", "f", "0"},
 	{"HINCRBY", "h", "f", "0"},
 	{"HGET", "h", "f"},
@@ -274,9 +272,12 @@ var probeCalls = [][]string{
 	{"HDEL", "h", "g"},
 	{"SET", "s", "0", "PX", "1000"},
 	{"GET", "s"},
+	{"GETRANGE", "s", "0", "0"},
+	{"SETRANGE", "s", "0", "0"},
 	{"PTTL", "s"},
 	{"PEXPIRE", "z", "1000"},
 	{"PEXPIRE", "h", "1000"},
+	{"DEL", "s"},
 }
 
 // tlsDiagnosisWait bounds how long tlsRefused waits for the server's

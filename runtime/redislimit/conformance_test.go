@@ -205,13 +205,13 @@ func testCost(t *testing.T, lim testLimiter, clock *fakeClock) {
 	require.NoError(t, err)
 	require.False(t, d.Allowed)
 	// Room for 5 appears when the fifth oldest unit expires; the first call's
-	// four units sit at 0..3µs and the second's six at 4..9µs.
-	require.Equal(t, 59*time.Second+4*time.Microsecond, d.RetryAfter)
+	// four units sit at 0µs and the second's six at 1µs, the call's time.
+	require.Equal(t, 59*time.Second+time.Microsecond, d.RetryAfter)
 	require.Equal(t, 0, d.Remaining)
 
 	// Nothing of the denied call was recorded: after the first call's four
 	// units expire, exactly four fit.
-	clock.Advance(59*time.Second + 3*time.Microsecond)
+	clock.Advance(59 * time.Second)
 	d, err = decideN(lim, l, "k", 5)
 	require.NoError(t, err)
 	require.False(t, d.Allowed)

@@ -8,11 +8,10 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
-// largeLimits returns limits of algo around the sizes where
-// lua/sliding_log.lua changes how it counts: Max 128 and below count a
-// compact log with ZCARD less its stale entries, above with ZCOUNT of the
-// entries still counting, on a log that grows past Redis's compact
-// encoding (128 entries) into a skiplist. Max 1 takes the paths of a log
+// largeLimits returns limits of algo around the size where
+// lua/sliding_log.lua changes how it reads and writes a log: Max 128 and
+// below whole (GET, SET), above in place (GETRANGE, SETRANGE), on a ring
+// that grows by doubling and wraps around. Max 1 takes the paths of a log
 // holding one entry. The other algorithms run them too.
 func largeLimits(algo runtime.Algorithm) []runtime.Limit {
 	tag := string(algo)
@@ -25,7 +24,7 @@ func largeLimits(algo runtime.Algorithm) []runtime.Limit {
 }
 
 // TestDifferentialLargeLimits compares the backends, as TestDifferential
-// does, on limits large enough for the sliding log's skiplist path.
+// does, on limits large enough for the sliding log's in-place path.
 func TestDifferentialLargeLimits(t *testing.T) {
 	srv := redistest.StartServer(t)
 	client := srv.Client(t)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"net"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,9 +20,9 @@ import (
 
 // The exactness tests hammer one hot key from several app instances (one
 // client and one limiter each) with many goroutines, then audit every
-// admission the server recorded. Redis's MONITOR shows the ZADD commands the
-// script runs, and their members are the admission times, so the audit sees
-// exactly what the limiter stored, not what callers believe.
+// admission the server recorded. Redis's MONITOR shows the writes the
+// script runs, and each admission writes its time in the log's header, so
+// the audit sees exactly what the limiter stored, not what callers believe.
 const (
 	hotInstances  = 4
 	hotGoroutines = 8
@@ -228,27 +227,30 @@ func (a *monitorAudit) stop(t *testing.T, skey string) []int64 {
 	}
 	a.conn.Close()
 	var times []int64
-	// A member is one entry however many ZADDs name it: a ZADD NX of a
-	// member already there (a call recording at a time another call of the
-	// same script took) adds nothing.
+	// Every write of the log's header names its newest entry, and each
+	// admission (of cost 1 here) writes one of a time no other call took;
+	// a write that only drops entries that stopped counting names the
+	// newest already seen.
 	seen := make(map[int64]bool)
-	prefix := `"ZADD" "` + skey + `" `
 	for _, line := range lines {
-		i := strings.Index(line, prefix)
-		if i < 0 || !strings.Contains(line, " lua] ") {
+		i := strings.Index(line, " lua] ")
+		if i < 0 {
 			continue
 		}
-		fields := strings.Fields(line[i+len(prefix):])
-		if len(fields) > 0 && fields[0] == `"NX"` {
-			fields = fields[1:]
+		args := monitorArgs(t, line[i+len(" lua] "):])
+		var header string
+		switch {
+		case len(args) >= 3 && args[0] == "SET" && args[1] == skey:
+			header = args[2]
+		case len(args) == 4 && args[0] == "SETRANGE" && args[1] == skey && args[2] == "0":
+			header = args[3]
+		default:
+			continue
 		}
-		for j := 0; j+1 < len(fields); j += 2 {
-			v, err := strconv.ParseInt(strings.Trim(fields[j+1], `"`), 10, 64)
-			require.NoError(t, err, "member in %q", line)
-			if !seen[v] {
-				seen[v] = true
-				times = append(times, v)
-			}
+		require.GreaterOrEqual(t, len(header), logHeaderBytes, "header in %q", line)
+		if v := logHeaderOf(header).newest; !seen[v] {
+			seen[v] = true
+			times = append(times, v)
 		}
 	}
 	require.NotEmpty(t, times, "the audit saw no admissions")

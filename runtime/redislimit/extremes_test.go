@@ -145,7 +145,7 @@ func TestExtremesUnlimited(t *testing.T) {
 			require.EqualError(t, rerr, err.Error())
 			want := "it can be at most 2^52 (4503599627370496)"
 			if algo == runtime.SlidingLog && int64(over) <= runtime.MaxUnits {
-				want = "it can be at most 1000"
+				want = "it can be at most 1000000"
 			}
 			require.Contains(t, err.Error(), want)
 			require.NotContains(t, err.Error(), `"k"`)

@@ -65,9 +65,7 @@ func storageKeyOf(l runtime.Limit, key string) string {
 // zcard returns how many admissions Redis holds for (l, key).
 func zcard(t *testing.T, c redis.UniversalClient, l runtime.Limit, key string) int64 {
 	t.Helper()
-	n, err := c.ZCard(context.Background(), storageKeyOf(l, key)).Result()
-	require.NoError(t, err)
-	return n
+	return logLen(t, c, storageKeyOf(l, key))
 }
 
 // allowDirect asks lim for one decision and reports whether it produced a

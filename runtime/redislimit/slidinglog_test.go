@@ -2,11 +2,9 @@ package redislimit
 
 import (
 	"context"
-	"strconv"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
@@ -14,10 +12,9 @@ import (
 )
 
 // TestSlidingLogKeepsLaterEntrysLife puts in a log an admission later than
-// the server's clock, as after the clock stepped back, and makes a call the
-// script decides without reading the newest entry. The key must live until
-// that entry leaves the window: a life counted from the call's own entry
-// would forget an admission that still counts.
+// the server's clock, as after the clock stepped back, and makes a call.
+// The key must live until that entry leaves the window: a life counted from
+// the call's own time would forget an admission that still counts.
 func TestSlidingLogKeepsLaterEntrysLife(t *testing.T) {
 	srv := redistest.StartServer(t)
 	c := srv.Client(t)
@@ -32,8 +29,9 @@ func TestSlidingLogKeepsLaterEntrysLife(t *testing.T) {
 	now, err := c.Time(ctx).Result()
 	require.NoError(t, err)
 	later := now.Add(30 * time.Second).UnixMicro()
-	require.NoError(t, c.ZAdd(ctx, skey, redis.Z{Score: float64(later), Member: strconv.FormatInt(later, 10)}).Err())
-	require.NoError(t, c.PExpire(ctx, skey, 31*time.Second).Err())
+	v, err := c.Get(ctx, skey).Result()
+	require.NoError(t, err)
+	require.NoError(t, c.Set(ctx, skey, logOf(append(logEntries(t, v), later)...), 31*time.Second).Err())
 
 	d, err = lim.Allow(ctx, l, "someone@example.com")
 	require.NoError(t, err)

@@ -16,65 +16,47 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
-// A sliding log's Redis time is its sorted-set work: each unit admitted is
-// a member added, each that stopped counting one removed. These tests
-// measure that work, which is deterministic, rather than the time it takes;
-// they log the time SLOWLOG records for the worst call, for the record.
+// A sliding log's Redis time is what a call reads and writes of its
+// string: a header, the entries it searches, and 7 bytes per unit it
+// records. These tests check the log's size, which is deterministic,
+// rather than the time a call takes; they log the time SLOWLOG records for
+// the worst call, for the record.
 
-// slidingLogMembers returns the members of the one sorted set under
-// prefix, and its MEMORY USAGE (0 and nil when there is none).
-func slidingLogMembers(t *testing.T, admin *redis.Client, prefix string) ([]string, int64) {
+// slidingLog returns the entries of the one log under prefix, oldest
+// first, its length and its MEMORY USAGE (nil and zeros when there is none).
+func slidingLog(t *testing.T, admin *redis.Client, prefix string) ([]int64, int, int64) {
 	t.Helper()
 	keys, err := admin.Keys(ctx, prefix+"*").Result()
 	require.NoError(t, err)
 	var logs []string
 	for _, k := range keys {
-		if typ, err := admin.Type(ctx, k).Result(); err == nil && typ == "zset" {
+		if typ, err := admin.Type(ctx, k).Result(); err == nil && typ == "string" {
 			logs = append(logs, k)
 		}
 	}
 	if len(logs) == 0 {
-		return nil, 0
+		return nil, 0, 0
 	}
 	require.Len(t, logs, 1, "one sliding log under %q", prefix)
-	members, err := admin.ZRange(ctx, logs[0], 0, -1).Result()
+	v, err := admin.Get(ctx, logs[0]).Result()
 	require.NoError(t, err)
-	mem, err := admin.MemoryUsage(ctx, logs[0], 0).Result() // SAMPLES 0: every member, not an estimate
+	mem, err := admin.MemoryUsage(ctx, logs[0], 0).Result()
 	require.NoError(t, err)
-	return members, mem
+	return logEntries(t, v), len(v), mem
 }
 
-// churn is how many members differ between two sorted sets' member lists:
-// those removed plus those added.
-func churn(before, after []string) int {
-	in := func(s []string, m string) bool { return slices.Contains(s, m) }
-	n := 0
-	for _, m := range before {
-		if !in(after, m) {
-			n++
-		}
-	}
-	for _, m := range after {
-		if !in(before, m) {
-			n++
-		}
-	}
-	return n
-}
+// fullLogBytes bounds the MEMORY USAGE of a log of Max 1,000 on Redis 7:
+// its 7,020 bytes take jemalloc's 7 KiB class, and the key, its object and
+// its dictionary entry about 100 bytes more.
+const fullLogBytes int64 = 8_100
 
-// maxLogBytes bounds the MEMORY USAGE of a sliding log of Max
-// runtime.MaxSlidingLog on Redis 7: about 118 KB filled by one call, up to
-// about 128 KB once its members have been replaced (a skiplist's node
-// levels are random, so the figure varies by a few hundred bytes).
-const maxLogBytes int64 = 140_000
-
-// TestSlidingLogWorstCall shows the bound on one sliding-log call's Redis
-// work: at Max runtime.MaxSlidingLog, over random calls of every cost up to
-// the capacity, a key never holds more than Max members and no call
-// changes more than 2×Max of them, which the worst call (cost Max on a log
-// whose Max entries have all stopped counting) reaches exactly; the key
-// stays within maxLogBytes. A limit or a cost beyond the bound is refused
-// before anything is sent to Redis.
+// TestSlidingLogWorstCall shows the bound on one sliding-log call's work:
+// at Max 1,000, over random calls of every cost up to the capacity, a key
+// never holds more than Max entries nor takes more than its header and Max
+// slots, within fullLogBytes; the worst call (cost Max on a full log whose
+// every entry has stopped counting) overwrites the whole ring. A limit or
+// a cost beyond runtime.MaxSlidingLog is refused before anything is sent
+// to Redis.
 func TestSlidingLogWorstCall(t *testing.T) {
 	srv := redistest.StartServer(t)
 	admin := srv.Client(t)
@@ -82,19 +64,20 @@ func TestSlidingLogWorstCall(t *testing.T) {
 	clock := newFakeClock()
 	lim, scripts := countedLimiter(t, srv, WithClock(clock.Now), WithPrefix(prefix),
 		WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithDenyCache(0))
-	l := runtime.Limit{Name: "SlidingLog.Worst", Window: time.Minute, Max: runtime.MaxSlidingLog}
+	const full = 1000
+	l := runtime.Limit{Name: "SlidingLog.Worst", Window: time.Minute, Max: full}
 	decide := func(cost int) runtime.Decisions {
 		t.Helper()
 		ds, err := lim.Decide(ctx, runtime.Request{Limit: l, Key: "someone@example.com", Cost: int64(cost)})
 		require.NoError(t, err)
 		return ds
 	}
+	slots := logHeaderBytes + logEntryBytes*full
 
 	// Random calls: most of cost 1, some of any cost up to Max, the clock
 	// moving on the window's scale.
 	rng := rand.New(rand.NewPCG(32, 2))
-	most, admitted, largest := 0, 0, int64(0)
-	var members []string
+	admitted, largest := 0, int64(0)
 	for step := range 300 {
 		switch r := rng.Float64(); {
 		case r < 0.5:
@@ -106,71 +89,67 @@ func TestSlidingLogWorstCall(t *testing.T) {
 		}
 		cost := 1
 		if rng.IntN(4) == 0 {
-			cost = 1 + rng.IntN(runtime.MaxSlidingLog)
+			cost = 1 + rng.IntN(full)
 		}
 		if decide(cost).Allowed {
 			admitted++
 		}
-		after, mem := slidingLogMembers(t, admin, prefix)
-		require.LessOrEqual(t, len(after), runtime.MaxSlidingLog, "step %d: members of one key", step)
-		require.LessOrEqual(t, mem, maxLogBytes, "step %d: MEMORY USAGE of one key", step)
-		c := churn(members, after)
-		require.LessOrEqual(t, c, 2*runtime.MaxSlidingLog, "step %d: members one call of cost %d added and removed", step, cost)
-		most = max(most, c)
+		entries, n, mem := slidingLog(t, admin, prefix)
+		require.LessOrEqual(t, len(entries), full, "step %d: entries of one key", step)
+		require.True(t, slices.IsSorted(entries), "step %d: entries in time order", step)
+		require.LessOrEqual(t, n, slots, "step %d: length of one key", step)
+		require.LessOrEqual(t, mem, fullLogBytes, "step %d: MEMORY USAGE of one key", step)
 		largest = max(largest, mem)
-		members = after
 	}
 	require.Positive(t, admitted)
 
 	// The worst call: a full log, every entry stale, then a call of cost
-	// Max, which removes them all and adds Max more.
+	// Max, which replaces them all.
 	require.NoError(t, admin.ConfigSet(ctx, "slowlog-log-slower-than", "0").Err())
 	var slow []time.Duration
 	for range 5 {
-		if len(members) < runtime.MaxSlidingLog {
-			clock.Advance(l.Window + us(int64(runtime.MaxSlidingLog)))
-			require.True(t, decide(runtime.MaxSlidingLog).Allowed)
-			members, _ = slidingLogMembers(t, admin, prefix)
-			require.Equal(t, runtime.MaxSlidingLog, len(members), "members of a full log")
+		entries, _, _ := slidingLog(t, admin, prefix)
+		if len(entries) < full {
+			clock.Advance(l.Window + time.Millisecond)
+			require.True(t, decide(full).Allowed)
 		}
-		clock.Advance(l.Window + us(int64(runtime.MaxSlidingLog)))
+		clock.Advance(l.Window + time.Millisecond)
 		require.NoError(t, admin.SlowLogReset(ctx).Err())
-		require.True(t, decide(runtime.MaxSlidingLog).Allowed)
-		after, mem := slidingLogMembers(t, admin, prefix)
-		require.Equal(t, runtime.MaxSlidingLog, len(after), "members after the worst call")
-		require.Equal(t, 2*runtime.MaxSlidingLog, churn(members, after), "the worst call replaces every member")
-		require.LessOrEqual(t, mem, maxLogBytes)
+		require.True(t, decide(full).Allowed)
+		now := clock.Now().UnixMicro()
+		entries, n, mem := slidingLog(t, admin, prefix)
+		require.Equal(t, slices.Repeat([]int64{now}, full), entries, "the worst call replaces every entry")
+		require.Equal(t, slots, n)
+		require.LessOrEqual(t, mem, fullLogBytes)
 		largest = max(largest, mem)
-		members = after
-		entries, err := admin.SlowLogGet(ctx, 10).Result()
+		logged, err := admin.SlowLogGet(ctx, 10).Result()
 		require.NoError(t, err)
-		for _, e := range entries {
+		for _, e := range logged {
 			if len(e.Args) > 0 && strings.HasPrefix(strings.ToLower(e.Args[0]), "eval") {
 				slow = append(slow, e.Duration)
 			}
 		}
 	}
 	require.NoError(t, admin.ConfigSet(ctx, "slowlog-log-slower-than", "10000").Err())
-	t.Logf("Max %d: at most %d members changed by one call in random use, %d by the worst call; MEMORY USAGE at most %d B; SLOWLOG of the worst call: %v",
-		runtime.MaxSlidingLog, most, 2*runtime.MaxSlidingLog, largest, slow)
+	t.Logf("Max %d: MEMORY USAGE at most %d B; SLOWLOG of the worst call: %v", full, largest, slow)
 
 	// Beyond the bound nothing reaches Redis.
 	before := scripts.calls(t)
 	big := l
 	big.Max = runtime.MaxSlidingLog + 1
 	_, err := lim.Decide(ctx, runtime.Request{Limit: big, Key: "someone@example.com"})
-	require.ErrorContains(t, err, "can be at most 1000")
+	require.ErrorContains(t, err, fmt.Sprintf("can be at most %d", runtime.MaxSlidingLog))
 	require.ErrorContains(t, err, "use SlidingWindow")
 	require.NotContains(t, err.Error(), "someone@example.com")
-	_, err = lim.Decide(ctx, runtime.Request{Limit: l, Key: "someone@example.com", Cost: runtime.MaxSlidingLog + 1})
+	_, err = lim.Decide(ctx, runtime.Request{Limit: l, Key: "someone@example.com", Cost: full + 1})
 	require.True(t, errors.Is(err, runtime.ErrInvalidCost), "cost above Max: %v", err)
 	require.Equal(t, before, scripts.calls(t), "script calls for refused requests")
 }
 
 // TestBatchSlidingLogUnits shows that a batch, one script call, carries
-// calls of sliding-log limits only while their costs add up to at most
-// runtime.MaxSlidingLog, so that no script call holds Redis much longer
-// than the worst single call; other algorithms batch up to maxBatch
+// calls of sliding-log limits beyond its first only while their costs add
+// up to at most maxBatchLogUnits, so that no script call writes much more
+// than the largest single call; other algorithms batch up to maxBatch
 // limits whatever their costs.
 func TestBatchSlidingLogUnits(t *testing.T) {
 	srv := redistest.StartServer(t)
@@ -206,10 +185,11 @@ func TestBatchSlidingLogUnits(t *testing.T) {
 	}
 	require.Equal(t, slices.Repeat([]int{1}, 5), batches(q{log, many(5, runtime.MaxSlidingLog)}))
 	require.Equal(t, slices.Repeat([]int{1}, 3), batches(q{shadow, many(3, runtime.MaxSlidingLog)}))
-	require.Equal(t, []int{2, 2, 1}, batches(q{log, []int64{400, 600, 600, 400, 1}}))
+	u := int64(maxBatchLogUnits)
+	require.Equal(t, []int{2, 2, 1}, batches(q{log, []int64{2 * u / 5, u - 2*u/5, u - 2*u/5, 2 * u / 5, 1}}))
 	require.Equal(t, []int{maxBatch, 200 - maxBatch}, batches(q{log, many(200, 1)}))
 	require.Equal(t, []int{maxBatch, maxBatch, 44}, batches(q{gcra, many(2*maxBatch+44, runtime.MaxSlidingLog)}))
 	// Other algorithms' calls join a batch whose sliding-log units are
 	// spent; the next sliding-log call starts the next batch.
-	require.Equal(t, []int{4, 4}, batches(q{log, []int64{runtime.MaxSlidingLog}}, q{gcra, many(3, 5)}, q{log, []int64{1}}, q{gcra, many(3, 5)}))
+	require.Equal(t, []int{4, 4}, batches(q{log, []int64{u}}, q{gcra, many(3, 5)}, q{log, []int64{1}}, q{gcra, many(3, 5)}))
 }

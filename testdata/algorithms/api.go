@@ -34,11 +34,12 @@ type API interface {
 	//ratelimit:key=user window=10m max=600 algo=gcra
 	MeterDefault(ctx context.Context, user string) error
 
-	// Big and Huge are sliding logs above 128 entries: warnings at max=.
+	// Big and Huge are sliding logs of more than 100,000 entries: warnings
+	// at max=.
 	//
-	//ratelimit:key=user window=1h max=129
+	//ratelimit:key=user window=1h max=100001
 	Big(ctx context.Context, user string) error
 
-	//ratelimit:key=user algo=sliding-log max=1_000 window=24h
+	//ratelimit:key=user algo=sliding-log max=1_000_000 window=24h
 	Huge(ctx context.Context, user string) error
 }

@@ -59,15 +59,15 @@ type Bucket interface {
 const small = 5
 
 // bigLog is a constant max beyond a sliding log's bound.
-const bigLog = 5000
+const bigLog = 5_000_000
 
 // Logs are sliding logs (the default algorithm) beyond the largest max a
-// sliding log takes, which bounds one call's Redis time.
+// sliding log takes, which bounds a key's memory.
 type Logs interface {
-	//ratelimit:window=1h max=100_000
+	//ratelimit:window=1h max=10_000_000
 	Huge(ctx context.Context) error
 
-	//ratelimit:window=1h max=1001 algo=sliding-log
+	//ratelimit:window=1h max=1000001 algo=sliding-log
 	JustOver(ctx context.Context) error
 
 	//ratelimit:window=1h max=bigLog
@@ -75,12 +75,12 @@ type Logs interface {
 
 	// With a max computed per call, a constant cost is still bounded.
 	//
-	//ratelimit:window=1h max=q.Max cost=1001
+	//ratelimit:window=1h max=q.Max cost=1000001
 	Pour(ctx context.Context, q Quota) error
 
 	// At the bound: a warning about Redis memory, no error.
 	//
-	//ratelimit:window=1h max=1000
+	//ratelimit:window=1h max=1000000
 	AtBound(ctx context.Context) error
 }
 

@@ -20,8 +20,8 @@ var (
 	limitAPIBucketDefault = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.BucketDefault", Window: time.Minute, Max: 20, Algorithm: runtime.TokenBucket}
 	limitAPIMeter         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Meter", Window: time.Second, Max: 5, Algorithm: runtime.GCRA, Burst: 1}
 	limitAPIMeterDefault  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.MeterDefault", Window: 10 * time.Minute, Max: 600, Algorithm: runtime.GCRA}
-	limitAPIBig           = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Big", Window: time.Hour, Max: 129}
-	limitAPIHuge          = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Huge", Window: 24 * time.Hour, Max: 1000}
+	limitAPIBig           = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Big", Window: time.Hour, Max: 100001}
+	limitAPIHuge          = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Huge", Window: 24 * time.Hour, Max: 1000000}
 )
 
 // RateLimits returns the limits of this package's wrappers, for
@@ -59,7 +59,7 @@ func NewRateLimitedAPI(next API, limiter runtime.Limiter) *RateLimitedAPI {
 
 // Big calls the wrapped Big if
 // "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Big" admits it:
-// 129 per 1h, keyed by user.
+// 100001 per 1h, keyed by user.
 func (r *RateLimitedAPI) Big(ctx context.Context, user string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPIBig, Key: user}); err != nil {
 		return err
@@ -99,7 +99,7 @@ func (r *RateLimitedAPI) Fixed(ctx context.Context, user string) error {
 
 // Huge calls the wrapped Huge if
 // "github.com/ratelimitgen/ratelimitgen/testmod/algorithms.API.Huge" admits
-// it: 1000 per 24h, keyed by user.
+// it: 1000000 per 24h, keyed by user.
 func (r *RateLimitedAPI) Huge(ctx context.Context, user string) error {
 	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitAPIHuge, Key: user}); err != nil {
 		return err

@@ -74,8 +74,8 @@ func TestBadDeclarations(t *testing.T) {
 			`bad.proto:11:5: rpc SendCode: max is missing or 0: write the units admitted per window, e.g. max: 10`,
 		},
 		"max beyond the sliding log": {
-			`option (ratelimitgen.v1.limit) = {window: "60s" max: 5000};`,
-			`bad.proto:11:5: rpc SendCode: sliding-log limit "Verifier.SendCode" has Max 5000; a sliding log stores every unit, so it can be at most 1000, which bounds one call's Redis time; use SlidingWindow (algo=sliding-window: never over Max, constant memory) for larger limits`,
+			`option (ratelimitgen.v1.limit) = {window: "60s" max: 2000000};`,
+			`bad.proto:11:5: rpc SendCode: sliding-log limit "Verifier.SendCode" has Max 2000000; a sliding log stores every unit of its window, so it can be at most 1000000, which bounds a key's memory; use SlidingWindow (algo=sliding-window: never over Max, constant memory) for larger limits`,
 		},
 		"unknown algorithm": {
 			`option (ratelimitgen.v1.limit) = {window: "60s" max: 3 algo: "leaky-bucket"};`,

@@ -64,6 +64,8 @@ type Limiter struct {
 	direct *redis.Client
 	// deny remembers Redis's denials (see WithDenyCache); nil when off.
 	deny *denyCache
+	// leases holds the leases of hot keys (see WithLeases); nil when off.
+	leases *leaseTable
 	// refusals spaces the logs of Redis refusing the limiter (see
 	// ErrPermission).
 	refusals refusalLog
@@ -83,6 +85,7 @@ func New(c redis.UniversalClient, opts ...Option) *Limiter {
 		}
 		r.fallback = runtime.NewMemoryLimiter(memOpts...)
 	}
+	r.leases = newLeaseTable(r, cfg.leasePeriod)
 	r.breaker.interval = cfg.retryInterval
 	r.peers = newInstances(cfg.prefix, cfg.instances)
 	r.peers.onError = func(err error) { _ = r.refused(err, slog.String("in", "instance beat")) }
@@ -168,6 +171,9 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	asks, on := resolveLimits(stack[:0], reqs, vs)
 	if !on {
 		return runtime.Decisions{Allowed: true}, nil
+	}
+	if r.leases.admit(reqs, asks, vs) {
+		return runtime.Decisions{Allowed: true, Source: runtime.SourceLease}, nil
 	}
 	d := resolvedCall{now: -1, asks: asks, vs: vs}
 	start := time.Now()

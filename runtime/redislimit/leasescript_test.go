@@ -39,7 +39,7 @@ func TestLeaseScriptAudit(t *testing.T) {
 			rng := rand.New(rand.NewPCG(7, uint64(len(algo))))
 
 			var (
-				admitted  []int64
+				admitted  []admitted
 				granted   int64
 				held      [3][]simLease
 				nextID    int64 = 1
@@ -78,7 +78,7 @@ func TestLeaseScriptAudit(t *testing.T) {
 						if !d.Allowed {
 							break
 						}
-						admitted = append(admitted, now())
+						admitted = append(admitted, at(now()))
 					}
 				case op < 62:
 					if len(held[inst]) < 2 {
@@ -92,7 +92,7 @@ func TestLeaseScriptAudit(t *testing.T) {
 							s.left -= n
 							leaseUsed += n
 							for range n {
-								admitted = append(admitted, now())
+								admitted = append(admitted, at(now()))
 							}
 							break
 						}

@@ -58,6 +58,9 @@ type leaseTable struct {
 	period, life int64
 	holders      sync.Map // leaseKey -> *holder
 	n            atomic.Int64
+	// asks counts the lease script calls on their way, which a test can
+	// wait for.
+	asks sync.WaitGroup
 	// swept is when the table was last swept of cold keys.
 	swept atomic.Int64
 }
@@ -149,7 +152,7 @@ func (t *leaseTable) admit(reqs []runtime.Request, asks []ask, vs []verdict) boo
 	if l := h.cur.Load(); l != nil && now < l.deadline {
 		if left, ok := l.take(a.cost); ok {
 			if left <= l.low && !h.spare.Load() && h.asking.CompareAndSwap(false, true) {
-				go t.ask(h)
+				t.goAsk(h)
 			}
 			vs[0] = verdict{ok: true, remaining: left, reset: l.reset}
 			return true
@@ -217,7 +220,7 @@ func (t *leaseTable) refresh(h *holder, now, cost int64, vs []verdict) bool {
 		hot = h.demand.Load() >= leaseMinUnits
 	}
 	if hot && now >= h.notBefore && h.asking.CompareAndSwap(false, true) {
-		go t.ask(h)
+		t.goAsk(h)
 	}
 	return false
 }
@@ -226,6 +229,15 @@ func (t *leaseTable) refresh(h *holder, now, cost int64, vs []verdict) bool {
 // taken, so that no call uses them once they are given back.
 func (h *holder) retire(l *lease) {
 	h.release = append(h.release, [2]int64{l.id, l.left.Swap(0)})
+}
+
+// goAsk runs ask(h) on a goroutine of its own.
+func (t *leaseTable) goAsk(h *holder) {
+	t.asks.Add(1)
+	go func() {
+		defer t.asks.Done()
+		t.ask(h)
+	}()
 }
 
 // ask runs one lease script call for h, on a goroutine of its own, with
@@ -343,7 +355,7 @@ func (t *leaseTable) sweep() {
 			t.holders.Delete(k)
 			t.n.Add(-1)
 			if pending && h.asking.CompareAndSwap(false, true) {
-				go t.ask(h)
+				t.goAsk(h)
 			}
 		}
 		return true

@@ -144,10 +144,20 @@ type leaseInstance struct {
 // waits until it is ready. t.Cleanup kills it.
 func startLeaseInstance(t *testing.T, cfg leaseInstanceConfig) *leaseInstance {
 	t.Helper()
+	in := launchLeaseInstance(t, cfg)
+	in.awaitReady(t)
+	return in
+}
+
+// launchLeaseInstance starts an instance program deciding per cfg.
+// t.Cleanup kills it.
+func launchLeaseInstance(t *testing.T, cfg leaseInstanceConfig) *leaseInstance {
+	t.Helper()
 	cfgJSON, err := json.Marshal(cfg)
 	require.NoError(t, err)
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), leaseInstanceEnv+"="+string(cfgJSON))
+	// A binary built with -race would sleep a second on exit.
+	cmd.Env = append(os.Environ(), leaseInstanceEnv+"="+string(cfgJSON), "GORACE=atexit_sleep_ms=0")
 	in := &leaseInstance{cmd: cmd, stderr: &syncBuffer{}, ready: make(chan struct{}), exited: make(chan struct{})}
 	cmd.Stderr = in.stderr
 	in.stdin, err = cmd.StdinPipe()
@@ -160,6 +170,12 @@ func startLeaseInstance(t *testing.T, cfg leaseInstanceConfig) *leaseInstance {
 		_ = cmd.Process.Kill()
 		<-in.exited
 	})
+	return in
+}
+
+// awaitReady waits until the instance is ready.
+func (in *leaseInstance) awaitReady(t *testing.T) {
+	t.Helper()
 	select {
 	case <-in.ready:
 	case <-in.exited:
@@ -167,7 +183,20 @@ func startLeaseInstance(t *testing.T, cfg leaseInstanceConfig) *leaseInstance {
 	case <-time.After(instanceStartBound):
 		t.Fatalf("lease instance not ready within %v: %s", instanceStartBound, in.stderr.String())
 	}
-	return in
+}
+
+// startLeaseInstances starts n instance programs deciding per cfg, all at
+// once, and waits until they are ready.
+func startLeaseInstances(t *testing.T, n int, cfg leaseInstanceConfig) []*leaseInstance {
+	t.Helper()
+	ins := make([]*leaseInstance, n)
+	for i := range ins {
+		ins[i] = launchLeaseInstance(t, cfg)
+	}
+	for _, in := range ins {
+		in.awaitReady(t)
+	}
+	return ins
 }
 
 // read reads the instance's lines until it exits.
@@ -206,10 +235,16 @@ func (in *leaseInstance) start(t *testing.T) {
 	require.NoError(t, err)
 }
 
-// finish stops the instance and returns its decisions' counts by source.
-func (in *leaseInstance) finish(t *testing.T) map[string]int64 {
+// stop tells the instance to stop deciding.
+func (in *leaseInstance) stop(t *testing.T) {
 	t.Helper()
 	require.NoError(t, in.stdin.Close())
+}
+
+// finish waits for the instance, stopped, to exit, and returns its
+// decisions' counts by source.
+func (in *leaseInstance) finish(t *testing.T) map[string]int64 {
+	t.Helper()
 	select {
 	case <-in.exited:
 	case <-time.After(instanceReportBound):

@@ -32,16 +32,17 @@ func TestLeasesAuditAcrossProcesses(t *testing.T) {
 	srv := redistest.StartServer(t)
 	for _, l := range bindingLeaseLimits {
 		t.Run(string(l.Algorithm), func(t *testing.T) {
-			var ins []*leaseInstance
-			for range 3 {
-				ins = append(ins, startLeaseInstance(t, leaseInstanceConfig{Addr: srv.Addr(), Limit: l, Period: 10 * time.Millisecond, Instances: 3, Goroutines: 4, Busy: 20 * time.Millisecond, Idle: 60 * time.Millisecond}))
-			}
+			ins := startLeaseInstances(t, 3, leaseInstanceConfig{Addr: srv.Addr(), Limit: l, Period: 10 * time.Millisecond, Instances: 3,
+				Goroutines: 4, Busy: 20 * time.Millisecond, Idle: 60 * time.Millisecond})
 			for _, in := range ins {
 				in.start(t)
 			}
-			time.Sleep(800 * time.Millisecond)
+			time.Sleep(600 * time.Millisecond)
 			var all []admitted
 			leased := int64(0)
+			for _, in := range ins {
+				in.stop(t)
+			}
 			for _, in := range ins {
 				counts := in.finish(t)
 				t.Logf("%s: instance %v", l.Algorithm, counts)

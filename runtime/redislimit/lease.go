@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"context"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -272,6 +273,7 @@ func (t *leaseTable) ask(h *holder) {
 		// Releases apply at most once (the script forgets a lease it
 		// released), so they go again with the next call. A grant whose
 		// reply was lost strands its units until the lease ends.
+		_ = r.refused(err, slog.String("in", "lease"), slog.String("limit", h.k.name))
 		h.release = append(rel, h.release...)
 		h.notBefore = t.now() + int64(r.cfg.retryInterval)
 		return

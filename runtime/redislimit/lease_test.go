@@ -79,6 +79,10 @@ func TestLeasesModesOverridesAndDenials(t *testing.T) {
 		return bySource, admitted
 	}
 
+	// Check runs the lease script too.
+	_, err := lim.Check(ctx)
+	require.NoError(t, err)
+
 	t.Run("shadow and off", func(t *testing.T) {
 		for _, mode := range []runtime.Mode{runtime.ModeShadow, runtime.ModeOff} {
 			l := runtime.Limit{Name: "lease.mode." + mode.String(), Window: time.Hour, Max: 100, Algorithm: runtime.FixedWindow, Mode: mode}

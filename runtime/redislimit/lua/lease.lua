@@ -164,8 +164,9 @@ if code == GCRA or code == TOKEN_BUCKET then
       retry = at - now + (need - need % max) / max
     end
   end
-  -- The state, leased while any lease is live.
-  local life_us = math.max(reset, 0)
+  -- The state, leased while any lease is live; a TAT already past lives
+  -- a millisecond, as good as no state.
+  local life_us = math.max(reset, 1)
   local value = string.format('%d', level)
   if held > 0 then
     value = string.format('%d:%d:%d', level, held, latest)
@@ -173,11 +174,7 @@ if code == GCRA or code == TOKEN_BUCKET then
   end
   local px = string.format('%d', (life_us + 999 - (life_us + 999) % 1000) / 1000 + ttl_pad_ms)
   if code == GCRA then
-    if held > 0 or level > now then
-      call('SET', key, value, 'PX', px)
-    else
-      call('DEL', key)
-    end
+    call('SET', key, value, 'PX', px)
   else
     call('HSET', key, 't', value, 's', string.format('%d', at))
     call('PEXPIRE', key, px)

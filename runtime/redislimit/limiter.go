@@ -26,7 +26,10 @@ import (
 // and then goes with every other decision that arrived meanwhile, in one
 // script call on a single server or one pipeline per node on a cluster.
 // Denials are remembered until they expire and answered in process (see
-// WithDenyCache), so a key under attack costs Redis nothing.
+// WithDenyCache), so a key under attack costs Redis nothing. With
+// WithLeases, a key hot at this limiter is decided in process from units
+// leased from Redis and recorded there as admitted, so one key can admit
+// beyond what its Redis node decides per call.
 //
 // When Redis fails or does not answer within the timeout, the decision
 // follows the FailurePolicy; see WithFailurePolicy, WithTimeout and

@@ -18,7 +18,8 @@ import (
 )
 
 // bindingRunEnv makes this test binary one instance of
-// BenchmarkHotKeyBinding: "addr,algorithm,lease period,start µs,seconds".
+// BenchmarkHotKeyBinding: "addr,algorithm,lease period,start µs,seconds,
+// goroutines,pause", each goroutine pausing that long between its calls.
 const bindingRunEnv = "RATELIMITGEN_BENCH_BINDING_RUN"
 
 // The binding hot key: Max 200,000 per second, above what one Redis node
@@ -35,12 +36,12 @@ type bindingReport struct {
 	Slots []int64
 }
 
-// runBinding is one instance: a limiter with its own client and 16
+// runBinding is one instance: a limiter with its own client and its
 // goroutines on the hot key from the given start for the given seconds.
 func runBinding(spec string) error {
 	f := strings.Split(spec, ",")
-	if len(f) != 5 {
-		return fmt.Errorf("want 5 fields, got %d", len(f))
+	if len(f) != 7 {
+		return fmt.Errorf("want 7 fields, got %d", len(f))
 	}
 	period, err := time.ParseDuration(f[2])
 	if err != nil {
@@ -54,6 +55,14 @@ func runBinding(spec string) error {
 	if err != nil {
 		return err
 	}
+	goroutines, err := strconv.Atoi(f[5])
+	if err != nil {
+		return err
+	}
+	pause, err := time.ParseDuration(f[6])
+	if err != nil {
+		return err
+	}
 	client := newClient(f[0])
 	defer client.Close()
 	lim := redislimit.New(client, redislimit.WithInstances(4), redislimit.WithLeases(period))
@@ -64,9 +73,12 @@ func runBinding(spec string) error {
 	time.Sleep(time.Until(start))
 	var wg sync.WaitGroup
 	var failed atomic.Value
-	for range 16 {
+	for range goroutines {
 		wg.Go(func() {
 			for {
+				if pause > 0 {
+					time.Sleep(pause)
+				}
 				d, err := lim.Allow(context.Background(), l, "hot")
 				now := time.Now()
 				if err != nil {
@@ -98,8 +110,10 @@ func runBinding(spec string) error {
 // a binding limit of 200,000 per second (Burst 20,000), for 10 seconds,
 // leases off and on. of-limit is what they admitted per second over the
 // limit; worst-1s is the most admitted in any second (10 slots of 100ms)
-// over what the algorithm allows in a second, Burst + Max. One run is
-// enough:
+// over what the algorithm allows in a second, Burst + Max. The skew row
+// has one instance hot and three nearly idle (one goroutine each, 10ms
+// between calls): hot-of-limit is what the hot one admitted per second
+// over the limit. One run is enough:
 //
 //	go test -run '^$' -bench HotKeyBinding -benchtime 1x
 func BenchmarkHotKeyBinding(b *testing.B) {
@@ -107,12 +121,13 @@ func BenchmarkHotKeyBinding(b *testing.B) {
 	addr := c.Options().Addr
 	const secs = 10
 	for _, algo := range []runtime.Algorithm{runtime.GCRA} {
-		for _, period := range []time.Duration{0, 10 * time.Millisecond} {
-			name := "off"
-			if period > 0 {
-				name = "on"
-			}
-			b.Run(fmt.Sprintf("algo=%s/leases=%s", algo, name), func(b *testing.B) {
+		for _, row := range []struct {
+			name   string
+			period time.Duration
+			skew   bool
+		}{{"off", 0, false}, {"on", 10 * time.Millisecond, false}, {"on-skew", 10 * time.Millisecond, true}} {
+			period := row.period
+			b.Run(fmt.Sprintf("algo=%s/leases=%s", algo, row.name), func(b *testing.B) {
 				for range b.N {
 					flush(b, c)
 					resetServerStats(b, c)
@@ -120,9 +135,13 @@ func BenchmarkHotKeyBinding(b *testing.B) {
 					var reps []bindingReport
 					var cmds []*exec.Cmd
 					var outs []*strings.Builder
-					for range 4 {
+					for i := range 4 {
+						goroutines, pause := 16, time.Duration(0)
+						if row.skew && i > 0 {
+							goroutines, pause = 1, 10*time.Millisecond
+						}
 						cmd := exec.Command(os.Args[0], "-test.run=^$")
-						cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%s,%s,%d,%d", bindingRunEnv, addr, algo, period, start.UnixMicro(), secs))
+						cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%s,%s,%d,%d,%d,%s", bindingRunEnv, addr, algo, period, start.UnixMicro(), secs, goroutines, pause))
 						out := &strings.Builder{}
 						cmd.Stdout, cmd.Stderr = out, os.Stderr
 						if err := cmd.Start(); err != nil {
@@ -155,6 +174,13 @@ func BenchmarkHotKeyBinding(b *testing.B) {
 							n += s
 						}
 						worst = max(worst, n)
+					}
+					if row.skew {
+						hot := int64(0)
+						for _, n := range reps[0].Slots {
+							hot += n
+						}
+						b.ReportMetric(float64(hot)/secs/bindingMax, "hot-of-limit")
 					}
 					_, calls := scriptStats(b, c)
 					b.ReportMetric(float64(total)/secs/bindingMax, "of-limit")

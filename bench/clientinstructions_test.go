@@ -135,9 +135,17 @@ func (r clientRun) run() error {
 	return calls(r.n)
 }
 
-// TestMain runs the client process of BenchmarkClientInstructions when
-// clientRunEnv is set, and the tests otherwise.
+// TestMain runs an instance of BenchmarkHotKeyBinding when bindingRunEnv
+// is set, the client process of BenchmarkClientInstructions when
+// clientRunEnv is, and the tests otherwise.
 func TestMain(m *testing.M) {
+	if s := os.Getenv(bindingRunEnv); s != "" {
+		if err := runBinding(s); err != nil {
+			fmt.Fprintf(os.Stderr, "binding run %q: %v\n", s, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if s := os.Getenv(clientRunEnv); s != "" {
 		r, err := parseClientRun(s)
 		if err == nil {

@@ -11,6 +11,14 @@ import (
 // Every algorithm runs in memory (MemoryLimiter) and in Redis (package
 // redislimit) with identical decisions; docs/runtime.md lists each one's
 // memory per key and Redis commands.
+//
+// With leases (redislimit.WithLeases), an instance hot on a key admits
+// from units it leased: each is recorded in Redis as an admission when
+// granted, before it is used, so every bound below still holds across the
+// fleet. What a lease changes is stated per algorithm: units held by one
+// instance cannot serve another, so a key may be denied while units are
+// out, at most the units outstanding in leases, each at most a lease's
+// life old.
 type Algorithm string
 
 const (
@@ -19,30 +27,38 @@ const (
 	// Window ever holds more than Max. It stores every unit admitted in the
 	// last Window, 7 bytes each in Redis and 8 in memory, so Max is at most
 	// MaxSlidingLog; a decision's Redis time does not grow with Max, and a
-	// call's grows only with the 7 bytes per unit it records.
+	// call's grows only with the 7 bytes per unit it records. It never
+	// leases: its decisions stay per call, exact.
 	SlidingLog Algorithm = "sliding-log"
 
 	// SlidingWindow approximates SlidingLog in constant memory, erring
 	// strict: no span of length Window ever holds more than Max units, but
 	// admissions up to Window/10 older than the window may still count, so
-	// a key can be denied up to Window/10 early.
+	// a key can be denied up to Window/10 early. A lease is charged to the
+	// bucket (a tenth of the window) current at its grant and ends with it;
+	// its unused units are taken back from that bucket.
 	SlidingWindow Algorithm = "sliding-window"
 
 	// FixedWindow admits up to Max units in each window [k*Window,
 	// (k+1)*Window) aligned to the Unix epoch. A span of length Window that
-	// straddles a boundary can hold up to 2*Max.
+	// straddles a boundary can hold up to 2*Max. A lease is charged to the
+	// window current at its grant and ends with it; its unused units are
+	// taken back from that window.
 	FixedWindow Algorithm = "fixed-window"
 
 	// TokenBucket is a rate with a burst: a bucket of Burst tokens
 	// (default Max) refills at Max per Window, and a call of cost n is
 	// admitted if n tokens are left. Any span of length t admits at most
-	// Burst + Max*t/Window units.
+	// Burst + Max*t/Window units. Units out in leases are kept out of the
+	// bucket, which refills only up to Burst less them; a lease gives back
+	// its unused units when released, and none when it ends unreleased.
 	TokenBucket Algorithm = "token-bucket"
 
 	// GCRA, the generic cell rate algorithm, is the leaky bucket as a
 	// meter: units are spaced by an interval of Window/Max, rounded up to
 	// the microsecond, with a tolerance of Burst (default Max) intervals.
-	// It admits like TokenBucket, never more, and stores one time per key.
+	// It admits like TokenBucket, never more, and stores one time per key;
+	// leases change it as they change TokenBucket.
 	GCRA Algorithm = "gcra"
 )
 

@@ -17,10 +17,14 @@ const (
 	// SourceFailOpen is an admission without a decision, made because the
 	// store was unavailable and the limiter fails open.
 	SourceFailOpen
+	// SourceLease is an admission made in process from units that the
+	// store granted this limiter in advance, and recorded as admitted
+	// when it granted them (see redislimit.WithLeases).
+	SourceLease
 )
 
 // String returns the source's name as metrics label it: "store",
-// "deny-cache", "fallback" or "fail-open".
+// "deny-cache", "fallback", "fail-open" or "lease".
 func (s Source) String() string {
 	switch s {
 	case SourceStore:
@@ -31,6 +35,8 @@ func (s Source) String() string {
 		return "fallback"
 	case SourceFailOpen:
 		return "fail-open"
+	case SourceLease:
+		return "lease"
 	}
 	return "unknown"
 }

@@ -44,7 +44,7 @@
 //   - ratelimitgen.result (always): "allowed", "limited", "shadow-limited"
 //     or "error" (runtime.Result.String).
 //   - ratelimitgen.source (unless the result is "error"): "store",
-//     "deny-cache", "fallback" or "fail-open" (runtime.Source.String).
+//     "deny-cache", "fallback", "fail-open" or "lease" (runtime.Source.String).
 //   - error.type (only when the result is "error"): "timeout" (the error
 //     is context.DeadlineExceeded), "canceled" (context.Canceled),
 //     "invalid_cost" (runtime.ErrInvalidCost), "unavailable"

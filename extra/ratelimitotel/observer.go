@@ -40,7 +40,7 @@ const (
 	// "shadow-limited" or "error".
 	ResultKey = attribute.Key("ratelimitgen.result")
 	// SourceKey is runtime.Source.String(): "store", "deny-cache",
-	// "fallback" or "fail-open". It is absent when the result is "error",
+	// "fallback", "fail-open" or "lease". It is absent when the result is "error",
 	// for which the source is meaningless.
 	SourceKey = attribute.Key("ratelimitgen.source")
 	// ErrorTypeKey is OpenTelemetry's error.type, present only when the

@@ -263,7 +263,7 @@ func exported(t *testing.T, opts ...ratelimitprom.Option) map[string][]string {
 // fixed vocabularies: a query matching others matches nothing.
 var labelValues = map[string][]string{
 	"result": {"allowed", "limited", "shadow-limited", "error"},
-	"source": {"store", "deny-cache", "fallback", "fail-open", ratelimitprom.SourceNone},
+	"source": {"store", "deny-cache", "fallback", "fail-open", "lease", ratelimitprom.SourceNone},
 }
 
 // TestDashboardQueries checks that every PromQL expression of the

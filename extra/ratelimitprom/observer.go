@@ -93,8 +93,9 @@ func WithBuckets(buckets []float64) Option {
 //     limit in runtime.ModeOff is not decided and not counted). limit is
 //     Event.Limit.Name; result is Event.Result.String(): "allowed",
 //     "limited", "shadow-limited" or "error"; source is
-//     Event.Source.String(): "store", "deny-cache", "fallback" or
-//     "fail-open", or SourceNone ("none") when the result is "error". It
+//     Event.Source.String(): "store", "deny-cache", "fallback",
+//     "fail-open" or "lease", or SourceNone ("none") when the result is
+//     "error". It
 //     counts events, not units: a call of Cost 5 adds 1.
 //   - ratelimit_decision_duration_seconds{limit}: a histogram of
 //     Event.Latency, in seconds, of every event, errors included. The

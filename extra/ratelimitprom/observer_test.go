@@ -351,7 +351,7 @@ func TestConcurrent(t *testing.T) {
 	limits := []runtime.Limit{perMinute, perDay, {Name: "API.Search", Window: time.Second, Max: 100}}
 	plans := []string{"free", "pro", "enterprise"}
 	results := []runtime.Result{runtime.ResultAllowed, runtime.ResultLimited, runtime.ResultShadowLimited, runtime.ResultError}
-	sources := []runtime.Source{runtime.SourceStore, runtime.SourceDenyCache, runtime.SourceFallback, runtime.SourceFailOpen}
+	sources := []runtime.Source{runtime.SourceStore, runtime.SourceDenyCache, runtime.SourceFallback, runtime.SourceFailOpen, runtime.SourceLease}
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -410,8 +410,8 @@ func TestConcurrent(t *testing.T) {
 		t.Errorf("counted %g decisions and %g durations, want %g of each", decisions, observed, want)
 	}
 	// Errors of any source share the source "none": 3 limits x 3 plans x
-	// (3 results x 4 sources + 1).
-	if want := 3 * 3 * (3*4 + 1); series != want {
+	// (3 results x 5 sources + 1).
+	if want := 3 * 3 * (3*len(sources) + 1); series != want {
 		t.Errorf("%d series of ratelimit_decisions_total, want %d", series, want)
 	}
 }

@@ -34,8 +34,8 @@ type CheckReport struct {
 // Check asks Redis whether the limiter can decide, for a service's
 // start-up or readiness probe. On every server the limiter uses (every
 // primary of a Redis Cluster, every shard of a Ring), it runs each
-// decision script once and a script that calls every command those
-// scripts use, on keys of its own (the limit "ratelimit.check" on keys
+// decision script once (with WithLeases, the lease script too) and a
+// script that calls every command those scripts use, on keys of its own (the limit "ratelimit.check" on keys
 // "check-N", under the limiter's prefix) that no limit reads, and once the
 // instance beat; it reads each server's version and the eviction settings.
 //
@@ -223,6 +223,13 @@ func (r *Limiter) checkScripts(ctx context.Context, key string) []error {
 		if err == nil {
 			_, _, err = readCall(res, &d, g)
 		}
+		errs = append(errs, err)
+	}
+	if r.leases != nil {
+		// The lease script, releasing nothing and asking for nothing.
+		a := resolveLimit(runtime.Request{Limit: checkLimit(runtime.GCRA)})
+		_, err := r.lease(ctx, &leaseAsk{key: r.storageKey(checkLimit(runtime.GCRA), key), code: a.code, window: a.window,
+			max: a.max, burst: a.burst, now: d.now, life: 1000, id: 1})
 		errs = append(errs, err)
 	}
 	return errs

@@ -22,3 +22,6 @@ func (in *instances) due(c redis.UniversalClient, now time.Time) {
 		in.start(c)
 	}
 }
+
+// settle waits for the lease script calls on their way.
+func (t *leaseTable) settle() { t.asks.Wait() }

@@ -42,6 +42,9 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(instanceEnv); cfg != "" {
 		os.Exit(runInstance(cfg))
 	}
+	if cfg := os.Getenv(leaseInstanceEnv); cfg != "" {
+		os.Exit(runLeaseInstance(cfg))
+	}
 	os.Exit(m.Run())
 }
 

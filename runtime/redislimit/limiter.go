@@ -26,7 +26,10 @@ import (
 // and then goes with every other decision that arrived meanwhile, in one
 // script call on a single server or one pipeline per node on a cluster.
 // Denials are remembered until they expire and answered in process (see
-// WithDenyCache), so a key under attack costs Redis nothing.
+// WithDenyCache), so a key under attack costs Redis nothing. With
+// WithLeases, a key hot at this limiter is decided in process from units
+// leased from Redis and recorded there as admitted, so one key can admit
+// beyond what its Redis node decides per call.
 //
 // When Redis fails or does not answer within the timeout, the decision
 // follows the FailurePolicy; see WithFailurePolicy, WithTimeout and
@@ -64,6 +67,8 @@ type Limiter struct {
 	direct *redis.Client
 	// deny remembers Redis's denials (see WithDenyCache); nil when off.
 	deny *denyCache
+	// leases holds the leases of hot keys (see WithLeases); nil when off.
+	leases *leaseTable
 	// refusals spaces the logs of Redis refusing the limiter (see
 	// ErrPermission).
 	refusals refusalLog
@@ -83,6 +88,7 @@ func New(c redis.UniversalClient, opts ...Option) *Limiter {
 		}
 		r.fallback = runtime.NewMemoryLimiter(memOpts...)
 	}
+	r.leases = newLeaseTable(r, cfg.leasePeriod)
 	r.breaker.interval = cfg.retryInterval
 	r.peers = newInstances(cfg.prefix, cfg.instances)
 	r.peers.onError = func(err error) { _ = r.refused(err, slog.String("in", "instance beat")) }
@@ -168,6 +174,9 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	asks, on := resolveLimits(stack[:0], reqs, vs)
 	if !on {
 		return runtime.Decisions{Allowed: true}, nil
+	}
+	if r.leases.admit(reqs, asks, vs) {
+		return runtime.Decisions{Allowed: true, Source: runtime.SourceLease}, nil
 	}
 	d := resolvedCall{now: -1, asks: asks, vs: vs}
 	start := time.Now()

@@ -27,6 +27,8 @@ type config struct {
 	// keyHash stores keys hashed (WithHashedKeys); nil stores them as
 	// they are.
 	keyHash *keyHasher
+	// leasePeriod is WithLeases's period; 0 when leases are off.
+	leasePeriod time.Duration
 }
 
 const (
@@ -231,4 +233,24 @@ func (r *Limiter) logger() *slog.Logger {
 		return r.cfg.logger
 	}
 	return slog.Default()
+}
+
+// WithLeases lets a key that is hot at this limiter be decided in process,
+// from leases of units pre-paid in Redis, so that one key can admit beyond
+// what one Redis node decides per call (default off). A key leases once
+// this limiter is asked for at least 8 units of it within one period, on a
+// limit of an algorithm that leases (every one but SlidingLog), enforced
+// (not shadow), alone in its call. A lease of k units is k admissions,
+// recorded in Redis when granted, sized to the key's rate here times
+// period, capped by a share of the limit's capacity among the instances
+// (see WithInstances); it lives at most 10*period (a fixed window's ends
+// with its window, a sliding window's with its tenth of the window) and
+// gives back what it did not use when it ends. So leases never admit more
+// than the limit allows; what they change is stated per algorithm in
+// docs/redis.md: units one instance holds cannot serve another, and a
+// window-based limit may deny earlier than it would without leases.
+// Decisions made from a lease report runtime.SourceLease. A period <= 0
+// keeps leases off.
+func WithLeases(period time.Duration) Option {
+	return func(c *config) { c.leasePeriod = max(period, 0) }
 }

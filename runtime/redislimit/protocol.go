@@ -41,6 +41,8 @@ var (
 	modeCheck   scriptMode = "c"
 	modeRefund  scriptMode = "r"
 	modeUniform scriptMode = "u"
+	// modeLease runs lua/lease.lua (leasegrant.go).
+	modeLease scriptMode = "l"
 )
 
 // shadowFlag is added to an algorithm's code for a limit in
@@ -73,7 +75,7 @@ func luaConstants() map[string]string {
 	for _, m := range [...]struct {
 		name string
 		mode scriptMode
-	}{{"DECIDE", modeDecide}, {"CHECK", modeCheck}, {"REFUND", modeRefund}, {"UNIFORM", modeUniform}} {
+	}{{"DECIDE", modeDecide}, {"CHECK", modeCheck}, {"REFUND", modeRefund}, {"UNIFORM", modeUniform}, {"LEASE", modeLease}} {
 		c[m.name] = "'" + m.mode.(string) + "'"
 	}
 	return c

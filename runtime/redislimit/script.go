@@ -47,6 +47,17 @@ var (
 		}
 		return newScript(assembleScript(files...))
 	}()
+	// leaseScript grants and releases leases (lua/lease.lua) for every
+	// algorithm that leases.
+	leaseScript = func() *script {
+		var files []string
+		for code, spec := range specsByCode {
+			if spec.file != "" && leases(int64(code)) {
+				files = append(files, spec.file)
+			}
+		}
+		return newScript(assemble("lease.lua", files...))
+	}()
 )
 
 // script is one assembled script, with its hash and source boxed once for
@@ -67,11 +78,17 @@ var (
 	cmdEval    any = "eval"
 )
 
-func assembleScript(algorithms ...string) string {
+// assembleScript returns the decision script of the algorithms' files,
+// whose entry point is lua/main.lua.
+func assembleScript(algorithms ...string) string { return assemble("main.lua", algorithms...) }
+
+// assemble returns the script of lua/header.lua, the algorithms' files
+// and entry, the file that runs them, last.
+func assemble(entry string, algorithms ...string) string {
 	consts := luaConstants()
 	var b strings.Builder
 	b.WriteString("-- Go's constants (protocol.go) stand in place of their names.\n")
-	for _, name := range append(append([]string{"header.lua"}, algorithms...), "main.lua") {
+	for _, name := range append(append([]string{"header.lua"}, algorithms...), entry) {
 		src, err := luaFiles.ReadFile("lua/" + name)
 		if err != nil {
 			panic("ratelimit: embedded script " + name + " missing: " + err.Error()) // a build defect

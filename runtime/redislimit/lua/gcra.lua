@@ -1,6 +1,12 @@
 -- gcra: a string holding the theoretical arrival time (TAT) in µs. Calls
 -- are spaced by ceil(window/max) µs with a tolerance of burst intervals.
 -- One GET, and one SET when admitting. Go twin: memory_gcra.go.
+--
+-- A key with units out in leases (lua/lease.lua) holds 'TAT:L:X' instead,
+-- which tonumber rejects: L units are leased out until at the latest X µs,
+-- and the TAT never falls below now + L intervals, so that the bucket and
+-- the leases together never hold more than burst. A plain key pays one
+-- test for this.
 
 -- gcra_write records an admission: the TAT new, kept until it passes.
 --
@@ -9,7 +15,13 @@
 -- here and in decide1: each Lua function call costs Redis hundreds of
 -- instructions, and these run for every decision.)
 local gcra_tat, gcra_tat_s, gcra_px, gcra_px_s
-local function gcra_write(key, now, new)
+local function gcra_write(key, now, new, held, untl)
+  if untl then
+    -- A leased key lives until its last lease ends, whatever its TAT.
+    local px = math.max(new, untl) - now + 999
+    call('SET', key, string.format('%d:%d:%d', new, held, untl), 'PX', string.format('%d', (px - px % 1000) / 1000 + ttl_pad_ms))
+    return
+  end
   if new ~= gcra_tat then
     gcra_tat, gcra_tat_s = new, string.format('%d', new)
   end
@@ -31,9 +43,21 @@ local function gcra_decide1(key, now, window, max, burst, cost, alone, peek)
   local interval = window + max - 1
   interval = (interval - interval % max) / max
   local tolerance = burst * interval
-  local tat = tonumber(call('GET', key))
-  if tat == nil or tat < now then
-    tat = now
+  local raw = call('GET', key)
+  local tat = tonumber(raw)
+  local held, untl = 0, nil
+  if tat == nil and raw then
+    -- Leased: the bucket's top is held intervals lower until untl, when
+    -- every lease has ended and the top is burst again.
+    local a, l, x = string.match(raw, '^(-?%d+):(%d+):(%d+)$')
+    tat, held, untl = tonumber(a), tonumber(l), tonumber(x)
+    if now >= untl then
+      tat = math.max(tat, untl + held * interval)
+      held, untl = 0, nil
+    end
+  end
+  if tat == nil or tat < now + held * interval then
+    tat = now + held * interval
   end
   local new = tat + cost * interval
   local remaining = tolerance - (tat - now)
@@ -45,9 +69,9 @@ local function gcra_decide1(key, now, window, max, burst, cost, alone, peek)
     return false, remaining, new - tolerance - now, tat - now, 0
   end
   if peek then
-    return true, remaining, 0, tat - now, new
+    return true, remaining, 0, tat - now, new, held, untl
   end
-  gcra_write(key, now, new)
+  gcra_write(key, now, new, held, untl)
   return true, remaining - cost, 0, new - now, 0
 end
 decide1s[GCRA] = gcra_decide1
@@ -57,17 +81,19 @@ if not lone then
   algos[GCRA] = function()
     return {
       check = function(key, p, now, v)
-        v.ok, v.remaining, v.retry, v.reset, v.new = gcra_decide1(key, now, p.window, p.max, p.burst, p.cost, false, true)
+        v.ok, v.remaining, v.retry, v.reset, v.new, v.held, v.untl = gcra_decide1(key, now, p.window, p.max, p.burst, p.cost, false, true)
         v.receipt = nil
       end,
 
       commit = function(key, p, now, v)
-        gcra_write(key, now, v.new)
+        gcra_write(key, now, v.new, v.held, v.untl)
         v.remaining = v.remaining - p.cost
         v.reset = v.new - now
       end,
 
       refund = function(key, p, now)
+        -- A leased key (not a number) keeps the admission: that errs
+        -- toward denial, by cost, until its leases end.
         local tat = tonumber(call('GET', key))
         if tat ~= nil then
           local interval = floordiv(p.window + p.max - 1, p.max)

@@ -3,6 +3,12 @@
 -- burst*window units and refills max units per µs, so all arithmetic is on
 -- whole numbers (below 2^53, checked by the caller). A missing key is a full
 -- bucket. Go twin: memory_tokenbucket.go.
+--
+-- A key with units out in leases (lua/lease.lua) holds 't:L:X' in t, which
+-- tonumber rejects: L units are leased out until at the latest X µs, and
+-- the bucket refills only up to burst - L, so that the bucket and the
+-- leases together never hold more than burst. A plain key pays one test
+-- for this.
 
 algos[TOKEN_BUCKET] = function()
   return {
@@ -10,6 +16,22 @@ algos[TOKEN_BUCKET] = function()
       local cap = p.burst * p.window
       local st = call('HMGET', key, 't', 's')
       local t, at = tonumber(st[1]), tonumber(st[2])
+      local held, untl = 0, nil
+      if t == nil and st[1] then
+        -- Leased: the top is held tokens lower until untl, when every
+        -- lease has ended and the top is burst again.
+        local a, l, x = string.match(st[1], '^(-?%d+):(%d+):(%d+)$')
+        t, held, untl = tonumber(a), tonumber(l), tonumber(x)
+        if now >= untl then
+          if at ~= nil and untl > at then
+            t = math.min(t + (untl - at) * p.max, cap - held * p.window)
+            at = untl
+          end
+          held, untl = 0, nil
+        end
+        cap = cap - held * p.window
+      end
+      v.held, v.untl = held, untl
       -- The level at now and the time it refers to, which never moves
       -- backwards: a clock behind the last writer's must not be refilled
       -- twice for the same microseconds.
@@ -36,16 +58,25 @@ algos[TOKEN_BUCKET] = function()
 
     commit = function(key, p, now, v)
       local t = v.level - p.cost * p.window
-      call('HSET', key, 't', string.format('%d', t), 's', string.format('%d', v.at))
+      local life = v.at - now + floordiv((p.burst - v.held) * p.window - t + p.max - 1, p.max)
       -- t / window is check's level / window less cost: the level was at
       -- least cost*window, so taking whole tokens away leaves the same
       -- remainder.
       v.remaining = v.remaining - p.cost
-      v.reset = v.at - now + floordiv(p.burst * p.window - t + p.max - 1, p.max)
-      call('PEXPIRE', key, string.format('%d', floordiv(v.reset + 999, 1000) + ttl_pad_ms))
+      v.reset = life
+      if v.untl then
+        -- A leased key lives until its last lease ends.
+        call('HSET', key, 't', string.format('%d:%d:%d', t, v.held, v.untl), 's', string.format('%d', v.at))
+        life = math.max(life, v.untl - now)
+      else
+        call('HSET', key, 't', string.format('%d', t), 's', string.format('%d', v.at))
+      end
+      call('PEXPIRE', key, string.format('%d', floordiv(life + 999, 1000) + ttl_pad_ms))
     end,
 
     refund = function(key, p, now)
+      -- A leased key (t not a number) keeps the admission: that errs
+      -- toward denial, by cost, until its leases end.
       local t = tonumber(call('HGET', key, 't'))
       if t ~= nil then
         call('HSET', key, 't', string.format('%d', math.min(p.burst * p.window, t + p.cost * p.window)))

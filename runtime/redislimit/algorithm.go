@@ -104,14 +104,10 @@ func burstOf(l runtime.Limit) int64 {
 	return int64(l.Burst)
 }
 
-// resolveLimit returns q's ask without its storage key.
-func resolveLimit(q runtime.Request) ask {
-	l := q.Limit
-	return ask{
-		code:   codeOf(l),
-		window: l.Window.Microseconds(),
-		max:    int64(l.Max),
-		burst:  burstOf(l),
-		cost:   costOf(q),
-	}
+// resolveLimit sets a, but for its storage key, to q's numbers. Both are
+// passed by pointer: a decision resolves before the deny cache answers, so
+// this is on the path of every cached denial.
+func resolveLimit(a *ask, q *runtime.Request) {
+	a.code, a.window, a.max = codeOf(q.Limit), q.Limit.Window.Microseconds(), int64(q.Limit.Max)
+	a.burst, a.cost = burstOf(q.Limit), costOf(*q)
 }

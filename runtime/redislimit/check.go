@@ -227,7 +227,8 @@ func (r *Limiter) checkScripts(ctx context.Context, key string) []error {
 	}
 	if r.leases != nil {
 		// The lease script, releasing nothing and asking for nothing.
-		a := resolveLimit(runtime.Request{Limit: checkLimit(runtime.GCRA)})
+		var a ask
+		resolveLimit(&a, &runtime.Request{Limit: checkLimit(runtime.GCRA)})
 		_, err := r.lease(ctx, &leaseAsk{key: r.storageKey(checkLimit(runtime.GCRA), key), code: a.code, window: a.window,
 			max: a.max, burst: a.burst, now: d.now, life: 1000, id: 1})
 		errs = append(errs, err)

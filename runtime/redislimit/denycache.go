@@ -225,7 +225,7 @@ func (c *denyCache) ran(t int64) {
 // of a shadow limit is as exact as any but never denies: a call with an
 // uncovered limit, or with no enforced one, goes to Redis whole. It
 // returns the time it read, for remember. A nil cache answers nothing.
-func (c *denyCache) lookup(reqs []runtime.Request, d *resolvedCall, at time.Time) (int64, bool) {
+func (c *denyCache) lookup(reqs []runtime.Request, asks []ask, vs []verdict, at time.Time) (int64, bool) {
 	if c == nil {
 		return 0, false
 	}
@@ -244,11 +244,11 @@ func (c *denyCache) lookup(reqs []runtime.Request, d *resolvedCall, at time.Time
 		if q.Limit.Mode == runtime.ModeOff {
 			continue
 		}
-		v, ok := c.find(q, &d.asks[i], now)
+		v, ok := c.find(q, &asks[i], now)
 		if !ok {
 			return now, false
 		}
-		d.vs[i] = v
+		vs[i] = v
 		enforced = enforced || q.Limit.Mode == runtime.ModeEnforce
 	}
 	return now, enforced

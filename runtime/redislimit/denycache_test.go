@@ -586,18 +586,21 @@ func (m *manualCache) remember(reqs []runtime.Request, vs []verdict, err error, 
 }
 
 func (m *manualCache) find(q runtime.Request, now int64) (verdict, bool) {
-	a := resolveLimit(q)
+	var a ask
+	resolveLimit(&a, &q)
 	return m.denyCache.find(q, &a, now)
 }
 
 func (m *manualCache) hash(l runtime.Limit, key string) uint64 {
 	q := runtime.Request{Limit: l, Key: key}
-	a := resolveLimit(q)
+	var a ask
+	resolveLimit(&a, &q)
 	return m.denyCache.hash(q, &a)
 }
 
 func (m *manualCache) forget(q runtime.Request) {
-	a := resolveLimit(q)
+	var a ask
+	resolveLimit(&a, &q)
 	m.denyCache.forget(q, &a)
 }
 

@@ -174,7 +174,7 @@ func (t *leaseTable) holder(k leaseKey, reqs []runtime.Request) *holder {
 		return nil
 	}
 	var one [1]ask
-	one[0] = resolveLimit(reqs[0])
+	resolveLimit(&one[0], &reqs[0])
 	t.r.placeKeys(one[:], reqs)
 	h, loaded := t.holders.LoadOrStore(k, &holder{k: k, skey: one[0].key, since: now})
 	if !loaded {

@@ -33,7 +33,8 @@ func TestLeaseScriptAudit(t *testing.T) {
 			clock := newFakeClock()
 			lim := New(client, WithClock(clock.Now), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithDenyCache(0))
 			l := runtime.Limit{Name: "lease.audit." + string(algo), Window: time.Second, Max: 40, Burst: 16, Algorithm: algo}
-			a := resolveLimit(runtime.Request{Limit: l})
+			var a ask
+			resolveLimit(&a, &runtime.Request{Limit: l})
 			key := lim.storageKey(l, "k")
 			now := func() int64 { return clock.Now().UnixMicro() }
 			rng := rand.New(rand.NewPCG(7, uint64(len(algo))))

@@ -175,12 +175,11 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	if !on {
 		return runtime.Decisions{Allowed: true}, nil
 	}
-	if r.leases.admit(reqs, asks, vs) {
+	if r.leases != nil && r.leases.admit(reqs, asks, vs) {
 		return runtime.Decisions{Allowed: true, Source: runtime.SourceLease}, nil
 	}
-	d := resolvedCall{now: -1, asks: asks, vs: vs}
 	start := time.Now()
-	t0, denied := r.deny.lookup(reqs, &d, start)
+	t0, denied := r.deny.lookup(reqs, asks, vs, start)
 	if denied {
 		// A caller answered from memory never blocks, and one that asks
 		// again at once would keep its processor from the goroutines that
@@ -196,6 +195,7 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	}
 	r.startDue(start, reqs[0].Limit)
 
+	d := resolvedCall{now: -1, asks: asks, vs: vs}
 	r.placeKeys(d.asks, reqs)
 	if r.cfg.clock != nil {
 		d.now = r.cfg.clock().UnixMicro()

@@ -34,14 +34,15 @@ type resolvedCall struct {
 // not off, that is, whether Redis has anything to decide.
 func resolveLimits(asks []ask, reqs []runtime.Request, vs []verdict) ([]ask, bool) {
 	on := false
-	for i, q := range reqs {
+	for i := range reqs {
+		q := &reqs[i]
+		asks = append(asks, ask{})
 		if q.Limit.Mode == runtime.ModeOff {
 			vs[i] = offVerdict(q.Limit)
-			asks = append(asks, ask{})
 			continue
 		}
 		on = true
-		asks = append(asks, resolveLimit(q))
+		resolveLimit(&asks[len(asks)-1], q)
 	}
 	return asks, on
 }
@@ -49,11 +50,10 @@ func resolveLimits(asks []ask, reqs []runtime.Request, vs []verdict) ([]ask, boo
 // resolve appends reqs to asks, resolved whole.
 func (r *Limiter) resolve(asks []ask, reqs []runtime.Request) []ask {
 	n := len(asks)
-	for _, q := range reqs {
-		if q.Limit.Mode == runtime.ModeOff {
-			asks = append(asks, ask{})
-		} else {
-			asks = append(asks, resolveLimit(q))
+	for i := range reqs {
+		asks = append(asks, ask{})
+		if reqs[i].Limit.Mode != runtime.ModeOff {
+			resolveLimit(&asks[len(asks)-1], &reqs[i])
 		}
 	}
 	r.placeKeys(asks[n:], reqs)

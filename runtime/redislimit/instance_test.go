@@ -82,22 +82,52 @@ type instanceReport struct {
 	FirstError string
 }
 
+// instanceClient is how every instance program starts: it decodes cfgJSON,
+// the value of env, into cfg, and connects to the Redis at addr (read from
+// cfg), reporting on stderr, as name, what failed.
+func instanceClient(name, env, cfgJSON string, cfg any, addr func() string) (*redis.Client, bool) {
+	if err := json.Unmarshal([]byte(cfgJSON), cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: bad %s: %v\n", name, env, err)
+		return nil, false
+	}
+	client := redis.NewClient(&redis.Options{Addr: addr()})
+	if err := client.Ping(context.Background()).Err(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: PING %s: %v\n", name, addr(), err)
+		_ = client.Close()
+		return nil, false
+	}
+	return client, true
+}
+
+// awaitGo tells the test an instance program is ready and waits for its
+// "go". The channel is closed when the test closes the program's stdin,
+// which asks it to stop.
+func awaitGo(name string) (<-chan struct{}, bool) {
+	fmt.Println("ready")
+	in := bufio.NewReader(os.Stdin)
+	if line, err := in.ReadString('\n'); err != nil || line != "go\n" {
+		fmt.Fprintf(os.Stderr, "%s: expected go on stdin, got %q (%v)\n", name, line, err)
+		return nil, false
+	}
+	stop := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, in)
+		close(stop)
+	}()
+	return stop, true
+}
+
 // instanceKey is the key of index k.
 func instanceKey(k int) string { return fmt.Sprintf("fresh-%d@example.com", k) }
 
 // runInstance is the instance program; it returns the exit code.
 func runInstance(cfgJSON string) int {
 	var cfg instanceConfig
-	if err := json.Unmarshal([]byte(cfgJSON), &cfg); err != nil {
-		fmt.Fprintf(os.Stderr, "instance: bad %s: %v\n", instanceEnv, err)
+	client, ok := instanceClient("instance", instanceEnv, cfgJSON, &cfg, func() string { return cfg.Addr })
+	if !ok {
 		return 2
 	}
-	client := redis.NewClient(&redis.Options{Addr: cfg.Addr})
 	defer client.Close()
-	if err := client.Ping(context.Background()).Err(); err != nil {
-		fmt.Fprintf(os.Stderr, "instance: PING %s: %v\n", cfg.Addr, err)
-		return 2
-	}
 	var (
 		degraded atomic.Int64
 		causesMu sync.Mutex
@@ -115,17 +145,10 @@ func runInstance(cfgJSON string) int {
 	}))
 	l := runtime.Limit{Name: cfg.Name, Window: cfg.Window, Max: cfg.Max}
 
-	fmt.Println("ready")
-	in := bufio.NewReader(os.Stdin)
-	if line, err := in.ReadString('\n'); err != nil || line != "go\n" {
-		fmt.Fprintf(os.Stderr, "instance: expected go on stdin, got %q (%v)\n", line, err)
+	stop, ok := awaitGo("instance")
+	if !ok {
 		return 2
 	}
-	stop := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(io.Discard, in)
-		close(stop)
-	}()
 	timeout := time.NewTimer(instanceMaxRun)
 	defer timeout.Stop()
 

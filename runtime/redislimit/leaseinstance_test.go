@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
@@ -52,28 +51,16 @@ type leaseInstanceConfig struct {
 // runLeaseInstance is the instance program; it returns the exit code.
 func runLeaseInstance(cfgJSON string) int {
 	var cfg leaseInstanceConfig
-	if err := json.Unmarshal([]byte(cfgJSON), &cfg); err != nil {
-		fmt.Fprintf(os.Stderr, "lease instance: bad %s: %v\n", leaseInstanceEnv, err)
+	client, ok := instanceClient("lease instance", leaseInstanceEnv, cfgJSON, &cfg, func() string { return cfg.Addr })
+	if !ok {
 		return 2
 	}
-	client := redis.NewClient(&redis.Options{Addr: cfg.Addr})
 	defer client.Close()
-	if err := client.Ping(context.Background()).Err(); err != nil {
-		fmt.Fprintf(os.Stderr, "lease instance: PING %s: %v\n", cfg.Addr, err)
-		return 2
-	}
 	lim := New(client, WithLeases(cfg.Period), WithInstances(cfg.Instances), WithFailurePolicy(FailClosed))
-	fmt.Println("ready")
-	in := bufio.NewReader(os.Stdin)
-	if line, err := in.ReadString('\n'); err != nil || line != "go\n" {
-		fmt.Fprintf(os.Stderr, "lease instance: expected go on stdin, got %q (%v)\n", line, err)
+	stop, ok := awaitGo("lease instance")
+	if !ok {
 		return 2
 	}
-	stop := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(io.Discard, in)
-		close(stop)
-	}()
 	var (
 		out      sync.Mutex
 		bySource sync.Map // source name -> *atomic.Int64

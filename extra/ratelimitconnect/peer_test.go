@@ -2,7 +2,6 @@ package ratelimitconnect_test
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -16,68 +15,26 @@ import (
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitconnect"
+	"github.com/ratelimitgen/ratelimitgen/internal/peertest"
 	"github.com/ratelimitgen/ratelimitgen/ratelimithttp"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 var peerLimit = runtime.Limit{Name: "Notifier.SendCode", Window: time.Minute, Max: 2}
 
-// peerListener is a real listener whose connections report the remote
-// address set with as, so that one machine can be clients anywhere.
-type peerListener struct {
-	net.Listener
-	mu   sync.Mutex
-	next net.Addr
-}
-
-// as makes the connections accepted from now on report addr, or their
-// real address if addr is "".
-func (l *peerListener) as(addr string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.next = nil
-	if addr != "" {
-		l.next = net.TCPAddrFromAddrPort(netip.MustParseAddrPort(addr))
-	}
-}
-
-func (l *peerListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.next == nil {
-		return c, nil
-	}
-	return peerConn{c, l.next}, nil
-}
-
-type peerConn struct {
-	net.Conn
-	remote net.Addr
-}
-
-func (c peerConn) RemoteAddr() net.Addr { return c.remote }
-
 // peerServer is a real connect-go service over HTTP/2 with TLS on [::1],
 // whose SendCode handler keys its limit on the client's IP address with
 // ratelimithttp.ClientIPKey, from the call's Peer().Addr and headers.
 type peerServer struct {
 	*httptest.Server
-	lis  *peerListener
+	lis  *peertest.Listener
 	mu   sync.Mutex
 	keys []string
 }
 
 func startPeerServer(t *testing.T, opts ...ratelimithttp.ClientIPOption) *peerServer {
 	t.Helper()
-	lis, err := net.Listen("tcp6", "[::1]:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &peerServer{lis: &peerListener{Listener: lis}}
+	s := &peerServer{lis: peertest.Listen(t, "tcp6", "[::1]:0")}
 	lim := runtime.NewMemoryLimiter()
 	clientIP := ratelimithttp.ClientIPKey(opts...)
 	mux := http.NewServeMux()
@@ -116,7 +73,7 @@ func (s *peerServer) seen() []string {
 // from addr ("" for the real [::1]), with X-Forwarded-For xff if not "".
 func (s *peerServer) call(t *testing.T, opts []connect.ClientOption, addr, xff string) error {
 	t.Helper()
-	s.lis.as(addr)
+	s.lis.As(addr)
 	hc := &http.Client{Transport: s.Client().Transport.(*http.Transport).Clone()}
 	t.Cleanup(hc.CloseIdleConnections)
 	client := connect.NewClient[wrapperspb.StringValue, emptypb.Empty](hc, s.URL+sendCode, opts...)

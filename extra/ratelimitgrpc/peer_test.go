@@ -20,6 +20,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitgrpc"
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitgrpc/internal/verifypb"
+	"github.com/ratelimitgen/ratelimitgen/internal/peertest"
 	"github.com/ratelimitgen/ratelimitgen/ratelimithttp"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
@@ -46,53 +47,10 @@ func (r *keyRecorder) seen() []string {
 	return append([]string(nil), r.keys...)
 }
 
-// peerListener is a real listener whose connections report the remote
-// address set with as, so that one machine can be clients anywhere; a
-// connection accepted before any as reports its own.
-type peerListener struct {
-	net.Listener
-	mu   sync.Mutex
-	next net.Addr
-}
-
-func listenPeers(t *testing.T, network, address string) *peerListener {
-	t.Helper()
-	lis, err := net.Listen(network, address)
-	require.NoError(t, err)
-	return &peerListener{Listener: lis}
-}
-
-// as makes the connections accepted from now on come from addr.
-func (l *peerListener) as(addr string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.next = net.TCPAddrFromAddrPort(netip.MustParseAddrPort(addr))
-}
-
-func (l *peerListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.next == nil {
-		return c, nil
-	}
-	return peerConn{c, l.next}, nil
-}
-
-type peerConn struct {
-	net.Conn
-	remote net.Addr
-}
-
-func (c peerConn) RemoteAddr() net.Addr { return c.remote }
-
 // dialAs opens a new connection to lis, which reports it as from addr.
-func dialAs(t *testing.T, lis *peerListener, addr string) verifypb.VerifierClient {
+func dialAs(t *testing.T, lis *peertest.Listener, addr string) verifypb.VerifierClient {
 	t.Helper()
-	lis.as(addr)
+	lis.As(addr)
 	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, cc.Close()) })
@@ -159,7 +117,7 @@ func TestByPeerWithoutIPAddress(t *testing.T) {
 // addresses of one /64 share one count (Max 2), another /64 has its own,
 // and [::1] is keyed by its /64 too.
 func TestByPeerOverIPv6(t *testing.T) {
-	lis := listenPeers(t, "tcp6", "[::1]:0")
+	lis := peertest.Listen(t, "tcp6", "[::1]:0")
 	lim := &keyRecorder{Limiter: runtime.NewMemoryLimiter()}
 	loopback := serveMethodLimited(t, lis, lim, ratelimitgrpc.ByPeer(), sendLimit)
 	req := &verifypb.SendCodeRequest{Email: key}
@@ -183,7 +141,7 @@ func TestByPeerOverIPv6(t *testing.T) {
 // client in x-forwarded-for counts against the same limit as the same
 // client connected directly.
 func TestByPeerProxiedSharesTheDirectCount(t *testing.T) {
-	lis := listenPeers(t, "tcp6", "[::1]:0")
+	lis := peertest.Listen(t, "tcp6", "[::1]:0")
 	lim := &keyRecorder{Limiter: runtime.NewMemoryLimiter()}
 	byPeer := ratelimitgrpc.ByPeer(ratelimithttp.TrustProxyHeader("X-Forwarded-For", netip.MustParsePrefix("::1/128")))
 	viaProxy := serveMethodLimited(t, lis, lim, byPeer, sendLimit)

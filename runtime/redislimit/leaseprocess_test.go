@@ -1,6 +1,7 @@
 package redislimit
 
 import (
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,6 +52,45 @@ func TestLeasesAuditAcrossProcesses(t *testing.T) {
 			}
 			require.Empty(t, auditAdmissions(l, all))
 			require.Positive(t, leased, "admissions from leases")
+		})
+	}
+}
+
+// TestLeasesWithPausedInstance is TestLeasesAuditAcrossProcesses with one
+// instance stopped (SIGSTOP) for three lease lives in the middle of the
+// run, leases in hand, and resumed (SIGCONT): a paused instance must not
+// spend, once it runs again, units of leases that Redis ended meanwhile,
+// as the other instances and the refill have used that room. Every unit
+// admitted is audited against the algorithm's bound.
+func TestLeasesWithPausedInstance(t *testing.T) {
+	srv := redistest.StartServer(t)
+	const period = 10 * time.Millisecond
+	for _, l := range bindingLeaseLimits {
+		t.Run(string(l.Algorithm), func(t *testing.T) {
+			ins := startLeaseInstances(t, 3, leaseInstanceConfig{Addr: srv.Addr(), Limit: l, Period: period, Instances: 3,
+				Goroutines: 4, Busy: 20 * time.Millisecond, Idle: 60 * time.Millisecond})
+			for _, in := range ins {
+				in.start(t)
+			}
+			time.Sleep(200 * time.Millisecond)
+			paused := ins[0]
+			require.NoError(t, paused.cmd.Process.Signal(syscall.SIGSTOP))
+			time.Sleep(3 * leaseLifePeriods * period)
+			require.NoError(t, paused.cmd.Process.Signal(syscall.SIGCONT))
+			time.Sleep(300 * time.Millisecond)
+			for _, in := range ins {
+				in.stop(t)
+			}
+			var all []admitted
+			leased := int64(0)
+			for _, in := range ins {
+				counts := in.finish(t)
+				leased += counts[runtime.SourceLease.String()]
+				all = append(all, in.admissions()...)
+			}
+			require.Empty(t, auditAdmissions(l, all))
+			require.Positive(t, leased, "admissions from leases")
+			require.NotEmpty(t, paused.admissions(), "the paused instance admitted nothing")
 		})
 	}
 }

@@ -36,6 +36,9 @@ type keySet struct {
 	// denied: the set's first call is admitted before the timer and every
 	// timed call must be denied.
 	denied bool
+	// paced: the set is benchmarked on a paced clock (see
+	// BenchmarkRedisInstructions), and warmed until its logs are full.
+	paced bool
 }
 
 var keySets = []keySet{

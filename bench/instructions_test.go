@@ -7,8 +7,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
@@ -32,6 +36,11 @@ import (
 // one of them goes stale about every call. The keys=100 rows of the sliding
 // logs are a busy log whatever the speed: 100 keys under Max 128 per hour,
 // so that each call adds an entry to a log of 2 to 82 and none goes stale.
+// The clock=paced rows give a key the log it has at full speed whatever
+// callgrind's: 1,000 keys of Max 100 per second, warmed uncounted, and a
+// clock that advances 1s/15,000 per reading (64 at a time), so that a key,
+// called once in 1,000 calls, holds fifteen admissions of its last second
+// and one goes stale at each call.
 // (A batch's size still varies with the timing, and with it the share of
 // each script call's fixed cost: rows move by about 1% from run to run.)
 //
@@ -46,6 +55,13 @@ func BenchmarkRedisInstructions(b *testing.B) {
 	slow := redislimit.WithTimeout(time.Minute)
 	slidingLog := contender{name: "ratelimitgen-sliding-log", build: ratelimitgen(runtime.SlidingLog, false, slow)}
 	busy := keySet{name: "100", spec: spec{window: time.Hour, max: 128}, keys: manyKeys(100)}
+	paced := func(algo runtime.Algorithm, suffix string, opts ...redislimit.Option) contender {
+		build := ratelimitgen(algo, true, append([]redislimit.Option{slow}, opts...)...)
+		return contender{name: "ratelimitgen-" + string(algo) + suffix, build: func(c *redis.Client, s spec, _ func() time.Time) (decideFunc, error) {
+			return build(c, s, pacedClock(time.Second/15000))
+		}}
+	}
+	pacedKeys := keySet{name: "1000/clock=paced", spec: keySets[1].spec, keys: manyKeys(1000), paced: true}
 	for _, row := range []struct {
 		ct contender
 		ks keySet
@@ -59,6 +75,10 @@ func BenchmarkRedisInstructions(b *testing.B) {
 		{contender{name: "ratelimitgen-sliding-log-nobatch", build: ratelimitgen(runtime.SlidingLog, false, append([]redislimit.Option{slow}, unbatched...)...)}, keySets[1]},
 		{slidingLog, busy},
 		{ceilingContenders[0], busy},
+		{paced(runtime.GCRA, ""), pacedKeys},
+		{paced(runtime.SlidingLog, ""), pacedKeys},
+		{paced(runtime.GCRA, "-nobatch", unbatched...), pacedKeys},
+		{paced(runtime.SlidingLog, "-nobatch", unbatched...), pacedKeys},
 	} {
 		ct, ks := row.ct, row.ks
 		b.Run("lib="+ct.name+"/callers=64/keys="+ks.name, func(b *testing.B) {
@@ -77,11 +97,26 @@ func BenchmarkRedisInstructions(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			// Load the scripts and warm the keys, uncounted.
-			for i := range min(200, len(ks.keys)) {
-				if _, err := decide(context.Background(), ks.keys[i]); err != nil {
-					b.Fatal(err)
-				}
+			// Load the scripts and warm the keys, uncounted: a paced clock's
+			// keys until they hold the log of full speed.
+			warm := min(200, len(ks.keys))
+			if ks.paced {
+				warm = 16 * len(ks.keys)
+			}
+			var wg sync.WaitGroup
+			for g := range 64 {
+				wg.Go(func() {
+					for i := g; i < warm; i += 64 {
+						if _, err := decide(context.Background(), ks.keys[i%len(ks.keys)]); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if b.Failed() {
+				b.FailNow()
 			}
 			callgrind(b, "-z", srv.PID())
 			runParallel(b, decide, ks.keys, 64)
@@ -90,6 +125,15 @@ func BenchmarkRedisInstructions(b *testing.B) {
 			b.ReportMetric(float64(dumpedInstructions(b, dir))/float64(b.N), "redis-instr/op")
 		})
 	}
+}
+
+// pacedClock returns a clock that starts now and advances by 64 steps
+// every 64 readings, so that calls batched together mostly share a time,
+// as they share Redis's TIME.
+func pacedClock(step time.Duration) func() time.Time {
+	start := time.Now()
+	var readings atomic.Int64
+	return func() time.Time { return start.Add(time.Duration(readings.Add(1)/64*64) * step) }
 }
 
 // callgrind runs callgrind_control with op (-z zeroes the counts, -d dumps

@@ -11,23 +11,31 @@ import (
 // which is later than every entry before it. Its capacity grows by doubling
 // up to the largest Max it is called with, so a log takes at most about
 // Max×8 bytes.
+//
+// Like the script, an admission of Max up to 128 keeps up to three
+// admissions that stopped counting in front of the others while the log
+// has room for them, and check drops them again at the next denial (or
+// admission that does not keep them): if the clock steps back meanwhile,
+// they count again, toward denial. dropped is how many the last check
+// dropped, for commit to keep.
 type slidingLog struct {
 	times []int64
-	head  int
+	// head and dropped are int32 (Max is at most MaxSlidingLog), so that
+	// an entry stays in its allocation class.
+	head, dropped int32
 }
 
-func (s *slidingLog) len() int       { return len(s.times) - s.head }
-func (s *slidingLog) at(i int) int64 { return s.times[s.head+i] }
+func (s *slidingLog) len() int       { return len(s.times) - int(s.head) }
+func (s *slidingLog) at(i int) int64 { return s.times[int(s.head)+i] }
 func (s *slidingLog) newest() int64  { return s.times[len(s.times)-1] }
 
 func (s *slidingLog) check(now int64, p params) verdict {
 	// Drop admissions at or before now-window: the window is (now-window, now].
-	for s.head < len(s.times) && s.times[s.head] <= now-p.window {
+	from := s.head
+	for int(s.head) < len(s.times) && s.times[s.head] <= now-p.window {
 		s.head++
 	}
-	if s.head == len(s.times) {
-		s.times, s.head = s.times[:0], 0
-	}
+	s.dropped = s.head - from
 
 	count := int64(s.len())
 	v := verdict{remaining: max(0, p.max-count)}
@@ -51,7 +59,14 @@ func (s *slidingLog) commit(now int64, p params, v *verdict) {
 		// the calls' times; recording later only delays expiry.
 		t = s.newest() + 1
 	}
-	count, cost := s.len(), int(p.cost)
+	live, cost := s.len(), int(p.cost)
+	if p.max <= 128 && s.dropped <= 3 && int64(live+int(s.dropped)+cost) <= p.max {
+		s.head -= s.dropped
+	}
+	if int(s.head) == len(s.times) {
+		s.times, s.head = s.times[:0], 0
+	}
+	count := s.len()
 	if len(s.times)+cost > cap(s.times) {
 		times := s.times[:0]
 		if count+cost > cap(s.times) {
@@ -63,7 +78,7 @@ func (s *slidingLog) commit(now int64, p params, v *verdict) {
 	for range cost {
 		s.times = append(s.times, t)
 	}
-	v.remaining = p.max - int64(count) - p.cost
+	v.remaining = p.max - int64(live) - p.cost
 	v.reset = t + p.window - now
 }
 

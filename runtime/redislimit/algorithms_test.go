@@ -69,25 +69,31 @@ type refLog struct {
 }
 
 func (m *refLog) decide(now, cost int64) runtime.Decision {
-	live := m.units[:0]
-	for _, u := range m.units {
-		if u > now-m.p.w {
-			live = append(live, u)
-		}
+	// The units are in time order: those that stopped counting come first.
+	stale := 0
+	for stale < len(m.units) && m.units[stale] <= now-m.p.w {
+		stale++
 	}
-	m.units = live
+	live := m.units[stale:]
 	count := int64(len(live))
 	d := runtime.Decision{Remaining: int(max(0, m.p.max-count))}
 	if count > 0 {
 		d.ResetAfter = us(live[count-1] + m.p.w - now)
 	}
 	if count+cost > m.p.max {
+		m.units = live
 		d.RetryAfter = us(live[count+cost-m.p.max-1] + m.p.w - now)
 		return d
 	}
 	t := now
 	if count > 0 && live[count-1] >= t {
 		t = live[count-1] + 1
+	}
+	// As documented for runtime.SlidingLog: an admission of Max up to 128
+	// keeps up to three units that stopped counting while the log has
+	// room for them.
+	if m.p.max > 128 || stale > 3 || int64(len(m.units))+cost > m.p.max {
+		m.units = live
 	}
 	for range cost {
 		m.units = append(m.units, t)

@@ -286,8 +286,10 @@ func TestServerTime(t *testing.T) {
 	require.GreaterOrEqual(t, d.ResetAfter, d.RetryAfter)
 }
 
-// TestRedisKeyExpires checks that the stored key lives exactly as long as
-// its newest admission counts, so idle keys never pile up.
+// TestRedisKeyExpires checks that the stored key lives as long as its
+// newest admission counts and at most a quarter window more (a small
+// sliding log's lifetime ends with a quarter window), so idle keys never
+// pile up.
 func TestRedisKeyExpires(t *testing.T) {
 	srv := redistest.StartServer(t)
 	client := srv.Client(t)
@@ -302,8 +304,8 @@ func TestRedisKeyExpires(t *testing.T) {
 	// clock adds 1s (below).
 	ttl, err := client.PTTL(ctx, keys[0]).Result()
 	require.NoError(t, err)
-	require.Greater(t, ttl, time.Second)
-	require.LessOrEqual(t, ttl, 1800*time.Millisecond)
+	require.Greater(t, ttl, 1500*time.Millisecond)
+	require.LessOrEqual(t, ttl, 2000*time.Millisecond)
 
 	clock.Advance(500 * time.Millisecond)
 	allow(t, lim, l, "k")
@@ -312,8 +314,8 @@ func TestRedisKeyExpires(t *testing.T) {
 	// The newest admission is at 500ms on the limiter's clock and leaves the
 	// window at 1300ms, 800ms from now; with the caller's clock, Redis keeps
 	// the key 1s longer in case its own clock disagrees.
-	require.Greater(t, ttl, time.Second)
-	require.LessOrEqual(t, ttl, 1800*time.Millisecond)
+	require.Greater(t, ttl, 1500*time.Millisecond)
+	require.LessOrEqual(t, ttl, 2000*time.Millisecond)
 	require.Eventually(t, func() bool { return client.Exists(ctx, keys[0]).Val() == 0 },
 		30*time.Second, 20*time.Millisecond, "the key must expire by itself")
 }

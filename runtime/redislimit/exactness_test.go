@@ -227,7 +227,8 @@ func (a *monitorAudit) stop(t *testing.T, skey string) []int64 {
 	}
 	a.conn.Close()
 	var times []int64
-	// Every write of the log's header names its newest entry, and each
+	// Every write of the log's header, and every write of a small log's
+	// newest entries, names its newest entry, and each
 	// admission (of cost 1 here) writes one of a time no other call took;
 	// a write that only drops entries that stopped counting names the
 	// newest already seen.
@@ -238,19 +239,30 @@ func (a *monitorAudit) stop(t *testing.T, skey string) []int64 {
 			continue
 		}
 		args := monitorArgs(t, line[i+len(" lua] "):])
-		var header string
+		var newest int64
 		switch {
+		case len(args) >= 3 && args[0] == "SET" && args[1] == skey && len(args[2])%logEntryBytes == 0:
+			// A small log, whole.
+			e := logEntries(t, args[2])
+			require.NotEmpty(t, e, "entries in %q", line)
+			newest = e[len(e)-1]
 		case len(args) >= 3 && args[0] == "SET" && args[1] == skey:
-			header = args[2]
+			require.GreaterOrEqual(t, len(args[2]), logHeaderBytes, "header in %q", line)
+			newest = logHeaderOf(args[2]).newest
 		case len(args) == 4 && args[0] == "SETRANGE" && args[1] == skey && args[2] == "0":
-			header = args[3]
+			require.GreaterOrEqual(t, len(args[3]), logHeaderBytes, "header in %q", line)
+			newest = logHeaderOf(args[3]).newest
+		case len(args) == 4 && args[0] == "SETRANGE" && args[1] == skey && offsetInSmallLog(args[2]):
+			// Entries appended to a small log.
+			require.NotZero(t, len(args[3]), "entries in %q", line)
+			require.Zero(t, len(args[3])%logEntryBytes, "entries in %q", line)
+			newest = entryAt(args[3], len(args[3])-logEntryBytes)
 		default:
 			continue
 		}
-		require.GreaterOrEqual(t, len(header), logHeaderBytes, "header in %q", line)
-		if v := logHeaderOf(header).newest; !seen[v] {
-			seen[v] = true
-			times = append(times, v)
+		if !seen[newest] {
+			seen[newest] = true
+			times = append(times, newest)
 		}
 	}
 	require.NotEmpty(t, times, "the audit saw no admissions")

@@ -11,12 +11,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The layout of a sliding log in Redis (lua/sliding_log.lua), for the tests
-// that read or write one directly: a 20-byte header, then cap slots of 7
-// bytes, entry i in slot (start+i) % cap.
+// The layouts of a sliding log in Redis (lua/sliding_log.lua), for the
+// tests that read or write one directly. A ring: a 20-byte header, then cap
+// slots of 7 bytes, entry i in slot (start+i) % cap. A small log (Max up to
+// 128): smallLogMark, then its entries, oldest first, 7 bytes each.
 const (
 	logHeaderBytes = 20
 	logEntryBytes  = 7
+	smallLogMark   = "\xff\xff\xff\xff\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x40\x00"
 )
 
 type logHeader struct {
@@ -37,19 +39,31 @@ func logHeaderOf(v string) logHeader {
 // logEntries returns the entries of the log v, oldest first.
 func logEntries(t *testing.T, v string) []int64 {
 	t.Helper()
+	if len(v)%logEntryBytes == 0 {
+		require.Equal(t, smallLogMark, v[:len(smallLogMark)], "a small log starts with its mark")
+		var out []int64
+		for at := len(smallLogMark); at < len(v); at += logEntryBytes {
+			out = append(out, entryAt(v, at))
+		}
+		return out
+	}
 	h := logHeaderOf(v)
 	require.Len(t, v, logHeaderBytes+logEntryBytes*h.cap, "a log's length is its header and its slots")
 	var out []int64
 	for i := range h.n {
-		at := logHeaderBytes + logEntryBytes*((h.start+i)%h.cap)
-		var b [8]byte
-		copy(b[:], v[at:at+logEntryBytes])
-		if b[6]&0x80 != 0 {
-			b[7] = 0xff
-		}
-		out = append(out, int64(binary.LittleEndian.Uint64(b[:])))
+		out = append(out, entryAt(v, logHeaderBytes+logEntryBytes*((h.start+i)%h.cap)))
 	}
 	return out
+}
+
+// entryAt returns the 7-byte signed time at byte at of v.
+func entryAt(v string, at int) int64 {
+	var b [8]byte
+	copy(b[:], v[at:at+logEntryBytes])
+	if b[6]&0x80 != 0 {
+		b[7] = 0xff
+	}
+	return int64(binary.LittleEndian.Uint64(b[:]))
 }
 
 // logLen returns how many entries the log at skey holds, those that
@@ -64,8 +78,25 @@ func logLen(t *testing.T, c redis.UniversalClient, skey string) int64 {
 	return int64(len(logEntries(t, v)))
 }
 
-// logOf returns the canonical log of entries (oldest first), as the script
-// writes a small one.
+// offsetInSmallLog reports whether a SETRANGE at offset writes a small
+// log's entries: a ring's entries start at offsets 20 plus a multiple of 7.
+func offsetInSmallLog(offset string) bool {
+	at, err := strconv.Atoi(offset)
+	return err == nil && at > 0 && at%logEntryBytes == 0
+}
+
+// smallLogOf returns the small log of entries (oldest first).
+func smallLogOf(entries ...int64) string {
+	b := []byte(smallLogMark)
+	for _, e := range entries {
+		b = binary.LittleEndian.AppendUint64(b, uint64(e))[:len(b)+logEntryBytes]
+	}
+	return string(b)
+}
+
+// logOf returns the ring of entries (oldest first) with start 0 and cap
+// their number, as the script wrote a small log before it wrote small logs
+// without a header.
 func logOf(entries ...int64) string {
 	b := make([]byte, logHeaderBytes, logHeaderBytes+logEntryBytes*len(entries))
 	binary.LittleEndian.PutUint32(b[4:], uint32(len(entries)))
@@ -83,6 +114,10 @@ func TestLogLayoutRoundTrip(t *testing.T) {
 	v := logOf(-5, 0, 1796043869202299)
 	require.Equal(t, logHeader{n: 3, cap: 3, newest: 1796043869202299}, logHeaderOf(v))
 	require.Equal(t, []int64{-5, 0, 1796043869202299}, logEntries(t, v))
+	require.Equal(t, []int64{-5, 0, 1796043869202299}, logEntries(t, smallLogOf(-5, 0, 1796043869202299)))
+	require.Len(t, smallLogOf(1), 28)
+	// The mark reads as a ring's header no ring has.
+	require.Equal(t, logHeader{start: 1<<32 - 1, n: 1, cap: 1, newest: 1 << 62}, logHeaderOf(smallLogMark))
 }
 
 // monitorArgs returns the arguments of a command as MONITOR prints it: each

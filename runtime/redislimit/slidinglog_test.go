@@ -41,3 +41,51 @@ func TestSlidingLogKeepsLaterEntrysLife(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, ttl, 20*time.Second, "the key must outlive the later entry's window")
 }
+
+// TestSmallLogLifetime walks a small log's admissions through quarters of
+// its window and checks after each that the key lives until its newest
+// entry leaves the window, and no more than a quarter window longer: an
+// admission in the newest entry's quarter appends without PEXPIRE, and
+// the lifetime set earlier must still cover it. The clock is the test's,
+// so Redis's TTLs do not run down with it: the key's end, in the test's
+// time, is the time of the call that last set its lifetime (PEXPIRE or
+// SET) plus the PTTL read then, less the 1s WithClock adds. Redis's own
+// clock moves meanwhile by the test's few milliseconds, which slack
+// covers, where a lifetime short by part of a quarter window is seconds
+// short.
+func TestSmallLogLifetime(t *testing.T) {
+	srv := redistest.StartServer(t)
+	c := srv.Client(t)
+	clock := newFakeClock()
+	lim := New(c, WithClock(clock.Now), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithDenyCache(0))
+	l := runtime.Limit{Name: "Small.Lifetime", Window: time.Minute, Max: 100}
+	skey := storageKeyOf(l, "k")
+	const pad, slack = time.Second, 500 * time.Millisecond
+	var ends time.Time
+	var kept, renewed int
+	for i := range 200 {
+		// Steps of 0 to 1.5s: about 80 entries count, one or two stop
+		// counting at each call, and some appends cross a 15s quarter.
+		clock.Advance(time.Duration(i*7919%1500) * time.Millisecond)
+		before := commandStat(t, c, "pexpire", "calls") + commandStat(t, c, "set", "calls")
+		require.True(t, allow(t, lim, l, "k").Allowed, "call %d", i)
+		v, err := c.Get(ctx, skey).Result()
+		require.NoError(t, err)
+		require.Zero(t, len(v)%logEntryBytes, "call %d: a small log", i)
+		entries := logEntries(t, v)
+		newest := time.UnixMicro(entries[len(entries)-1])
+		if commandStat(t, c, "pexpire", "calls")+commandStat(t, c, "set", "calls") == before {
+			kept++
+		} else {
+			renewed++
+			ttl, err := c.PTTL(ctx, skey).Result()
+			require.NoError(t, err)
+			ends = clock.Now().Add(ttl - pad)
+			require.False(t, ends.After(newest.Add(l.Window+l.Window/4+time.Millisecond)), "call %d: the key outlives its newest entry by %v", i, ends.Sub(newest))
+		}
+		require.False(t, ends.Add(slack).Before(newest.Add(l.Window)), "call %d: the key ends %v before its newest entry stops counting", i, newest.Add(l.Window).Sub(ends))
+	}
+	require.NotZero(t, kept, "some appends kept the lifetime as it was")
+	require.NotZero(t, renewed, "some admissions renewed it")
+	t.Logf("%d admissions kept the key's lifetime, %d renewed it", kept, renewed)
+}

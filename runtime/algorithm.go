@@ -29,9 +29,9 @@ const (
 	// MaxSlidingLog; a decision's Redis time does not grow with Max, and a
 	// call's grows only with the 7 bytes per unit it records. With Max up
 	// to 128, an admission may keep up to three units that stopped
-	// counting, in the room Max leaves, until a later call drops them; if
-	// the clock steps back meanwhile they count again, which errs toward
-	// denial. It never leases: its decisions stay per call, exact.
+	// counting, while another still counts and in the room Max leaves,
+	// until a later call drops them; if the clock steps back meanwhile
+	// they count again, which errs toward denial. It never leases: its decisions stay per call, exact.
 	SlidingLog Algorithm = "sliding-log"
 
 	// SlidingWindow approximates SlidingLog in constant memory, erring

@@ -13,8 +13,8 @@ import (
 // Max×8 bytes.
 //
 // Like the script, an admission of Max up to 128 keeps up to three
-// admissions that stopped counting in front of the others while the log
-// has room for them, and check drops them again at the next denial (or
+// admissions that stopped counting in front of the others, while one
+// still counts and the log has room for them, and check drops them again at the next denial (or
 // admission that does not keep them): if the clock steps back meanwhile,
 // they count again, toward denial. dropped is how many the last check
 // dropped, for commit to keep.
@@ -60,7 +60,7 @@ func (s *slidingLog) commit(now int64, p params, v *verdict) {
 		t = s.newest() + 1
 	}
 	live, cost := s.len(), int(p.cost)
-	if p.max <= 128 && s.dropped <= 3 && int64(live+int(s.dropped)+cost) <= p.max {
+	if p.max <= 128 && live > 0 && s.dropped <= 3 && int64(live+int(s.dropped)+cost) <= p.max {
 		s.head -= s.dropped
 	}
 	if int(s.head) == len(s.times) {

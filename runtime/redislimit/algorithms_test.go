@@ -90,9 +90,9 @@ func (m *refLog) decide(now, cost int64) runtime.Decision {
 		t = live[count-1] + 1
 	}
 	// As documented for runtime.SlidingLog: an admission of Max up to 128
-	// keeps up to three units that stopped counting while the log has
-	// room for them.
-	if m.p.max > 128 || stale > 3 || int64(len(m.units))+cost > m.p.max {
+	// keeps up to three units that stopped counting, while one still
+	// counts and the log has room for them.
+	if m.p.max > 128 || count == 0 || stale > 3 || int64(len(m.units))+cost > m.p.max {
 		m.units = live
 	}
 	for range cost {

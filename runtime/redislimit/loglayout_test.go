@@ -18,7 +18,6 @@ import (
 const (
 	logHeaderBytes = 20
 	logEntryBytes  = 7
-	smallLogMark   = "\xff\xff\xff\xff\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x40\x00"
 )
 
 type logHeader struct {

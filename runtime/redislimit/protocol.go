@@ -57,10 +57,16 @@ const (
 	uniformFields = 3
 )
 
+// smallLogMark starts a sliding log of Max up to 128 (lua/sliding_log.lua,
+// SL_MARK): it reads as a ring's header of start 2^32-1, n 1, cap 1, and
+// newest 2^62, a start no ring has.
+const smallLogMark = "\xff\xff\xff\xff\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x40\x00"
+
 // luaConstants returns the constants the scripts share with Go, by the
 // name the Lua files write them in: each algorithm's code, shadowFlag,
-// the modes and the registry's initial entries, as Lua literals. The script's text holds the literals in
-// their place (see assembleScript), so a run pays nothing for them.
+// the modes, the registry's initial entries and the small log's mark, as
+// Lua literals. The script's text holds the literals in their place (see
+// assembleScript), so a run pays nothing for them.
 func luaConstants() map[string]string {
 	c := map[string]string{"SHADOW_FLAG": strconv.Itoa(shadowFlag)}
 	var unregistered []string
@@ -78,6 +84,11 @@ func luaConstants() map[string]string {
 	}{{"DECIDE", modeDecide}, {"CHECK", modeCheck}, {"REFUND", modeRefund}, {"UNIFORM", modeUniform}, {"LEASE", modeLease}} {
 		c[m.name] = "'" + m.mode.(string) + "'"
 	}
+	var mark strings.Builder
+	for i := range len(smallLogMark) {
+		fmt.Fprintf(&mark, "\\%d", smallLogMark[i])
+	}
+	c["SL_MARK"] = "'" + mark.String() + "'"
 	return c
 }
 

@@ -2,7 +2,8 @@
 -- µs, oldest first, every unit of a call at the call's time, 7 bytes each.
 -- Go twin: memory_slidinglog.go. Two layouts, told apart by length:
 --
---   small   max <= 128: SL_MARK (21 bytes), then the n entries ('<i7', a
+--   small   max <= 128: a mark (21 bytes, Go's smallLogMark, written in
+--           for SL_MARK), then the n entries ('<i7', a
 --           signed 56-bit µs time, good for a thousand years after the
 --           Unix epoch), so 7(n+3) bytes.
 --   ring    larger max: a 20-byte header, struct '<I4I4I4i8' start, n,
@@ -11,7 +12,7 @@
 --           bytes rather than eight keep a full log of Max 1,000 in
 --           jemalloc's 7 KiB class.
 --
--- SL_MARK reads as a ring's header of start 2^32-1, n 1, cap 1: a start no
+-- The mark reads as a ring's header of start 2^32-1, n 1, cap 1: a start no
 -- ring has (which tells a larger max the layout from 20 bytes), and one
 -- with which every path of the release that wrote every log as a ring
 -- reads slot 2^32-2 before it writes, and fails, rather than misread.
@@ -29,8 +30,8 @@
 --
 -- A small log is read whole with GET. An admission appends its entries
 -- with SETRANGE at the end, keeping up to three entries that stopped
--- counting in front while n+c <= max, and otherwise writes the log whole
--- with SET PX, without them: a decision is TIME, GET and SETRANGE, with
+-- counting in front while one still counts and n+c <= max, and otherwise
+-- writes the log whole with SET PX, without them: a decision is TIME, GET and SETRANGE, with
 -- GCRA's copying of a few bytes rather than the whole log's. A small log
 -- lives until the end of its newest entry's quarter window plus a window
 -- (sl_life), so an append within that quarter needs no PEXPIRE. Entries
@@ -61,7 +62,6 @@
 -- sl_more returns the functions for every log and every call, built on
 -- first use: decide1 below decides the commonest calls itself, and each
 -- function a run defines costs it an allocation and its collection.
-local SL_MARK = '\255\255\255\255\1\0\0\0\1\0\0\0\0\0\0\0\0\0\0\64\0'
 local sl_lib
 local function sl_more()
   if sl_lib then
@@ -311,7 +311,7 @@ local function sl_more()
     if max <= 128 then
       -- A small log, whole, keeping the entries that stopped counting as
       -- decide1 does.
-      if f <= 3 and n + cost <= max then
+      if f < n and f <= 3 and n + cost <= max then
         f = 0
       end
       call('SET', key, sl_small(s, start, cap, f, n) .. string.rep(struct.pack('<i7', t), cost),
@@ -430,7 +430,7 @@ end
 -- function call; any other goes to sl_more's. In a batch the calls share
 -- their time, so the packed entry and the lifetime are made again only
 -- when they change.
-local sl_t, sl_e, sl_px_s, sl_pt, sl_pnow, sl_pw, sl_len, sl_len_s
+local sl_t, sl_e, sl_fresh, sl_px_x, sl_px_s, sl_len, sl_len_s
 local sl_unpack = struct.unpack
 decide1s[SLIDING_LOG] = function(key, now, window, max, burst, cost, alone)
   local s = max > 128 or redis.pcall('GET', key)
@@ -501,7 +501,7 @@ decide1s[SLIDING_LOG] = function(key, now, window, max, burst, cost, alone)
       t = newest + 1
     end
     if t ~= sl_t then
-      sl_t, sl_e = t, struct.pack('<i7', t)
+      sl_t, sl_e, sl_fresh = t, struct.pack('<i7', t), nil
     end
     local e = sl_e
     if cost > 1 then
@@ -512,13 +512,12 @@ decide1s[SLIDING_LOG] = function(key, now, window, max, burst, cost, alone)
     local g = window - window % 4
     g = g > 0 and g / 4 or 1
     local q = t - t % g
-    if t ~= sl_pt or now ~= sl_pnow or window ~= sl_pw then
-      local px = q + g + window - now + 999
-      px = (px - px % 1000) / 1000 + ttl_pad_ms
-      sl_pt, sl_pnow, sl_pw = t, now, window
-      sl_px_s = string.format('%d', px)
+    local px = q + g + window - now + 999
+    if px ~= sl_px_x then
+      sl_px_x = px
+      sl_px_s = string.format('%d', (px - px % 1000) / 1000 + ttl_pad_ms)
     end
-    if n > 0 and f <= 3 and n + cost <= max then
+    if f < n and f <= 3 and n + cost <= max then
       -- Appended, the entries that stopped counting kept, with SETRANGE
       -- at the end (APPEND would need a command beyond what the
       -- documented ACL grants).
@@ -531,6 +530,10 @@ decide1s[SLIDING_LOG] = function(key, now, window, max, burst, cost, alone)
       end
     elseif count > 0 then
       call('SET', key, SL_MARK .. string.sub(s, 22 + 7 * f) .. e, 'PX', sl_px_s)
+    elseif cost == 1 then
+      -- A new log, as most in a batch of fresh keys are.
+      sl_fresh = sl_fresh or SL_MARK .. e
+      call('SET', key, sl_fresh, 'PX', sl_px_s)
     else
       call('SET', key, SL_MARK .. e, 'PX', sl_px_s)
     end

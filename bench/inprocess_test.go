@@ -32,12 +32,13 @@ var localKeySets = []struct {
 	{"4096", spec{window: time.Second, max: 1000}, manyKeys(4096)},
 }
 
-// localCallers: one caller, and 64 goroutines (b.RunParallel with
-// SetParallelism(64/GOMAXPROCS)).
-var localCallers = []int{1, 64}
+// localCallers: one caller; 2 and 64 goroutines (b.RunParallel with
+// SetParallelism(callers/GOMAXPROCS), at least 1): 2 is one per CPU on a
+// 2-CPU machine.
+var localCallers = []int{1, 2, 64}
 
 // BenchmarkInProcess runs every in-process contender on every workload.
-// Sub-benchmarks are named lib=<contender>/callers=<1|64>/keys=<hot|4096>.
+// Sub-benchmarks are named lib=<contender>/callers=<1|2|64>/keys=<hot|4096>.
 func BenchmarkInProcess(b *testing.B) {
 	for _, ct := range localContenders {
 		for _, callers := range localCallers {

@@ -19,7 +19,7 @@ func inProcessBaseline(s setting) string {
 
 // inProcessOrder is the order of the In process table's settings: the
 // targets' first.
-var inProcessOrder = []setting{{64, "4096"}, {1, "4096"}, {64, "hot"}, {1, "hot"}, {1, "new"}}
+var inProcessOrder = []setting{{64, "4096"}, {2, "4096"}, {1, "4096"}, {64, "hot"}, {2, "hot"}, {1, "hot"}, {1, "new"}}
 
 // renderInProcess writes the In process table: per row, the median ns/op
 // with its range, the median of its ratios to the setting's baseline

@@ -518,15 +518,17 @@ decide1s[SLIDING_LOG] = function(key, now, window, max, burst, cost, alone)
       sl_px_s = string.format('%d', (px - px % 1000) / 1000 + ttl_pad_ms)
     end
     if f < n and f <= 3 and n + cost <= max then
-      -- Appended, the entries that stopped counting kept, with SETRANGE
-      -- at the end (APPEND would need a command beyond what the
-      -- documented ACL grants).
-      if #s ~= sl_len then
-        sl_len, sl_len_s = #s, string.format('%d', #s)
-      end
-      call('SETRANGE', key, sl_len_s, e)
+      -- Appended, the entries that stopped counting kept: in the newest
+      -- entry's quarter with SETRANGE at the end (APPEND would need a
+      -- command beyond what the documented ACL grants), and otherwise
+      -- whole, as one command is cheaper than SETRANGE and PEXPIRE.
       if newest - newest % g ~= q then
-        call('PEXPIRE', key, sl_px_s)
+        call('SET', key, s .. e, 'PX', sl_px_s)
+      else
+        if #s ~= sl_len then
+          sl_len, sl_len_s = #s, string.format('%d', #s)
+        end
+        call('SETRANGE', key, sl_len_s, e)
       end
     elseif count > 0 then
       call('SET', key, SL_MARK .. string.sub(s, 22 + 7 * f) .. e, 'PX', sl_px_s)

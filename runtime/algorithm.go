@@ -28,10 +28,11 @@ const (
 	// last Window, 7 bytes each in Redis and 8 in memory, so Max is at most
 	// MaxSlidingLog; a decision's Redis time does not grow with Max, and a
 	// call's grows only with the 7 bytes per unit it records. With Max up
-	// to 128, an admission may keep up to three units that stopped
-	// counting, while another still counts and in the room Max leaves,
-	// until a later call drops them; if the clock steps back meanwhile
-	// they count again, which errs toward denial. It never leases: its decisions stay per call, exact.
+	// to 128, an admission within a quarter window of the newest may keep
+	// up to three units that stopped counting, while another still counts
+	// and in the room Max leaves, until a later call drops them; if the
+	// clock steps back meanwhile they count again, which errs toward
+	// denial. It never leases: its decisions stay per call, exact.
 	SlidingLog Algorithm = "sliding-log"
 
 	// SlidingWindow approximates SlidingLog in constant memory, erring

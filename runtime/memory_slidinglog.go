@@ -12,9 +12,10 @@ import (
 // up to the largest Max it is called with, so a log takes at most about
 // Max×8 bytes.
 //
-// Like the script, an admission of Max up to 128 keeps up to three
-// admissions that stopped counting in front of the others, while one
-// still counts and the log has room for them, and check drops them again at the next denial (or
+// Like the script, an admission of Max up to 128 in the quarter window of
+// the newest entry keeps up to three admissions that stopped counting in
+// front of the others, while one still counts and the log has room for
+// them, and check drops them again at the next denial (or
 // admission that does not keep them): if the clock steps back meanwhile,
 // they count again, toward denial. dropped is how many the last check
 // dropped, for commit to keep.
@@ -60,7 +61,8 @@ func (s *slidingLog) commit(now int64, p params, v *verdict) {
 		t = s.newest() + 1
 	}
 	live, cost := s.len(), int(p.cost)
-	if p.max <= 128 && live > 0 && s.dropped <= 3 && int64(live+int(s.dropped)+cost) <= p.max {
+	if p.max <= 128 && live > 0 && s.dropped <= 3 && int64(live+int(s.dropped)+cost) <= p.max &&
+		sameQuarter(s.newest(), t, p.window) {
 		s.head -= s.dropped
 	}
 	if int(s.head) == len(s.times) {
@@ -81,5 +83,15 @@ func (s *slidingLog) commit(now int64, p params, v *verdict) {
 	v.remaining = p.max - int64(live) - p.cost
 	v.reset = t + p.window - now
 }
+
+// sameQuarter reports whether a and b fall in one quarter of a window of w
+// µs (quarters of floor(w/4) µs, at least 1, from the epoch on).
+func sameQuarter(a, b, w int64) bool {
+	g := max(1, w/4)
+	return a-mod(a, g) == b-mod(b, g)
+}
+
+// mod is a modulo b for b > 0, never negative, as Lua's % is.
+func mod(a, b int64) int64 { return (a%b + b) % b }
 
 func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }

@@ -90,9 +90,13 @@ func (m *refLog) decide(now, cost int64) runtime.Decision {
 		t = live[count-1] + 1
 	}
 	// As documented for runtime.SlidingLog: an admission of Max up to 128
-	// keeps up to three units that stopped counting, while one still
-	// counts and the log has room for them.
-	if m.p.max > 128 || count == 0 || stale > 3 || int64(len(m.units))+cost > m.p.max {
+	// in the quarter window of the newest unit keeps up to three units
+	// that stopped counting, while one still counts and the log has room
+	// for them.
+	q := max(1, m.p.w/4)
+	quarter := func(x int64) int64 { return x - (x%q+q)%q }
+	if m.p.max > 128 || count == 0 || stale > 3 || int64(len(m.units))+cost > m.p.max ||
+		quarter(m.units[len(m.units)-1]) != quarter(t) {
 		m.units = live
 	}
 	for range cost {

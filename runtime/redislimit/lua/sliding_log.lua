@@ -28,15 +28,16 @@
 -- entries still counting, for remaining, needs a search: the oldest four
 -- read at once, or a binary search.
 --
--- A small log is read whole with GET. An admission appends its entries
--- with SETRANGE at the end, keeping up to three entries that stopped
--- counting in front while one still counts and n+c <= max, and otherwise
--- writes the log whole with SET PX, without them: a decision is TIME, GET and SETRANGE, with
--- GCRA's copying of a few bytes rather than the whole log's. A small log
--- lives until the end of its newest entry's quarter window plus a window
--- (sl_life), so an append within that quarter needs no PEXPIRE. Entries
--- kept that way count again if the clock steps back before they are
--- dropped; the twin keeps the same ones.
+-- A small log is read whole with GET, and lives until the end of its
+-- newest entry's quarter of the window plus a window (sl_life). An
+-- admission in that quarter appends its entries with SETRANGE at the end,
+-- keeping up to three entries that stopped counting in front while one
+-- still counts and n+c <= max: its lifetime stands, so a decision is TIME,
+-- GET and SETRANGE, GCRA's commands, copying a few bytes rather than the
+-- whole log. Any other admission writes the log whole with SET PX,
+-- without the entries that stopped counting. Entries kept count again if
+-- the clock steps back before they are dropped; the twin keeps the same
+-- ones.
 --
 -- A ring is read with GETRANGE (its header, its oldest 32 entries, those a
 -- binary search reads when all 32 stopped counting, the one a denial waits
@@ -309,9 +310,11 @@ local function sl_more()
     end
     local reset = t + window - now
     if max <= 128 then
-      -- A small log, whole, keeping the entries that stopped counting as
-      -- decide1 does.
-      if f < n and f <= 3 and n + cost <= max then
+      -- A small log, whole, keeping the entries that stopped counting
+      -- as decide1 does.
+      local g = window - window % 4
+      g = g > 0 and g / 4 or 1
+      if f < n and f <= 3 and n + cost <= max and newest - newest % g == t - t % g then
         f = 0
       end
       call('SET', key, sl_small(s, start, cap, f, n) .. string.rep(struct.pack('<i7', t), cost),
@@ -507,8 +510,7 @@ decide1s[SLIDING_LOG] = function(key, now, window, max, burst, cost, alone)
     if cost > 1 then
       e = string.rep(e, cost)
     end
-    -- sl_life, written out: an append in the quarter window of the
-    -- newest entry before it leaves the lifetime as it is.
+    -- sl_life, written out.
     local g = window - window % 4
     g = g > 0 and g / 4 or 1
     local q = t - t % g
@@ -517,19 +519,14 @@ decide1s[SLIDING_LOG] = function(key, now, window, max, burst, cost, alone)
       sl_px_x = px
       sl_px_s = string.format('%d', (px - px % 1000) / 1000 + ttl_pad_ms)
     end
-    if f < n and f <= 3 and n + cost <= max then
-      -- Appended, the entries that stopped counting kept: in the newest
-      -- entry's quarter with SETRANGE at the end (APPEND would need a
-      -- command beyond what the documented ACL grants), and otherwise
-      -- whole, as one command is cheaper than SETRANGE and PEXPIRE.
-      if newest - newest % g ~= q then
-        call('SET', key, s .. e, 'PX', sl_px_s)
-      else
-        if #s ~= sl_len then
-          sl_len, sl_len_s = #s, string.format('%d', #s)
-        end
-        call('SETRANGE', key, sl_len_s, e)
+    if f < n and f <= 3 and n + cost <= max and newest - newest % g == q then
+      -- Appended with SETRANGE at the end (APPEND would need a command
+      -- beyond what the documented ACL grants), the entries that stopped
+      -- counting kept.
+      if #s ~= sl_len then
+        sl_len, sl_len_s = #s, string.format('%d', #s)
       end
+      call('SETRANGE', key, sl_len_s, e)
     elseif count > 0 then
       call('SET', key, SL_MARK .. string.sub(s, 22 + 7 * f) .. e, 'PX', sl_px_s)
     elseif cost == 1 then

@@ -527,6 +527,8 @@ decide1s[SLIDING_LOG] = function(key, now, window, max, burst, cost, alone)
         sl_len, sl_len_s = #s, string.format('%d', #s)
       end
       call('SETRANGE', key, sl_len_s, e)
+    elseif f == 0 and n > 0 then
+      call('SET', key, s .. e, 'PX', sl_px_s)
     elseif count > 0 then
       call('SET', key, SL_MARK .. string.sub(s, 22 + 7 * f) .. e, 'PX', sl_px_s)
     elseif cost == 1 then

@@ -68,13 +68,19 @@ local function sl_more()
   if sl_lib then
     return sl_lib
   end
+  -- sl_quarter returns the length of a small log's quarter windows, in
+  -- µs: floor(window/4), at least 1, counted from the epoch.
+  local function sl_quarter(window)
+    local g = window - window % 4
+    return g > 0 and g / 4 or 1
+  end
+
   -- sl_life returns the lifetime in ms that a small log gets when it is
   -- written with newest entry t at now: until the end of t's quarter of a
   -- window, plus a window. An entry appended in the quarter of the newest
   -- entry before it then leaves the lifetime as it is.
   local function sl_life(t, now, window)
-    local g = window - window % 4
-    g = g > 0 and g / 4 or 1
+    local g = sl_quarter(window)
     local px = t - t % g + g + window - now + 999
     return (px - px % 1000) / 1000 + ttl_pad_ms
   end
@@ -312,8 +318,7 @@ local function sl_more()
     if max <= 128 then
       -- A small log, whole, keeping the entries that stopped counting
       -- as decide1 does.
-      local g = window - window % 4
-      g = g > 0 and g / 4 or 1
+      local g = sl_quarter(window)
       if f < n and f <= 3 and n + cost <= max and newest - newest % g == t - t % g then
         f = 0
       end
@@ -510,7 +515,7 @@ decide1s[SLIDING_LOG] = function(key, now, window, max, burst, cost, alone)
     if cost > 1 then
       e = string.rep(e, cost)
     end
-    -- sl_life, written out.
+    -- sl_quarter and sl_life, written out.
     local g = window - window % 4
     g = g > 0 and g / 4 or 1
     local q = t - t % g

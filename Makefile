@@ -54,20 +54,30 @@ prometheus:
 		fi; \
 	fi
 
-# Install protoc (Debian's protobuf-compiler, which brings the well-known
-# types' .proto files) when it is missing, as redis-server above.
+# Install protoc when it is missing, or when it cannot find the well-known
+# types' .proto files (google/protobuf/descriptor.proto, which limit.proto
+# imports): on Debian they are libprotobuf-dev's, a package that
+# protobuf-compiler only recommends. As redis-server above.
+WKT_PROBE := import "google/protobuf/descriptor.proto";
 protoc:
-	@if ! command -v protoc >/dev/null 2>&1; then \
-		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-			echo "protoc not found: installing protobuf-compiler with apt-get"; \
-			apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends protobuf-compiler; \
-		else \
-			echo "protoc not found. The .proto tests run the real protoc; install it with:" >&2; \
-			echo "    sudo apt-get install -y protobuf-compiler   # Debian/Ubuntu" >&2; \
-			echo "    brew install protobuf                       # macOS" >&2; \
-			exit 1; \
-		fi; \
-	fi
+	@probe=$$(mktemp -d) && printf 'syntax = "proto3";\n%s\n' '$(WKT_PROBE)' > $$probe/wkt.proto; \
+	if command -v protoc >/dev/null 2>&1 && protoc -I $$probe --descriptor_set_out=/dev/null $$probe/wkt.proto >/dev/null 2>&1; then \
+		rm -rf $$probe; exit 0; \
+	fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "protoc or the well-known types' .proto files not found: installing protobuf-compiler and libprotobuf-dev with apt-get"; \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends protobuf-compiler libprotobuf-dev || exit 1; \
+	else \
+		echo "protoc, or the well-known types' .proto files it imports (google/protobuf/descriptor.proto), not found." >&2; \
+		echo "The .proto tests run the real protoc; install both with:" >&2; \
+		echo "    sudo apt-get install -y protobuf-compiler libprotobuf-dev   # Debian/Ubuntu" >&2; \
+		echo "    brew install protobuf                                       # macOS" >&2; \
+		rm -rf $$probe; exit 1; \
+	fi; \
+	if ! protoc -I $$probe --descriptor_set_out=/dev/null $$probe/wkt.proto; then \
+		echo "protoc still cannot import google/protobuf/descriptor.proto: see docs/proto.md" >&2; rm -rf $$probe; exit 1; \
+	fi; \
+	rm -rf $$probe
 
 # Install buf when it is missing: npm's @bufbuild/buf ships the binary.
 BUF_VERSION := 1.75.0

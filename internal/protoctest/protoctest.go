@@ -1,5 +1,7 @@
 // Package protoctest runs the real protoc and its plugins in tests: protoc
-// from PATH (Debian's protobuf-compiler, which `make test` installs), the
+// from PATH with the well-known types' .proto files it finds beside it
+// (Debian's protobuf-compiler and libprotobuf-dev, which `make test`
+// installs), the
 // plugins built from the Go modules that the calling module requires, so
 // that a test generates with the very versions a user of that module gets.
 package protoctest
@@ -12,17 +14,29 @@ import (
 	"testing"
 )
 
-// installHint tells a person how to get protoc.
-const installHint = "these tests run the real protoc. Install it with: " +
-	"sudo apt-get install -y protobuf-compiler (Debian/Ubuntu; `make test` does it as root) or brew install protobuf (macOS)"
+// installHint tells a person how to get protoc and the well-known types.
+const installHint = "these tests run the real protoc, which must find the well-known types' .proto files. Install both with: " +
+	"sudo apt-get install -y protobuf-compiler libprotobuf-dev (Debian/Ubuntu; `make test` does it as root) or brew install protobuf (macOS)"
 
 // Protoc returns the path of protoc, failing t with install instructions
-// when it is missing.
+// when it is missing or cannot import the well-known types, which
+// limit.proto does (google/protobuf/descriptor.proto): without them every
+// run would fail with an error that does not say what to install.
 func Protoc(t testing.TB) string {
 	t.Helper()
 	path, err := exec.LookPath("protoc")
 	if err != nil {
 		t.Fatalf("protoc not found in PATH: %s", installHint)
+	}
+	dir := t.TempDir()
+	probe := "syntax = \"proto3\";\nimport \"google/protobuf/descriptor.proto\";\n"
+	if err := os.WriteFile(filepath.Join(dir, "wkt.proto"), []byte(probe), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(path, "-I", dir, "--descriptor_set_out="+os.DevNull, "wkt.proto")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s cannot import google/protobuf/descriptor.proto (%v: %s): %s", path, err, strings.TrimSpace(string(out)), installHint)
 	}
 	return path
 }

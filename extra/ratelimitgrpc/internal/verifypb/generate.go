@@ -4,7 +4,7 @@
 // verify.proto (protoc 3.21.12, protoc-gen-go v1.36.12 and
 // protoc-gen-go-grpc v1.6.2 wrote the committed files):
 //
-//	apt-get install -y protobuf-compiler
+//	apt-get install -y protobuf-compiler libprotobuf-dev
 //	GOBIN=/tmp/protoc-bin go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 //	GOBIN=/tmp/protoc-bin go install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
 //	cd extra/ratelimitgrpc/internal/verifypb

@@ -123,6 +123,25 @@ func (s *Server) PID() int {
 	return s.proc.cmd.Process.Pid
 }
 
+// Version returns the server's version as its binary states it
+// (redis-server --version: "v=7.0.15"), the version Redis or Valkey
+// reports to clients: tests compare with it rather than with the version
+// of one distribution.
+func (s *Server) Version(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command(s.bin, "--version").Output()
+	if err != nil {
+		t.Fatalf("redistest: %s --version: %v", s.bin, err)
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if v, ok := strings.CutPrefix(f, "v="); ok {
+			return v
+		}
+	}
+	t.Fatalf("redistest: %s --version states no version: %q", s.bin, out)
+	return ""
+}
+
 // Addr returns the server's "127.0.0.1:port" address. It stays the same
 // across Stop and Start.
 func (s *Server) Addr() string { return hostPort(s.port) }

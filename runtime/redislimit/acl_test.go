@@ -106,7 +106,7 @@ func TestMinimalACL(t *testing.T) {
 	rep, err := run.lim.Check(bg)
 	require.NoError(t, err)
 	require.NoError(t, rep.Eviction)
-	require.Equal(t, map[string]string{srv.Addr(): "7.0.15"}, rep.Versions)
+	require.Equal(t, map[string]string{srv.Addr(): srv.Version(t)}, rep.Versions)
 
 	ls := aclLimits("acl.minimal")
 	for _, l := range ls {
@@ -348,20 +348,30 @@ func TestProbeCoversTheScripts(t *testing.T) {
 	require.Empty(t, res, "every call of the probe is valid")
 }
 
-// TestRefusalsAreClassified classifies the refusals of Redis 6, 7.0 and
-// 7.2 that are hard to provoke from one server: each trips the breaker,
-// matches ErrPermission and names what is missing, and none quotes a key.
+// TestRefusalsAreClassified classifies the refusals of Redis 6, 7.0, 7.2
+// and later (8 among them) and Valkey 8, each message as the server writes
+// it: each trips the breaker, matches ErrPermission and names what is
+// missing, and none quotes a key. Redis 7.2 (redis/redis#11160) and Valkey
+// write a refusal inside a script as "ACL failure in script: " and the
+// NOPERM reply's text.
 func TestRefusalsAreClassified(t *testing.T) {
 	for msg, missing := range map[string]string{
-		"NOPERM this user has no permissions to run the 'evalsha' command":                                                                            "command EVALSHA",
-		"NOPERM User app has no permissions to run the 'time' command":                                                                                "command TIME",
-		"NOPERM this user has no permissions to access one of the keys used as arguments":                                                             "key pattern ~ratelimit:*",
-		"NOPERM No permissions to access a key":                                                                                                       "key pattern ~ratelimit:*",
-		"ERR unknown command 'EVALSHA', with args beginning with: 'abc' '1' 'ratelimit:{x}secret@x'":                                                  "command EVALSHA",
-		"ERR unknown command `EVAL`, with args beginning with: `x`":                                                                                   "command EVAL",
-		"NOAUTH Authentication required.":                                                                                                             "credentials",
-		"WRONGPASS invalid username-password pair or user is disabled.":                                                                               "credentials",
-		"ERR The user executing the script can't run this command or subcommand script: 0123456789012345678901234567890123456789, on @user_script:1.": "command unnamed",
+		// Redis 7.2+, 8 and Valkey 8: inside a script, then outside.
+		"ERR ACL failure in script: User app has no permissions to run the 'time' command script: 0123456789012345678901234567890123456789, on @user_script:774.":   "command TIME",
+		"ERR ACL failure in script: User app has no permissions to run the 'pexpire' command script: 0123456789012345678901234567890123456789, on @user_script:12.": "command PEXPIRE",
+		"ERR ACL failure in script: No permissions to access a key script: 0123456789012345678901234567890123456789, on @user_script:40.":                           "key pattern ~ratelimit:*",
+		"NOPERM User app has no permissions to run the 'evalsha' command":                                                                                           "command EVALSHA",
+		"NOPERM User app has no permissions to run the 'cluster|slots' command":                                                                                     "command CLUSTER SLOTS",
+		"ERR Unknown command called from script script: 0123456789012345678901234567890123456789, on @user_script:9.":                                               "command unnamed",
+		"NOPERM this user has no permissions to run the 'evalsha' command":                                                                                          "command EVALSHA",
+		"NOPERM User app has no permissions to run the 'time' command":                                                                                              "command TIME",
+		"NOPERM this user has no permissions to access one of the keys used as arguments":                                                                           "key pattern ~ratelimit:*",
+		"NOPERM No permissions to access a key":                                                                                                                     "key pattern ~ratelimit:*",
+		"ERR unknown command 'EVALSHA', with args beginning with: 'abc' '1' 'ratelimit:{x}secret@x'":                                                                "command EVALSHA",
+		"ERR unknown command `EVAL`, with args beginning with: `x`":                                                                                                 "command EVAL",
+		"NOAUTH Authentication required.":                               "credentials",
+		"WRONGPASS invalid username-password pair or user is disabled.": "credentials",
+		"ERR The user executing the script can't run this command or subcommand script: 0123456789012345678901234567890123456789, on @user_script:1.":                                        "command unnamed",
 		"ERR Error running script (call to f_0123456789012345678901234567890123456789): @user_script:1: @user_script: 1: The user executing the script can't run this command or subcommand": "command unnamed",
 		"ERR Unknown Redis command called from script script: 0123456789012345678901234567890123456789, on @user_script:9.":                                                                  "command unnamed",
 	} {
@@ -383,6 +393,28 @@ func TestRefusalsAreClassified(t *testing.T) {
 	msg := "ERR The user executing the script can't run this command or subcommand script: " + mixedScript.Hash() + ", on @user_script:" + strconv.Itoa(line) + "."
 	require.Equal(t, "command TIME", refusalOf(redisErr(msg), "ratelimit:").missing)
 	require.Nil(t, refusalOf(redisErr("WRONGTYPE Operation against a key holding the wrong kind of value"), "ratelimit:"))
+	require.Nil(t, refusalOf(redisErr("ERR ratelimit: bad argument script: "+mixedScript.Hash()+", on @user_script:3."), "ratelimit:"))
+	require.Nil(t, refusalOf(redisErr("OOM command not allowed when used memory > 'maxmemory'. script: "+mixedScript.Hash()+", on @user_script:3."), "ratelimit:"))
+
+	// Check's probe reads what each call inside its script got, pcall's
+	// error, the same way, with the command it called.
+	for reply, missing := range map[string]string{
+		"ACL failure in script: User app has no permissions to run the 'time' command":        "command TIME", // Redis 7.2+, Valkey
+		"The user executing the script can't run this command or subcommand":                  "command ZADD", // Redis 7.0
+		"@user_script: 1: The user executing the script can't run this command or subcommand": "command ZADD", // Redis 6
+		"Unknown Redis command called from script":                                            "command ZADD", // Redis, renamed
+		"Unknown command called from script":                                                  "command ZADD", // Valkey, renamed
+		"ACL failure in script: No permissions to access a key":                               "key pattern ~ratelimit:*",
+	} {
+		cmd := "ZADD"
+		if strings.Contains(reply, "'time'") {
+			cmd = "TIME"
+		}
+		ref := readRefusal(reply, "ratelimit:", cmd, refusedReply(reply))
+		require.NotNil(t, ref, "%q", reply)
+		require.Equal(t, missing, ref.missing, "%q", reply)
+	}
+	require.Nil(t, readRefusal("WRONGTYPE Operation against a key holding the wrong kind of value", "ratelimit:", "ZADD", nil))
 }
 
 // TestMinimalACLOnACluster runs the limiter and Check on a Redis Cluster
@@ -410,7 +442,7 @@ func TestMinimalACLOnACluster(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, rep.Versions, 3, "every primary is asked")
 	for addr, v := range rep.Versions {
-		require.Equal(t, "7.0.15", v, addr)
+		require.Equal(t, cl.Nodes()[0].Version(t), v, addr)
 	}
 	ls := aclLimits("acl.cluster")
 	for i := range 4 {

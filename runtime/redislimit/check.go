@@ -192,7 +192,7 @@ func (r *Limiter) checkScripts(ctx context.Context, key string) []error {
 	errs = append(errs, err)
 	for _, line := range res {
 		cmd, reply, _ := strings.Cut(line, "\t")
-		if ref := scriptCallRefusal(cmd, reply); ref != nil {
+		if ref := readRefusal(reply, r.cfg.prefix, cmd, refusedReply(reply)); ref != nil {
 			errs = append(errs, ref)
 		}
 	}

@@ -125,8 +125,11 @@ func (e *refusalError) Unwrap() error { return e.err }
 
 func (e *refusalError) Is(target error) bool { return target == ErrPermission }
 
-// The parts of Redis 6 and 7's refusals, in and outside scripts, that name
-// what is refused.
+// The parts of Redis's refusals that name what is refused. Redis 6 and 7.0
+// say "this user has no permissions to run the 'x' command" outside
+// scripts and "can't run this command" inside them; Redis 7.2 and later,
+// and Valkey, say "User u has no permissions to run the 'x' command" in
+// both, after "ACL failure in script: " inside a script.
 var (
 	reRunCommand     = regexp.MustCompile(`permissions to run the '([^']+)' command`)
 	reUnknownCommand = regexp.MustCompile("(?i)unknown command ['`]([^'`]*)['`]")
@@ -149,23 +152,43 @@ func refusalOf(err error, prefix string) *refusalError {
 	if !errors.As(err, &rerr) {
 		return tlsRefusal(err)
 	}
-	msg := rerr.Error()
-	inScript := strings.Contains(msg, "user_script") || strings.Contains(msg, "Error running script")
+	return readRefusal(rerr.Error(), prefix, "", err)
+}
+
+// readRefusal reads msg, an error reply of Redis's or Valkey's, as a
+// refusal by the server's configuration, or returns nil when it is none:
+// the one reading of refusals, for decisions and Check alike. called names
+// the command that got msg inside a script when the caller knows it
+// (Check's probe); otherwise a refusal inside one of the limiter's scripts
+// that names no command is traced to the command on the line it names.
+// err is the reply as received; only its first line is kept of a refusal
+// inside a script or of an unknown command, whose reply may quote
+// arguments.
+func readRefusal(msg, prefix, called string, err error) *refusalError {
+	inScript := called != "" || strings.Contains(msg, "user_script") ||
+		strings.Contains(msg, "Error running script") || strings.Contains(msg, "ACL failure in script")
+	unknownInScript := strings.Contains(msg, "Unknown Redis command called from script") ||
+		strings.Contains(msg, "Unknown command called from script")
 	switch {
 	case strings.Contains(msg, "NOAUTH") || strings.Contains(msg, "WRONGPASS"):
 		return &refusalError{missing: "credentials", err: err, msg: "ratelimit: redis refuses the limiter's credentials (" + msg +
 			"): give the client the username and password of a user that Redis knows and that is on" + meanwhile}
-	case strings.Contains(msg, "can't run this command") || strings.Contains(msg, "Unknown Redis command called from script"):
-		unknown := strings.Contains(msg, "Unknown Redis command")
-		name, found := scriptCommand(msg)
-		return commandRefusal(name, found, unknown, true, refusedReply(firstLine(msg)))
 	case strings.Contains(msg, "permissions to access") || strings.Contains(msg, "can't access at least one of the keys"):
 		pattern := "~" + prefix + "*"
 		return &refusalError{missing: "key pattern " + pattern, err: refusedReply(firstLine(msg)), msg: "ratelimit: redis refuses the limiter's user its keys: add the key pattern " +
 			pattern + " to the user's ACL (every key begins with the limiter's prefix; docs/redis.md gives the whole ACL)" + meanwhile}
-	case !inScript && reRunCommand.MatchString(msg):
+	case inScript && (strings.Contains(msg, "can't run this command") || unknownInScript || reRunCommand.MatchString(msg)):
+		name, found := called, called != ""
+		if m := reRunCommand.FindStringSubmatch(msg); !found && m != nil {
+			name, found = m[1], true
+		}
+		if !found {
+			name, found = scriptCommand(msg)
+		}
+		return commandRefusal(name, found, unknownInScript, true, refusedReply(firstLine(msg)))
+	case reRunCommand.MatchString(msg):
 		return commandRefusal(reRunCommand.FindStringSubmatch(msg)[1], true, false, false, err)
-	case !inScript && reUnknownCommand.MatchString(msg):
+	case reUnknownCommand.MatchString(msg):
 		// The reply goes on with the command's first arguments, which may
 		// hold a key: they are left out.
 		name := reUnknownCommand.FindStringSubmatch(msg)[1]
@@ -205,16 +228,6 @@ func commandRefusal(name string, found, unknown, inScript bool, err error) *refu
 
 // meanwhile ends every refusal's message.
 const meanwhile = "; meanwhile decisions follow the failure policy"
-
-// scriptCallRefusal returns the refusal that reply, the error a script got
-// calling cmd, is, or nil when it is none.
-func scriptCallRefusal(cmd, reply string) *refusalError {
-	unknown := strings.Contains(reply, "Unknown Redis command")
-	if !unknown && !strings.Contains(reply, "can't run this command") && !strings.Contains(reply, "permissions to run") {
-		return nil
-	}
-	return commandRefusal(cmd, true, unknown, true, refusedReply(reply))
-}
 
 // scriptCommand returns the command on the line of the limiter's script
 // that a refusal inside a script names (by the script's SHA-1 and line), if

@@ -42,7 +42,7 @@ func TestTLS(t *testing.T) {
 		run := newACLRun(t, client(t, true))
 		rep, err := run.lim.Check(bg)
 		require.NoError(t, err)
-		require.Equal(t, map[string]string{srv.Addr(): "7.0.15"}, rep.Versions)
+		require.Equal(t, map[string]string{srv.Addr(): srv.Version(t)}, rep.Versions)
 		for i := range l.Max + 1 {
 			d, err := run.lim.Allow(bg, l, "k")
 			require.NoError(t, err)

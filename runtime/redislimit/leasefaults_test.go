@@ -39,22 +39,30 @@ func waitRedisPast(t *testing.T, c *redis.Client, us int64) {
 	}
 }
 
-// drain decides l on key per call until a call is denied, and returns
-// the admissions; l must refill slower than calls are made.
+// drainCost is the units of each call of drain: a call may take up to
+// drainCost of l's intervals, as on a loaded machine, before l refills
+// faster than drain takes.
+const drainCost = 10
+
+// drain decides l on key per call of drainCost units until a call is
+// denied, and returns the units admitted; l must refill slower than
+// drainCost units per call.
 func drain(t *testing.T, lim *Limiter, l runtime.Limit, key string) []admitted {
 	t.Helper()
 	var out []admitted
-	for range 100 * burstOf(l) {
+	for range 100 * burstOf(l) / drainCost {
 		lo := time.Now().UnixMicro()
-		d, err := lim.Allow(ctx, l, key)
+		ds, err := lim.Decide(ctx, runtime.Request{Limit: l, Key: key, Cost: drainCost})
 		hi := time.Now().UnixMicro()
 		require.NoError(t, err)
-		if !d.Allowed {
+		if !ds.Allowed {
 			return out
 		}
-		out = append(out, admitted{lo, hi})
+		for range drainCost {
+			out = append(out, admitted{lo, hi})
+		}
 	}
-	t.Fatalf("%d calls in a row admitted: the limit refills faster than this test calls", len(out))
+	t.Fatalf("%d units in a row admitted: the limit refills faster than this test calls", len(out))
 	return nil
 }
 
@@ -91,8 +99,11 @@ func TestLeaseOfKilledInstance(t *testing.T) {
 	admin := srv.Client(t)
 	const period = 20 * time.Millisecond
 	l := runtime.Limit{Name: "lease.kill", Window: time.Second, Max: 1000, Burst: 1000, Algorithm: runtime.GCRA}
+	// Each call is leaseMinUnits*2 units, so that any period with a call
+	// in it makes the key hot at the instance, however slowly a loaded
+	// machine lets it call.
 	a := startLeaseInstance(t, leaseInstanceConfig{Addr: srv.Addr(), Limit: l, Period: period, Instances: 2, Goroutines: 1,
-		Busy: time.Millisecond, Idle: 9 * time.Millisecond})
+		Busy: time.Millisecond, Idle: 9 * time.Millisecond, Cost: 2 * leaseMinUnits})
 	a.start(t)
 	lim := New(srv.Client(t), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second))
 	key := lim.storageKey(l, "hot")
@@ -117,9 +128,10 @@ func TestLeaseOfKilledInstance(t *testing.T) {
 
 	all := a.admissions()
 	all = append(all, drain(t, lim, l, "hot")...)
-	// Past the leases' end, and long enough to refill the burst (1000
-	// intervals of 1ms).
-	waitRedisPast(t, admin, until+int64(burstOf(l))*1000+10_000)
+	drained := redisNow(t, admin)
+	// Past the leases' end and the drain's, whichever is later, by long
+	// enough to refill the burst (1000 intervals of 1ms).
+	waitRedisPast(t, admin, max(until, drained)+int64(burstOf(l))*1000+10_000)
 	second := drain(t, lim, l, "hot")
 	all = append(all, second...)
 	require.Empty(t, auditAdmissions(l, all))

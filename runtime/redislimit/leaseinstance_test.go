@@ -46,6 +46,8 @@ type leaseInstanceConfig struct {
 	// instance pauses at once, leases in hand, while the limit refills.
 	Goroutines int
 	Busy, Idle time.Duration
+	// Cost is each call's units (0: 1), one line written per unit.
+	Cost int64
 }
 
 // runLeaseInstance is the instance program; it returns the exit code.
@@ -79,7 +81,7 @@ func runLeaseInstance(cfgJSON string) int {
 				default:
 				}
 				lo := time.Now().UnixMicro()
-				ds, err := lim.Decide(context.Background(), runtime.Request{Limit: cfg.Limit, Key: "hot"})
+				ds, err := lim.Decide(context.Background(), runtime.Request{Limit: cfg.Limit, Key: "hot", Cost: cfg.Cost})
 				hi := time.Now().UnixMicro()
 				switch {
 				case err != nil:
@@ -88,7 +90,9 @@ func runLeaseInstance(cfgJSON string) int {
 					count(ds.Source.String())
 					out.Lock()
 					// Unbuffered: a line written is a line the parent has.
-					fmt.Fprintf(os.Stdout, "a %d %d %s\n", lo, hi, ds.Source)
+					for range max(cfg.Cost, 1) {
+						fmt.Fprintf(os.Stdout, "a %d %d %s\n", lo, hi, ds.Source)
+					}
 					out.Unlock()
 				default:
 					count("denied")

@@ -5,7 +5,7 @@
 # evaluates the dashboard's queries, and protoc and buf with the plugins
 # that the .proto modules require.
 
-.PHONY: test vet redis-server prometheus protoc buf demo
+.PHONY: test vet fresh redis-server prometheus protoc buf demo
 
 # Modules of their own, tested with the root one: the example services,
 # the metrics, gRPC and Connect adapters, the .proto option with its protoc
@@ -24,6 +24,16 @@ vet:
 
 demo:
 	go -C examples run ./verifycode
+
+# Run `make test` as a new machine would: in a clone of HEAD (committed
+# work only), with empty Go build and module caches, so that a file not
+# committed or a module the proxy must serve fails here before it fails CI.
+# It installs what is missing as `make test` does; to try that step too,
+# remove a package first (apt-get remove -y libprotobuf-dev, say).
+fresh:
+	@dir=$$(mktemp -d) && git clone -q . $$dir/src && echo "make test in $$dir/src, with empty Go caches" && \
+	GOCACHE=$$dir/gocache GOMODCACHE=$$dir/gomod CI=true $(MAKE) -C $$dir/src test; \
+	rc=$$?; GOMODCACHE=$$dir/gomod go clean -modcache; rm -rf $$dir; exit $$rc
 
 # Install redis-server (which brings redis-cli) when it is missing: with
 # apt-get when running as root, otherwise print the exact command.

@@ -50,10 +50,6 @@
 -- rewritten in this max's at its next admission; a small log in a ring of
 -- start 0 and cap n, as an earlier release wrote it, too.
 --
--- A key that an older release wrote as a ZSET of µs members (score and
--- member alike, one per unit) is read as the log of its members still
--- counting, and the first admission replaces it with the string.
---
 -- Every denial (and check) drops the entries that stopped counting, as the
 -- in-memory twin does, after the batch, so that the first write of a
 -- script call is still a commit's (see main.lua), with a SET KEEPTTL of
@@ -142,33 +138,17 @@ local function sl_more()
     return SL_MARK .. sl_bytes(s, start, cap, i, j)
   end
 
-  -- sl_legacy returns, as a ring string, the members of the ZSET at key that
-  -- still count at upto.
-  local function sl_legacy(key, upto)
-    local m = call('ZRANGEBYSCORE', key, '(' .. string.format('%d', upto), '+inf')
-    local parts = {struct.pack('<I4I4I4i8', 0, #m, #m, #m > 0 and tonumber(m[#m]) or 0)}
-    for i = 1, #m do
-      parts[i + 1] = struct.pack('<i7', tonumber(m[i]))
-    end
-    return table.concat(parts)
-  end
-
   -- sl_load reads the log at key: s (the whole string as a ring, or false
-  -- when only its header was read), its header, whether it is a ZSET to
-  -- replace, and whether it is a small log.
-  local function sl_load(key, upto, max)
-    local s, legacy
+  -- when only its header was read), its header, and whether it is a small
+  -- log.
+  local function sl_load(key, max)
+    local s
     if max <= 128 then
-      s = redis.pcall('GET', key)
+      s = call('GET', key)
     else
-      s = redis.pcall('GETRANGE', key, '0', '19')
+      s = call('GETRANGE', key, '0', '19')
     end
-    if type(s) == 'table' then
-      if not string.find(s.err, '^WRONGTYPE') then
-        error(s)
-      end
-      s, legacy = sl_legacy(key, upto), true
-    elseif s and #s > 0 and (#s % 7 == 0 or max > 128 and string.byte(s, 4) == 255) then
+    if s and #s > 0 and (#s % 7 == 0 or max > 128 and string.byte(s, 4) == 255) then
       -- A small log: a start of 2^32-1 under a larger max, which then
       -- reads it whole.
       if max > 128 then
@@ -176,26 +156,26 @@ local function sl_more()
       end
       local n, newest
       s, n, newest = sl_ring(s)
-      return s, 0, n, n, newest, false, true
+      return s, 0, n, n, newest, true
     end
     if not s or #s < 20 then
-      return false, 0, 0, 0, 0, legacy
+      return false, 0, 0, 0, 0
     end
     local start, n, cap, newest = struct.unpack('<I4I4I4i8', s)
-    if max > 128 and not legacy then
+    if max > 128 then
       s = false
     end
-    return s, start, n, cap, newest, legacy
+    return s, start, n, cap, newest
   end
 
   -- sl_read decides a call of cost at now. It returns whether it has room,
   -- the remaining calls before it (clamped at 0 when it has none), the µs
   -- until room when it has none and until the log empties, then the log as
-  -- sl_load read it and the first entry still counting, f, for sl_write and
-  -- sl_cut.
+  -- sl_load read it, the first entry still counting, f, and whether the log
+  -- is small, for sl_write and sl_cut.
   local function sl_read(key, now, window, max, cost)
     local upto = now - window
-    local s, start, n, cap, newest, legacy, small = sl_load(key, upto, max)
+    local s, start, n, cap, newest, small = sl_load(key, max)
     local f, reset = n, 0
     if n > 0 and newest > upto then
       if s then
@@ -233,22 +213,20 @@ local function sl_more()
     end
     local remaining = max - count
     if count + cost <= max then
-      return true, remaining, 0, reset, s, start, n, cap, newest, f, legacy, small
+      return true, remaining, 0, reset, s, start, n, cap, newest, f, small
     end
     if remaining < 0 then
       remaining = 0
     end
-    return false, remaining, sl_at(key, s, start, cap, n + cost - max - 1) + window - now, reset, s, start, n, cap, newest, f, legacy, small
+    return false, remaining, sl_at(key, s, start, cap, n + cost - max - 1) + window - now, reset, s, start, n, cap, newest, f, small
   end
 
   -- sl_cut drops from the log, as sl_load read it, its first f entries,
-  -- which stopped counting at upto, as a decision that records nothing does:
+  -- which stopped counting, as a decision that records nothing does:
   -- entries that stopped counting are gone even if the clock steps back, as
   -- they are from the in-memory twin.
-  local function sl_cut(key, upto, s, start, n, cap, newest, f, legacy, small)
-    if legacy then
-      call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', upto))
-    elseif f == n then
+  local function sl_cut(key, s, start, n, cap, newest, f, small)
+    if f == n then
       call('DEL', key)
     elseif small then
       call('SET', key, sl_small(s, start, cap, f, n), 'KEEPTTL')
@@ -309,7 +287,7 @@ local function sl_more()
 
   -- sl_write records a call that sl_read found room for, and returns the
   -- remaining calls, the µs until the log empties, and the receipt.
-  local function sl_write(key, now, window, max, cost, remaining, s, start, n, cap, newest, f, legacy)
+  local function sl_write(key, now, window, max, cost, remaining, s, start, n, cap, newest, f)
     local t = now
     if newest >= t then
       t = newest + 1
@@ -412,12 +390,12 @@ local function sl_more()
   -- for main.lua to settle it after the batch, or drops them at once when
   -- alone.
   local function sl_decide1(key, now, window, max, burst, cost, alone)
-    local ok, remaining, retry, reset, s, start, n, cap, newest, f, legacy, small = sl_read(key, now, window, max, cost)
+    local ok, remaining, retry, reset, s, start, n, cap, newest, f, small = sl_read(key, now, window, max, cost)
     if not ok then
       local keep
       if f > 0 then
         if alone then
-          sl_cut(key, now - window, s, start, n, cap, newest, f, legacy, small)
+          sl_cut(key, s, start, n, cap, newest, f, small)
         else
           keep = {upto = now - window, lmax = max}
         end
@@ -425,7 +403,7 @@ local function sl_more()
       return false, remaining, retry, reset, 0, keep
     end
     local receipt
-    remaining, reset, receipt = sl_write(key, now, window, max, cost, remaining, s, start, n, cap, newest, f, legacy)
+    remaining, reset, receipt = sl_write(key, now, window, max, cost, remaining, s, start, n, cap, newest, f)
     return true, remaining, 0, reset, receipt
   end
 
@@ -441,7 +419,7 @@ end
 local sl_t, sl_e, sl_fresh, sl_px_x, sl_px_s, sl_len, sl_len_s
 local sl_unpack = struct.unpack
 decide1s[SLIDING_LOG] = function(key, now, window, max, burst, cost, alone)
-  local s = max > 128 or redis.pcall('GET', key)
+  local s = max > 128 or call('GET', key)
   if s == false or type(s) == 'string' and #s % 7 == 0 then
     -- Entry i is at byte 22+7i.
     local n = s and #s / 7 - 3 or 0
@@ -554,7 +532,7 @@ if not lone then
     local sl_at, sl_first, sl_load, sl_read, sl_write, sl_cut, sl_bytes = sl_more().at, sl_lib.first, sl_lib.load, sl_lib.read, sl_lib.write, sl_lib.cut, sl_lib.bytes
     return {
       check = function(key, p, now, v)
-        v.ok, v.remaining, v.retry, v.reset, v.s, v.start, v.n, v.cap, v.newest, v.f, v.legacy = sl_read(key, now, p.window, p.max, p.cost)
+        v.ok, v.remaining, v.retry, v.reset, v.s, v.start, v.n, v.cap, v.newest, v.f = sl_read(key, now, p.window, p.max, p.cost)
         v.receipt, v.upto, v.lmax = nil, now - p.window, p.max
       end,
 
@@ -566,11 +544,7 @@ if not lone then
         if v.f == 0 then
           return
         end
-        local s, start, n, cap, newest, legacy, small = sl_load(key, v.upto, v.lmax)
-        if legacy then
-          sl_cut(key, v.upto, s, start, n, cap, newest, 0, true)
-          return
-        end
+        local s, start, n, cap, newest, small = sl_load(key, v.lmax)
         if n == 0 or sl_at(key, s, start, cap, 0) > v.upto then
           return
         end
@@ -578,24 +552,18 @@ if not lone then
         if newest > v.upto then
           f = sl_first(key, s, start, cap, 0, n - 1, v.upto)
         end
-        sl_cut(key, v.upto, s, start, n, cap, newest, f, false, small)
+        sl_cut(key, s, start, n, cap, newest, f, small)
       end,
 
       commit = function(key, p, now, v)
-        v.remaining, v.reset, v.receipt = sl_write(key, now, p.window, p.max, p.cost, v.remaining, v.s, v.start, v.n, v.cap, v.newest, v.f, v.legacy)
+        v.remaining, v.reset, v.receipt = sl_write(key, now, p.window, p.max, p.cost, v.remaining, v.s, v.start, v.n, v.cap, v.newest, v.f)
       end,
 
       -- A call's admissions are the entries of its time, the receipt:
       -- the log is written back whole without them, for the rest of its
       -- life, and newest is what is left of it, as in the twin.
       refund = function(key, p, now)
-        local s = redis.pcall('GET', key)
-        if type(s) == 'table' then
-          -- A ZSET of an older release, whose call of cost c took the
-          -- members receipt to receipt+c-1.
-          call('ZREMRANGEBYSCORE', key, string.format('%d', p.receipt), string.format('%d', p.receipt + p.cost - 1))
-          return
-        end
+        local s = call('GET', key)
         local small = s and #s % 7 == 0
         if small then
           s = sl_lib.ring(s)

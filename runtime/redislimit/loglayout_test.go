@@ -94,8 +94,7 @@ func smallLogOf(entries ...int64) string {
 }
 
 // logOf returns the ring of entries (oldest first) with start 0 and cap
-// their number, as the script wrote a small log before it wrote small logs
-// without a header.
+// their number, as the script writes a log of Max above 128 whole.
 func logOf(entries ...int64) string {
 	b := make([]byte, logHeaderBytes, logHeaderBytes+logEntryBytes*len(entries))
 	binary.LittleEndian.PutUint32(b[4:], uint32(len(entries)))

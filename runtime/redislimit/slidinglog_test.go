@@ -31,7 +31,7 @@ func TestSlidingLogKeepsLaterEntrysLife(t *testing.T) {
 	later := now.Add(30 * time.Second).UnixMicro()
 	v, err := c.Get(ctx, skey).Result()
 	require.NoError(t, err)
-	require.NoError(t, c.Set(ctx, skey, logOf(append(logEntries(t, v), later)...), 31*time.Second).Err())
+	require.NoError(t, c.Set(ctx, skey, smallLogOf(append(logEntries(t, v), later)...), 31*time.Second).Err())
 
 	d, err = lim.Allow(ctx, l, "someone@example.com")
 	require.NoError(t, err)

@@ -13,9 +13,7 @@
 --           jemalloc's 7 KiB class.
 --
 -- The mark reads as a ring's header of start 2^32-1, n 1, cap 1: a start no
--- ring has (which tells a larger max the layout from 20 bytes), and one
--- with which every path of the release that wrote every log as a ring
--- reads slot 2^32-2 before it writes, and fails, rather than misread.
+-- ring has, which tells a larger max the layout from 20 bytes.
 --
 -- Times never decrease along a log, and each call's is later than every
 -- entry before it, so a call's time is its receipt: its admissions are the
@@ -47,8 +45,7 @@
 -- up to max, in a string made at its exact length. A call of cost c writes
 -- c entries of one packed time, 4,096 at a time (see sl_fill). A log that
 -- a larger or smaller max left in the other layout is read in it and
--- rewritten in this max's at its next admission; a small log in a ring of
--- start 0 and cap n, as an earlier release wrote it, too.
+-- rewritten in this max's at its next admission.
 --
 -- Every denial (and check) drops the entries that stopped counting, as the
 -- in-memory twin does, after the batch, so that the first write of a

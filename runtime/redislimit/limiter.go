@@ -189,37 +189,40 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 		}
 		return runtime.Decisions{Source: runtime.SourceDenyCache}, nil
 	}
-	send, probe := r.breaker.allow(start)
-	if !send {
-		return r.degrade(ctx, reqs, r.breaker.openErr())
+	// Redis decides unless its breaker is open; what it cannot decide,
+	// the policy does, entered here alone.
+	var cause error
+	if send, probe := r.breaker.allow(start); !send {
+		cause = r.breaker.openErr()
+	} else {
+		r.startDue(start, reqs[0].Limit)
+		d := resolvedCall{now: -1, asks: asks, vs: vs}
+		r.placeKeys(d.asks, reqs)
+		if r.cfg.clock != nil {
+			d.now = r.cfg.clock().UnixMicro()
+		}
+		groups := singleGroup
+		if len(reqs) > 1 {
+			groups = r.groups(d.asks)
+		}
+		committed, err := r.run(ctx, start, &d, groups)
+		r.deny.remember(reqs, &d, err, t0)
+		switch {
+		case err == nil:
+			r.succeeded(start, probe)
+			return runtime.Decisions{Allowed: committed}, nil
+		case errors.Is(ctx.Err(), context.Canceled):
+			// The caller gave up; that says nothing about Redis.
+			r.breaker.release(probe)
+			return runtime.Decisions{}, ctx.Err()
+		}
+		// Anything else, the caller's deadline passing included, is Redis
+		// not deciding in time: the policy answers, so that a caller with
+		// a short deadline is protected like any other.
+		cause = r.failed(err, probe, d.asks[groups[0][0]].key, reqs[0].Limit.Name)
+		ctx = context.WithoutCancel(ctx)
 	}
-	r.startDue(start, reqs[0].Limit)
-
-	d := resolvedCall{now: -1, asks: asks, vs: vs}
-	r.placeKeys(d.asks, reqs)
-	if r.cfg.clock != nil {
-		d.now = r.cfg.clock().UnixMicro()
-	}
-	groups := singleGroup
-	if len(reqs) > 1 {
-		groups = r.groups(reqs)
-	}
-	committed, err := r.run(ctx, start, &d, groups)
-	r.deny.remember(reqs, &d, err, t0)
-	switch {
-	case err == nil:
-		r.succeeded(start, probe)
-		return runtime.Decisions{Allowed: committed}, nil
-	case errors.Is(ctx.Err(), context.Canceled):
-		// The caller gave up; that says nothing about Redis.
-		r.breaker.release(probe)
-		return runtime.Decisions{}, ctx.Err()
-	}
-	// Anything else, the caller's deadline passing included, is Redis not
-	// deciding in time: the policy answers, so that a caller with a short
-	// deadline is protected like any other.
-	err = r.failed(err, probe, d.asks[groups[0][0]].key, reqs[0].Limit.Name)
-	return r.degrade(context.WithoutCancel(ctx), reqs, err)
+	return r.degrade(ctx, reqs, asks, vs, cause)
 }
 
 // run asks Redis for the decision d of the requests in groups (see

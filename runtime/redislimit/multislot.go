@@ -5,8 +5,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
-
-	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 // A call whose limits' keys fall on several Redis Cluster slots (see
@@ -63,11 +61,12 @@ func recorded(d *resolvedCall, groups [][]int) [][]int {
 // (those not in runtime.ModeOff, of which there is at least one), by
 // index, into the sets one script may decide together: everything on a
 // single server; per hash tag, in tag order, on a Redis Cluster or Ring,
-// where a script may only touch one slot.
-func (r *Limiter) groups(reqs []runtime.Request) [][]int {
-	all := make([]int, 0, len(reqs))
-	for i, q := range reqs {
-		if q.Limit.Mode != runtime.ModeOff {
+// where a script may only touch one slot. The tag is read from each ask's
+// storage key, so a group never spans two slots.
+func (r *Limiter) groups(asks []ask) [][]int {
+	all := make([]int, 0, len(asks))
+	for i := range asks {
+		if asks[i].key != "" {
 			all = append(all, i)
 		}
 	}
@@ -77,7 +76,7 @@ func (r *Limiter) groups(reqs []runtime.Request) [][]int {
 	byTag := map[string][]int{}
 	var tags []string
 	for _, i := range all {
-		tag := r.slotTag(reqs[i].Key)
+		tag := r.slotOf(asks[i].key)
 		if _, ok := byTag[tag]; !ok {
 			tags = append(tags, tag)
 		}
@@ -92,6 +91,12 @@ func (r *Limiter) groups(reqs []runtime.Request) [][]int {
 		out = append(out, byTag[t])
 	}
 	return out
+}
+
+// slotOf returns the part of the storage key skey that picks its cluster
+// slot: the prefix and "{" tag "}" that begin it (see appendStorageKey).
+func (r *Limiter) slotOf(skey string) string {
+	return skey[:len(r.cfg.prefix)+2+tagLen]
 }
 
 // refund undoes the admissions recorded for groups, best effort: if Redis
@@ -118,8 +123,7 @@ func (r *Limiter) refund(ctx context.Context, d *resolvedCall, groups [][]int) {
 // refundMarker returns a new key in the cluster slot of the storage key
 // skey, unique to one refund.
 func (r *Limiter) refundMarker(skey string) string {
-	// The prefix and "{" tag "}" that begin skey.
-	slot := skey[:len(r.cfg.prefix)+2+tagLen]
+	slot := r.slotOf(skey)
 	b := make([]byte, 0, len(slot)+32)
 	b = append(b, slot...)
 	b = append(b, "refund:"...)

@@ -95,8 +95,10 @@ func (e *unavailableError) Unwrap() error { return e.err }
 
 func (e *unavailableError) Is(target error) bool { return target == runtime.ErrUnavailable }
 
-// degrade makes the decision Redis could not make, per the policy.
-func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, cause error) (runtime.Decisions, error) {
+// degrade makes the decision Redis could not make, per the policy: the one
+// way into the policy, for a call of reqs resolved as asks, whose limits
+// in runtime.ModeOff have their verdicts in vs (see resolveLimits).
+func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, asks []ask, vs []verdict, cause error) (runtime.Decisions, error) {
 	ev := DegradedEvent{Limit: reqs[0].Limit, Policy: r.cfg.policy, Err: cause}
 	var (
 		ds  runtime.Decisions
@@ -107,15 +109,15 @@ func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, cause err
 		ds = runtime.Decisions{Allowed: true, Each: make([]runtime.Decision, len(reqs)), Source: runtime.SourceFailOpen, Cause: cause}
 		for i, q := range reqs {
 			if q.Limit.Mode == runtime.ModeOff {
-				ds.Each[i] = offVerdict(q.Limit).decision()
+				ds.Each[i] = vs[i].decision()
 				continue
 			}
-			ds.Each[i] = runtime.Decision{Allowed: true, Remaining: int(int64(q.Limit.Capacity()) - costOf(q))}
+			ds.Each[i] = runtime.Decision{Allowed: true, Remaining: int(int64(q.Limit.Capacity()) - asks[i].cost)}
 		}
 	case FailClosed:
 		err = &unavailableError{limit: reqs[0].Limit, err: cause}
 	default:
-		ds, err = r.decideShare(ctx, reqs)
+		ds, err = r.decideShare(ctx, reqs, asks, vs)
 		if ds.Cause != nil {
 			// The fallback's own cause, such as runtime.ErrMemoryFull,
 			// is kept beside Redis's.
@@ -142,8 +144,9 @@ func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, cause err
 // runtime.ModeOff are not sent either. A call left with nothing to send is
 // admitted. While the number of limiters is unknown no share is known
 // either: every limit has no room, and the call is denied unless none is
-// enforced, with ErrInstancesUnknown in the Cause.
-func (r *Limiter) decideShare(ctx context.Context, reqs []runtime.Request) (runtime.Decisions, error) {
+// enforced, with ErrInstancesUnknown in the Cause. asks and vs are
+// degrade's.
+func (r *Limiter) decideShare(ctx context.Context, reqs []runtime.Request, asks []ask, vs []verdict) (runtime.Decisions, error) {
 	// A copy, so that reqs, which the fallback could keep, stays on the
 	// caller's stack on the path that Redis decides.
 	shared := slices.Clone(reqs)
@@ -159,13 +162,13 @@ func (r *Limiter) decideShare(ctx context.Context, reqs []runtime.Request) (runt
 		q.Limit = share(q.Limit, n)
 		switch {
 		case q.Limit.Mode == runtime.ModeOff:
-			ds.Each[i] = offVerdict(reqs[i].Limit).decision()
+			ds.Each[i] = vs[i].decision()
 		case !known:
 			// Redis may answer again before the window ends, so the wait
 			// is until it may be asked again.
 			ds.Each[i] = runtime.Decision{RetryAfter: r.cfg.retryInterval, ResetAfter: q.Limit.Window}
 			ds.Allowed = ds.Allowed && q.Limit.Mode != runtime.ModeEnforce
-		case costOf(*q) > int64(q.Limit.Capacity()):
+		case asks[i].cost > int64(q.Limit.Capacity()):
 			ds.Each[i] = runtime.Decision{RetryAfter: q.Limit.Window, ResetAfter: q.Limit.Window}
 			ds.Allowed = ds.Allowed && q.Limit.Mode != runtime.ModeEnforce
 		default:

@@ -14,9 +14,15 @@
 # proxy (minutes on a cold build cache, seconds on a warm one).
 MODULES := examples examples/verifyrpc extra/ratelimitprom extra/ratelimitotel extra/ratelimitgrpc extra/ratelimitconnect extra/ratelimitproto extra/ratelimitlint
 
+# go test's timeout only catches a hung test. Its default, 10 minutes per
+# package, is no bound for internal/generate, whose end-to-end tests build
+# generated packages (for GOARCH=386 too) and take 6 to 10 minutes on a
+# loaded 2-core machine whose build cache is empty.
+TEST_TIMEOUT := 30m
+
 test: redis-server prometheus protoc buf vet
-	go test -race ./...
-	@for m in $(MODULES); do echo "go test -race ./... in $$m"; (cd $$m && go test -race ./...) || exit 1; done
+	go test -race -timeout $(TEST_TIMEOUT) ./...
+	@for m in $(MODULES); do echo "go test -race ./... in $$m"; (cd $$m && go test -race -timeout $(TEST_TIMEOUT) ./...) || exit 1; done
 
 vet:
 	go vet ./...

@@ -117,7 +117,7 @@ func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, cause err
 	default:
 		ds, err = r.decideShare(ctx, reqs)
 		if ds.Cause != nil {
-			// The fallback's own cause, such as runtime.ErrMemoryFull,
+			// The fallback's own cause, such as memlimit.ErrFull,
 			// is kept beside Redis's.
 			cause = errors.Join(cause, ds.Cause)
 		}

@@ -107,7 +107,7 @@ func TestLimitBounds(t *testing.T) {
 		require.NotContains(t, rerr.Error(), "someone@example.com")
 		require.False(t, errors.Is(rerr, ErrInvalidCost), "a limit beyond a bound is not a cost error")
 		for _, n := range []int64{1, int64(min(over.Capacity(), MaxSlidingLog))} {
-			require.False(t, plainRequest(over, n), "plainRequest vouches for %+v", over)
+			require.False(t, plainRequest(&over, n), "plainRequest vouches for %+v", over)
 		}
 	}
 

@@ -175,7 +175,7 @@ func TestPlainRequestAgreesWithValidate(t *testing.T) {
 					for _, n := range []int{0, 1, 2, maxN, burst, maxN + 1} {
 						for _, name := range []string{"", "x"} {
 							l := Limit{Name: name, Window: w, Max: maxN, Burst: burst, Algorithm: algo}
-							if !plainRequest(l, int64(n)) {
+							if !plainRequest(&l, int64(n)) {
 								continue
 							}
 							checked++

@@ -43,7 +43,7 @@ func (m *modeModel) decide(reqs []runtime.Request) (allowed bool, room []bool) {
 }
 
 // TestModesEveryMix decides random calls under every mix of modes of three
-// limits, with costs above 1 and two keys, through a MemoryLimiter's Decide,
+// limits, with costs above 1 and two keys, through Limiter.Decide,
 // through Operate's and through Enforce, and expects the model's verdicts
 // from all three and the same Decisions from the first two. It then checks
 // what each limit recorded by asking it, enforced, for the rest of its room.

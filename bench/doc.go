@@ -6,7 +6,7 @@
 //     ratelimitgen replaces, each against one real redis-server on loopback
 //     (bench_test.go, memory_test.go, skew_test.go), and beside the
 //     ceiling, a minimal batched client of bench's own (ceiling.go);
-//   - in process: ratelimitgen's MemoryLimiter with each algorithm,
+//   - in process: ratelimitgen's memlimit.Limiter with each algorithm,
 //     sethvargo/go-limiter's memorystore, and golang.org/x/time/rate
 //     limiters in a sync.Map or alone (inprocess.go, inprocess_test.go).
 //

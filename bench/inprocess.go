@@ -9,6 +9,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // localContender is one in-process limiter under comparison: no Redis, no
@@ -29,10 +30,10 @@ type localContender struct {
 // in-process contenders can fail once built.
 type localDecideFunc func(ctx context.Context, key string) bool
 
-// memoryLimiter is ratelimitgen's MemoryLimiter deciding with algo.
+// memoryLimiter is ratelimitgen's memlimit.Limiter deciding with algo.
 func memoryLimiter(algo runtime.Algorithm) func(spec) (localDecideFunc, func()) {
 	return func(s spec) (localDecideFunc, func()) {
-		lim := runtime.NewMemoryLimiter()
+		lim := memlimit.New()
 		l := runtime.Limit{Name: "bench", Window: s.window, Max: limitMax(algo, s.max), Algorithm: algo}
 		if err := l.Validate(); err != nil {
 			panic(err)
@@ -93,7 +94,7 @@ func xtimeRateSingle(s spec) (localDecideFunc, func()) {
 }
 
 // localContenders are the in-process limiters the InProcess benchmarks
-// run, in table order: ratelimitgen's MemoryLimiter with each algorithm,
+// run, in table order: ratelimitgen's memlimit.Limiter with each algorithm,
 // then the peers.
 var localContenders = []localContender{
 	{name: "memory-sliding-log", algorithm: "sliding log (exact)", build: memoryLimiter(runtime.SlidingLog)},

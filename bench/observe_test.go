@@ -12,6 +12,7 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitotel"
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitprom"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 type nopObserver struct{}
@@ -28,7 +29,7 @@ func BenchmarkObserve(b *testing.B) {
 	prom := func() runtime.Limiter {
 		obs := ratelimitprom.NewObserver()
 		prometheus.NewRegistry().MustRegister(obs)
-		return runtime.Operate(runtime.NewMemoryLimiter(), runtime.WithObserver(obs))
+		return runtime.Operate(memlimit.New(), runtime.WithObserver(obs))
 	}
 	otel := func() runtime.Limiter {
 		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
@@ -36,16 +37,16 @@ func BenchmarkObserve(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		return runtime.Operate(runtime.NewMemoryLimiter(), runtime.WithObserver(obs))
+		return runtime.Operate(memlimit.New(), runtime.WithObserver(obs))
 	}
 	for _, c := range []struct {
 		name string
 		lim  func() runtime.Limiter
 	}{
-		{"memory", func() runtime.Limiter { return runtime.NewMemoryLimiter() }},
-		{"operate", func() runtime.Limiter { return runtime.Operate(runtime.NewMemoryLimiter()) }},
+		{"memory", func() runtime.Limiter { return memlimit.New() }},
+		{"operate", func() runtime.Limiter { return runtime.Operate(memlimit.New()) }},
 		{"operate+nop", func() runtime.Limiter {
-			return runtime.Operate(runtime.NewMemoryLimiter(), runtime.WithObserver(nopObserver{}))
+			return runtime.Operate(memlimit.New(), runtime.WithObserver(nopObserver{}))
 		}},
 		{"operate+prometheus", prom},
 		{"operate+otel-sdk", otel},

@@ -12,13 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelimitgen/ratelimitgen/ratelimithttp"
-	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // TestMiddlewareOneCountPerIPv6Network: with the in-memory limiter, two
 // addresses of one /64 share one count, and another /64 has its own.
 func TestMiddlewareOneCountPerIPv6Network(t *testing.T) {
-	h := ratelimithttp.Middleware(runtime.NewMemoryLimiter(), login, ratelimithttp.ByClientIP())(&okHandler{})
+	h := ratelimithttp.Middleware(memlimit.New(), login, ratelimithttp.ByClientIP())(&okHandler{})
 	for i, peer := range []string{"[2001:db8::1]:1000", "[2001:db8::2]:1001", "[2001:db8::1]:1002"} {
 		require.Equal(t, http.StatusOK, serve(h, peer, nil).Code, "request %d from %s", i+1, peer)
 	}
@@ -26,7 +26,7 @@ func TestMiddlewareOneCountPerIPv6Network(t *testing.T) {
 	assert.Equal(t, http.StatusTooManyRequests, serve(h, "[2001:db8::ffff:1]:1004", nil).Code, "any address of the /64")
 	assert.Equal(t, http.StatusOK, serve(h, "[2001:db8:0:1::1]:1005", nil).Code, "the next /64 has its own count")
 
-	whole := ratelimithttp.Middleware(runtime.NewMemoryLimiter(), login, ratelimithttp.ByClientIP(ratelimithttp.IPv6Prefix(128)))(&okHandler{})
+	whole := ratelimithttp.Middleware(memlimit.New(), login, ratelimithttp.ByClientIP(ratelimithttp.IPv6Prefix(128)))(&okHandler{})
 	for i := range login.Max {
 		require.Equal(t, http.StatusOK, serve(whole, "[2001:db8::1]:1", nil).Code, "request %d", i+1)
 	}

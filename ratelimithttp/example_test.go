@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/ratelimithttp"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // A handler that calls a rate-limited method (such as a ratelimitgen
@@ -19,9 +20,9 @@ import (
 // WriteError leaves alone as it would without rate limiting.
 func ExampleWriteError() {
 	// A clock moved by hand makes the output reproducible; real code calls
-	// runtime.NewMemoryLimiter() or redislimit.New(client).
+	// memlimit.New() or redislimit.New(client).
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	lim := runtime.NewMemoryLimiter(runtime.WithClock(func() time.Time { return now }))
+	lim := memlimit.New(memlimit.WithClock(func() time.Time { return now }))
 	limit := runtime.Limit{Name: "Notifier.SendCode", Window: time.Minute, Max: 3}
 
 	// sendCode stands for a generated wrapper's method: runtime.Enforce
@@ -78,7 +79,7 @@ func ExampleWriteError() {
 // QuotaHeaders writes them as RateLimit fields.
 func ExampleQuotaHeaders() {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	limiter := ratelimithttp.RecordDecisions(runtime.NewMemoryLimiter(runtime.WithClock(func() time.Time { return now })))
+	limiter := ratelimithttp.RecordDecisions(memlimit.New(memlimit.WithClock(func() time.Time { return now })))
 
 	// notifier stands for a generated wrapper, such as
 	// notify.NewRateLimitedCodeService(svc, limiter).
@@ -112,7 +113,7 @@ func ExampleQuotaHeaders() {
 // SetHeaders reports a decision taken by hand; one response can carry the
 // fields of several limits.
 func ExampleSetHeaders() {
-	lim := runtime.NewMemoryLimiter()
+	lim := memlimit.New()
 	perMinute := runtime.Limit{Name: "search.minute", Window: time.Minute, Max: 30}
 	perDay := runtime.Limit{Name: "search.day", Window: 24 * time.Hour, Max: 1000}
 	ds, err := lim.Decide(context.Background(),
@@ -136,7 +137,7 @@ func ExampleSetHeaders() {
 // minute per client IP.
 func ExampleMiddleware() {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	lim := runtime.NewMemoryLimiter(runtime.WithClock(func() time.Time { return now }))
+	lim := memlimit.New(memlimit.WithClock(func() time.Time { return now }))
 
 	limit := runtime.Limit{Name: "api.login", Window: time.Minute, Max: 3}
 	login := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "welcome") })
@@ -221,7 +222,7 @@ func ExampleKeyFunc() {
 		}
 		return runtime.Key("client", user), nil
 	})
-	lim := runtime.NewMemoryLimiter()
+	lim := memlimit.New()
 	limit := runtime.Limit{Name: "api.export", Window: time.Hour, Max: 10}
 	h := ratelimithttp.Middleware(lim, limit, byClient,
 		ratelimithttp.OnKeyError(func(w http.ResponseWriter, r *http.Request, err error) {

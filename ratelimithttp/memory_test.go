@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelimitgen/ratelimitgen/ratelimithttp"
-	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // manualClock is a clock the test moves by hand.
@@ -37,7 +37,7 @@ func (c *manualClock) Advance(d time.Duration) {
 // not: the header is rounded up, never down.
 func TestMiddlewareRetryAfterIsHonouredByMemoryLimiter(t *testing.T) {
 	clock := &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	lim := runtime.NewMemoryLimiter(runtime.WithClock(clock.Now))
+	lim := memlimit.New(memlimit.WithClock(clock.Now))
 	h := ratelimithttp.Middleware(lim, login, ratelimithttp.ByClientIP())(&okHandler{})
 	const peer = "192.0.2.1:1"
 

@@ -72,7 +72,7 @@ func OnKeyError(f func(w http.ResponseWriter, r *http.Request, err error)) Optio
 func Middleware(lim runtime.Limiter, l runtime.Limit, key KeyFunc, opts ...Option) func(http.Handler) http.Handler {
 	switch {
 	case lim == nil:
-		panic("ratelimithttp: Middleware: nil Limiter; pass e.g. runtime.NewMemoryLimiter()")
+		panic("ratelimithttp: Middleware: nil Limiter; pass e.g. memlimit.New()")
 	case key == nil:
 		panic("ratelimithttp: Middleware: nil KeyFunc; pass e.g. ratelimithttp.ByClientIP()")
 	}

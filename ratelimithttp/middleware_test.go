@@ -187,7 +187,7 @@ func TestMiddlewareSpoofedForwardedForIsIgnored(t *testing.T) {
 func TestMiddlewarePanicsOnWiringMistakes(t *testing.T) {
 	lim := newCountLimiter(time.Second, time.Second)
 	key := ratelimithttp.ByClientIP()
-	assert.PanicsWithValue(t, "ratelimithttp: Middleware: nil Limiter; pass e.g. runtime.NewMemoryLimiter()",
+	assert.PanicsWithValue(t, "ratelimithttp: Middleware: nil Limiter; pass e.g. memlimit.New()",
 		func() { ratelimithttp.Middleware(nil, login, key) })
 	assert.PanicsWithValue(t, "ratelimithttp: Middleware: nil KeyFunc; pass e.g. ratelimithttp.ByClientIP()",
 		func() { ratelimithttp.Middleware(lim, login, nil) })

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/ratelimithttp"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 var sendCodeLimit = runtime.Limit{Name: "Notifier.SendCode", Window: time.Minute, Max: 3}
@@ -135,9 +136,9 @@ func TestQuotaHeadersKeepTheHandlersItems(t *testing.T) {
 	assert.Equal(t, []string{`"x,\"Other";q=1`, `"Other";q=10;w=3600`}, resp.Header.Values("RateLimit-Policy"))
 }
 
-func newManualLimiter() (*manualClock, *runtime.MemoryLimiter) {
+func newManualLimiter() (*manualClock, *memlimit.Limiter) {
 	clock := &manualClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	return clock, runtime.NewMemoryLimiter(runtime.WithClock(clock.Now))
+	return clock, memlimit.New(memlimit.WithClock(clock.Now))
 }
 
 // A call with several limits reports each of them; when one denies, the

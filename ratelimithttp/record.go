@@ -34,7 +34,7 @@ import (
 func RecordDecisions(lim runtime.Limiter) runtime.Limiter {
 	switch lim.(type) {
 	case nil:
-		panic("ratelimithttp: RecordDecisions: nil Limiter; pass e.g. runtime.NewMemoryLimiter()")
+		panic("ratelimithttp: RecordDecisions: nil Limiter; pass e.g. memlimit.New()")
 	case recordingLimiter:
 		return lim
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/ratelimithttp"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // The recording limiter changes nothing about the calls it passes on:
@@ -115,9 +116,9 @@ func TestRecordDecisionsSkipsAnswersWithoutOneDecisionPerRequest(t *testing.T) {
 }
 
 func TestRecordDecisionsRefusesNilAndWrapsOnce(t *testing.T) {
-	assert.PanicsWithValue(t, "ratelimithttp: RecordDecisions: nil Limiter; pass e.g. runtime.NewMemoryLimiter()",
+	assert.PanicsWithValue(t, "ratelimithttp: RecordDecisions: nil Limiter; pass e.g. memlimit.New()",
 		func() { ratelimithttp.RecordDecisions(nil) })
 
-	lim := ratelimithttp.RecordDecisions(runtime.NewMemoryLimiter())
+	lim := ratelimithttp.RecordDecisions(memlimit.New())
 	assert.Equal(t, lim, ratelimithttp.RecordDecisions(lim), "wrapping twice would record twice")
 }

@@ -8,7 +8,7 @@ import (
 
 // Algorithm selects how a Limit counts. The zero value is SlidingLog.
 //
-// Every algorithm runs in memory (MemoryLimiter) and in Redis (package
+// Every algorithm runs in memory (package memlimit) and in Redis (package
 // redislimit) with identical decisions; docs/runtime.md lists each one's
 // memory per key and Redis commands.
 //
@@ -71,6 +71,21 @@ const (
 func Algorithms() []Algorithm {
 	return []Algorithm{SlidingLog, SlidingWindow, FixedWindow, TokenBucket, GCRA}
 }
+
+// known reports whether a is one of Algorithms, or the zero value.
+func (a Algorithm) known() bool {
+	switch a {
+	case "", SlidingLog, SlidingWindow, FixedWindow, TokenBucket, GCRA:
+		return true
+	}
+	return false
+}
+
+// slidingWindowBuckets is how many buckets SlidingWindow divides its
+// window into: it counts the current bucket, ⌈Window/10⌉ µs long, and the
+// 10 before it, so admissions up to one bucket older than the window
+// still count. Both backends count so.
+const slidingWindowBuckets = 10
 
 // GoString returns a in Go syntax, such as runtime.GCRA, so that %#v prints
 // a Limit as code and the generator can name the constant.
@@ -136,7 +151,7 @@ const MaxSlidingLog = 1_000_000
 const maxExact = 1 << 52
 
 func validateAlgorithm(l Limit) error {
-	if _, ok := memAlgoOf(l.Algorithm); !ok {
+	if !l.Algorithm.known() {
 		return fmt.Errorf("ratelimit: limit %q has unknown Algorithm %q", l.Name, l.Algorithm)
 	}
 	switch {
@@ -163,8 +178,8 @@ func longestSpan(l Limit) int64 {
 	w := l.Window.Microseconds()
 	switch l.algorithm() {
 	case SlidingWindow:
-		b := ceilDiv(w, swBuckets)
-		return (swBuckets + 1) * b
+		b := ceilDiv(w, slidingWindowBuckets)
+		return (slidingWindowBuckets + 1) * b
 	case GCRA:
 		interval := ceilDiv(w, int64(l.Max))
 		if interval > math.MaxInt64/2/int64(l.burst()) {
@@ -177,42 +192,5 @@ func longestSpan(l Limit) int64 {
 	return w
 }
 
-// params is one limit of one call in the units both backends compute in:
-// µs and admission units.
-type params struct {
-	window int64
-	max    int64
-	burst  int64
-	cost   int64
-}
-
-func paramsOf(l Limit, cost int64) params {
-	return params{window: l.Window.Microseconds(), max: int64(l.Max), burst: int64(l.burst()), cost: cost}
-}
-
-// verdict is one algorithm's answer for one limit, before the
-// all-or-nothing commit; times in µs.
-type verdict struct {
-	ok        bool
-	remaining int64
-	retry     int64
-	reset     int64
-	// scratch and count carry what check learnt to commit, per algorithm.
-	scratch, count int64
-}
-
-// floorDiv and ceilDiv divide rounding towards -inf and +inf, as Lua's
-// math.floor(a / b) does for the whole numbers below 2^53 used here.
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && ((a < 0) != (b < 0)) {
-		q--
-	}
-	return q
-}
-
-func ceilDiv(a, b int64) int64 { return floorDiv(a+b-1, b) }
-
-func (v verdict) decision() Decision {
-	return Decision{Allowed: v.ok, Remaining: int(v.remaining), RetryAfter: micros(v.retry), ResetAfter: micros(v.reset)}
-}
+// ceilDiv divides a by b > 0, rounding up, for a ≥ 0.
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }

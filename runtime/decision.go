@@ -37,8 +37,9 @@ type Decisions struct {
 	// Cause is why the store did not decide when Source is SourceFallback
 	// or SourceFailOpen: its error, a timeout, or the recent failures for
 	// which it was not asked. When the store or its deny cache decided, it
-	// is nil, or ErrMemoryFull from a MemoryLimiter that forgot another
-	// key's admissions to make room for this call's.
+	// is nil, or why the decision may be less exact than usual, such as
+	// memlimit.ErrFull from an in-memory limiter that forgot another key's
+	// admissions to make room for this call's.
 	Cause error
 }
 

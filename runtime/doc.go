@@ -1,9 +1,11 @@
-// Package runtime holds what ratelimitgen's generated wrappers call at run
-// time: the vocabulary of rate limiting (Limit, Request, Decision, the
-// Limiter interface, LimitError, key building) and MemoryLimiter, the
-// in-process Limiter. It depends on the standard library only; the Redis
-// backend, which keeps counts shared by every replica of a service, is
-// package runtime/redislimit.
+// Package runtime is the vocabulary of rate limiting that ratelimitgen's
+// generated wrappers and its adapters speak: Limit and its Algorithm,
+// Request, Decision, the Limiter interface with Enforce and Wait,
+// LimitError, key building, and Operate, which wraps any Limiter with
+// overrides and observers. It depends on the standard library only and
+// decides nothing itself: the Limiters are runtime/memlimit, which keeps
+// its counts in the process, and runtime/redislimit, which keeps them in
+// Redis, shared by every replica of a service.
 //
 // # Semantics
 //

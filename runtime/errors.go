@@ -21,13 +21,6 @@ var ErrInvalidCost = errors.New("ratelimit: invalid cost")
 // HTTP layer should answer 503, not 429.
 var ErrUnavailable = errors.New("ratelimit: limiter backend unavailable")
 
-// ErrMemoryFull is the Decisions.Cause of a MemoryLimiter's decision for
-// which the limiter, at its WithMaxMemory budget, evicted a key whose
-// admissions still counted: that key may now be admitted beyond its limit.
-// The call itself was decided as usual. Seen outside a flood of keys, it
-// means the budget is too small for the keys in use.
-var ErrMemoryFull = errors.New("ratelimit: memory limiter full: admissions of other keys were forgotten to make room; raise WithMaxMemory")
-
 // LimitError is the error Enforce and generated wrappers return when a
 // Limiter denies a call. Its message names the limit and the wait but never
 // the key, which may hold personal data.

@@ -9,35 +9,14 @@ import (
 	"time"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
-
-// A limit of 3 verification codes per minute per e-mail address, decided in
-// memory. With Redis, use redislimit.New(client) instead: the calls and the
-// decisions are the same.
-func ExampleMemoryLimiter() {
-	lim := runtime.NewMemoryLimiter()
-	sendCode := runtime.Limit{Name: "Notifier.SendCode", Window: time.Minute, Max: 3}
-
-	for i := 1; i <= 4; i++ {
-		d, err := lim.Allow(context.Background(), sendCode, "someone@example.com")
-		if err != nil {
-			fmt.Println("no decision:", err)
-			return
-		}
-		fmt.Printf("call %d: allowed=%v remaining=%d\n", i, d.Allowed, d.Remaining)
-	}
-	// Output:
-	// call 1: allowed=true remaining=2
-	// call 2: allowed=true remaining=1
-	// call 3: allowed=true remaining=0
-	// call 4: allowed=false remaining=0
-}
 
 // Enforce turns a denial into a *LimitError, as generated wrappers do;
 // callers test for it with errors.Is and read the wait with errors.As.
 func ExampleEnforce() {
 	clock := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	lim := runtime.NewMemoryLimiter(runtime.WithClock(func() time.Time { return clock }))
+	lim := memlimit.New(memlimit.WithClock(func() time.Time { return clock }))
 	query := runtime.Limit{Name: "Orders.Query", Window: time.Second, Max: 2}
 	ctx := context.Background()
 
@@ -62,7 +41,7 @@ func ExampleEnforce() {
 // A call that must pass two limits at once, costing 3 units of the second:
 // it is admitted only if both have room, and a denial records nothing.
 func ExampleLimiter_Decide() {
-	lim := runtime.NewMemoryLimiter()
+	lim := memlimit.New()
 	perUser := runtime.Limit{Name: "Export.PerUser", Window: time.Minute, Max: 5}
 	rows := runtime.Limit{Name: "Export.Rows", Window: time.Minute, Max: 4, Algorithm: runtime.FixedWindow}
 
@@ -102,7 +81,7 @@ func ExampleOperate() {
 			return a
 		},
 	}))
-	lim := runtime.Operate(runtime.NewMemoryLimiter(),
+	lim := runtime.Operate(memlimit.New(),
 		runtime.WithOverrides(&overrides),
 		runtime.WithObserver(runtime.NewLogObserver(logs)),
 	)

@@ -49,8 +49,3 @@ func AppendKeyUint(b []byte, v uint64) []byte {
 	b = append(b, ':')
 	return append(b, d...)
 }
-
-// maxLiteralLen is the longest name or key the memory limiter holds
-// verbatim; longer ones are held as their SHA-256, as Redis stores them, so
-// that what a key costs does not depend on its length.
-const maxLiteralLen = 180

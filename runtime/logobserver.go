@@ -7,7 +7,7 @@ import (
 
 // NewLogObserver returns an Observer that logs each event to l, or to
 // slog.Default() when l is nil: errors, and decisions with an Event.Err
-// (the store did not decide, or ErrMemoryFull), at level Warn; other
+// (the store did not decide, or memlimit.ErrFull), at level Warn; other
 // denials and shadow denials at Info; other admissions at Debug. A record
 // holds the limit's name, max and window, the result, source, cost,
 // remaining units, latency, the label when there is one, and the error;

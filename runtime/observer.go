@@ -46,8 +46,8 @@ type Event struct {
 	// Err is why no decision was made, with ResultError. With
 	// SourceFallback or SourceFailOpen it is why the store did not decide,
 	// though the call was decided (Decisions.Cause); with SourceStore it is
-	// ErrMemoryFull when a full MemoryLimiter forgot other keys'
-	// admissions for the call (Decisions.Cause); nil otherwise.
+	// Decisions.Cause too, such as memlimit.ErrFull when a full in-memory
+	// limiter forgot other keys' admissions for the call; nil otherwise.
 	Err error
 }
 

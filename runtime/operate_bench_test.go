@@ -1,4 +1,4 @@
-package runtime
+package runtime_test
 
 import (
 	"context"
@@ -7,32 +7,39 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 type discardObserver struct{}
 
-func (discardObserver) Observe(context.Context, Event) {}
+func (discardObserver) Observe(context.Context, runtime.Event) {}
 
 // BenchmarkOperate measures what Operate adds to an admitted decision of
 // the memory limiter: nothing configured, an observer that does nothing,
 // the log observer with admissions below its level, and overrides in force
 // for another limit.
 func BenchmarkOperate(b *testing.B) {
-	l := Limit{Name: "Bench.Operate", Window: time.Second, Max: 1 << 30, Algorithm: GCRA}
-	var ov Overrides
-	if err := ov.Set(map[string]Override{"Bench.Other": {Max: 5}}); err != nil {
+	l := runtime.Limit{Name: "Bench.Operate", Window: time.Second, Max: 1 << 30, Algorithm: runtime.GCRA}
+	var ov runtime.Overrides
+	if err := ov.Set(map[string]runtime.Override{"Bench.Other": {Max: 5}}); err != nil {
 		b.Fatal(err)
 	}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	for _, c := range []struct {
 		name string
-		lim  func() Limiter
+		lim  func() runtime.Limiter
 	}{
-		{"memory", func() Limiter { return NewMemoryLimiter() }},
-		{"operate", func() Limiter { return Operate(NewMemoryLimiter()) }},
-		{"operate+observer", func() Limiter { return Operate(NewMemoryLimiter(), WithObserver(discardObserver{})) }},
-		{"operate+log", func() Limiter { return Operate(NewMemoryLimiter(), WithObserver(NewLogObserver(quiet))) }},
-		{"operate+overrides", func() Limiter { return Operate(NewMemoryLimiter(), WithOverrides(&ov)) }},
+		{"memory", func() runtime.Limiter { return memlimit.New() }},
+		{"operate", func() runtime.Limiter { return runtime.Operate(memlimit.New()) }},
+		{"operate+observer", func() runtime.Limiter {
+			return runtime.Operate(memlimit.New(), runtime.WithObserver(discardObserver{}))
+		}},
+		{"operate+log", func() runtime.Limiter {
+			return runtime.Operate(memlimit.New(), runtime.WithObserver(runtime.NewLogObserver(quiet)))
+		}},
+		{"operate+overrides", func() runtime.Limiter { return runtime.Operate(memlimit.New(), runtime.WithOverrides(&ov)) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			lim := c.lim()
@@ -44,7 +51,7 @@ func BenchmarkOperate(b *testing.B) {
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				if err := Enforce(ctx, lim, Request{Limit: l, Key: keys[i&1023]}); err != nil {
+				if err := runtime.Enforce(ctx, lim, runtime.Request{Limit: l, Key: keys[i&1023]}); err != nil {
 					b.Fatal(err)
 				}
 				i++

@@ -1,4 +1,4 @@
-package runtime
+package runtime_test
 
 import (
 	"context"
@@ -7,19 +7,21 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 // The limits of a service, as a generated RateLimits() returns them: a
 // token bucket, a limit whose calls cost 5 (cost=weight), one whose Max
 // each call computes, and a computed cost.
 var (
-	svcTB       = Limit{Name: "Svc.TB", Window: time.Second, Max: 10, Algorithm: TokenBucket}
-	svcHeavy    = Limit{Name: "Svc.Heavy", Window: time.Minute, Max: 10, Algorithm: FixedWindow}
-	svcPlan     = Limit{Name: "Svc.Plan", Window: time.Minute, Algorithm: SlidingWindow}
-	svcPlanTB   = Limit{Name: "Svc.PlanTB", Window: time.Second, Algorithm: TokenBucket}
-	svcPlanGCRA = Limit{Name: "Svc.PlanGCRA", Window: time.Second, Algorithm: GCRA, Burst: 20}
-	svcComputed = Limit{Name: "Svc.Computed", Window: time.Minute, Max: 4}
-	svcLimits   = []Request{
+	svcTB       = runtime.Limit{Name: "Svc.TB", Window: time.Second, Max: 10, Algorithm: runtime.TokenBucket}
+	svcHeavy    = runtime.Limit{Name: "Svc.Heavy", Window: time.Minute, Max: 10, Algorithm: runtime.FixedWindow}
+	svcPlan     = runtime.Limit{Name: "Svc.Plan", Window: time.Minute, Algorithm: runtime.SlidingWindow}
+	svcPlanTB   = runtime.Limit{Name: "Svc.PlanTB", Window: time.Second, Algorithm: runtime.TokenBucket}
+	svcPlanGCRA = runtime.Limit{Name: "Svc.PlanGCRA", Window: time.Second, Algorithm: runtime.GCRA, Burst: 20}
+	svcComputed = runtime.Limit{Name: "Svc.Computed", Window: time.Minute, Max: 4}
+	svcLimits   = []runtime.Request{
 		{Limit: svcTB},
 		{Limit: svcHeavy, Cost: 5},
 		{Limit: svcPlan, Cost: 5},
@@ -44,22 +46,22 @@ const (
 func TestOverridesFilesThatWouldBreakALimit(t *testing.T) {
 	for _, c := range []struct {
 		file string
-		req  Request
+		req  runtime.Request
 		want []string
 	}{
-		{windowTooLong, Request{Limit: svcTB, Key: "k"}, []string{`"Svc.TB": its calls would fail: token-bucket limit "Svc.TB": Window 2000000h0m0s times Burst 10 is too large`}},
-		{maxBelowCost, Request{Limit: svcHeavy, Key: "k", Cost: 5}, []string{`"Svc.Heavy": its calls would fail: limit "Svc.Heavy" cannot admit a cost of 5`, "capacity (3)"}},
+		{windowTooLong, runtime.Request{Limit: svcTB, Key: "k"}, []string{`"Svc.TB": its calls would fail: token-bucket limit "Svc.TB": Window 2000000h0m0s times Burst 10 is too large`}},
+		{maxBelowCost, runtime.Request{Limit: svcHeavy, Key: "k", Cost: 5}, []string{`"Svc.Heavy": its calls would fail: limit "Svc.Heavy" cannot admit a cost of 5`, "capacity (3)"}},
 	} {
 		path := filepath.Join(t.TempDir(), "overrides.json")
 		writeFile(t, path, c.file)
 
 		// What the file does to a process that does not know its limits.
-		var blind Overrides
+		var blind runtime.Overrides
 		require.NoError(t, blind.LoadFile(path), c.file)
 		mem, _ := newTestMemory()
-		require.Error(t, Enforce(ctx, Operate(mem, WithOverrides(&blind)), c.req), "%s: the file breaks the limit", c.file)
+		require.Error(t, runtime.Enforce(ctx, runtime.Operate(mem, runtime.WithOverrides(&blind)), c.req), "%s: the file breaks the limit", c.file)
 
-		var ov Overrides
+		var ov runtime.Overrides
 		require.NoError(t, ov.AddLimits(svcLimits...))
 		writeFile(t, path, good)
 		require.NoError(t, ov.LoadFile(path))
@@ -73,11 +75,11 @@ func TestOverridesFilesThatWouldBreakALimit(t *testing.T) {
 		require.ErrorContains(t, err, "correct or remove the override")
 		require.NotContains(t, err.Error(), `"k"`, "no key in the error")
 
-		lim := Operate(mem, WithOverrides(&ov))
-		require.NoError(t, Enforce(ctx, lim, c.req), "%s: the last good set is in force", c.file)
+		lim := runtime.Operate(mem, runtime.WithOverrides(&ov))
+		require.NoError(t, runtime.Enforce(ctx, lim, c.req), "%s: the last good set is in force", c.file)
 		require.Equal(t, map[string]int{"Svc.TB": 20, "Svc.Heavy": 6}, map[string]int{
-			"Svc.TB":    ov.apply([]Request{{Limit: svcTB}})[0].Limit.Max,
-			"Svc.Heavy": ov.apply([]Request{{Limit: svcHeavy}})[0].Limit.Max,
+			"Svc.TB":    runtime.ApplyOverrides(&ov, []runtime.Request{{Limit: svcTB}})[0].Limit.Max,
+			"Svc.Heavy": runtime.ApplyOverrides(&ov, []runtime.Request{{Limit: svcHeavy}})[0].Limit.Max,
 		}, "%s: the last good set is in force", c.file)
 	}
 }
@@ -88,7 +90,7 @@ func TestOverridesFilesThatWouldBreakALimit(t *testing.T) {
 func TestOverridesUnmatchedName(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "overrides.json")
 	writeFile(t, path, typo)
-	var ov Overrides
+	var ov runtime.Overrides
 	require.NoError(t, ov.LoadFile(path))
 	require.Equal(t, []string{"Svc.Typo"}, ov.Unmatched(), "no limit is known yet")
 
@@ -98,9 +100,9 @@ func TestOverridesUnmatchedName(t *testing.T) {
 	writeFile(t, path, `{"limits": {"Svc.Typo": {"mode": "off"}, "Svc.Zeta": {}, "Svc.TB": {"mode": "off"}}}`)
 	require.NoError(t, ov.LoadFile(path))
 	require.Equal(t, []string{"Svc.Typo", "Svc.Zeta"}, ov.Unmatched(), "sorted, without the matched Svc.TB")
-	require.Equal(t, ModeOff, ov.apply([]Request{{Limit: svcTB}})[0].Limit.Mode, "the matched override is in force")
+	require.Equal(t, runtime.ModeOff, runtime.ApplyOverrides(&ov, []runtime.Request{{Limit: svcTB}})[0].Limit.Mode, "the matched override is in force")
 
-	require.NoError(t, ov.AddLimits(Request{Limit: Limit{Name: "Svc.Typo", Window: time.Second, Max: 1}}))
+	require.NoError(t, ov.AddLimits(runtime.Request{Limit: runtime.Limit{Name: "Svc.Typo", Window: time.Second, Max: 1}}))
 	require.Equal(t, []string{"Svc.Zeta"}, ov.Unmatched())
 
 	require.NoError(t, ov.Set(nil))
@@ -114,10 +116,10 @@ func TestOverridesUnmatchedName(t *testing.T) {
 func TestWatchFileKeepsTheLastGoodSet(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "overrides.json")
 	writeFile(t, path, good)
-	var ov Overrides
+	var ov runtime.Overrides
 	require.NoError(t, ov.AddLimits(svcLimits...))
 	mem, _ := newTestMemory()
-	lim := Operate(mem, WithOverrides(&ov))
+	lim := runtime.Operate(mem, runtime.WithOverrides(&ov))
 	type report struct {
 		err       error
 		unmatched []string
@@ -142,27 +144,27 @@ func TestWatchFileKeepsTheLastGoodSet(t *testing.T) {
 			return report{}
 		}
 	}
-	heavy := Request{Limit: svcHeavy, Key: "k", Cost: 5}
-	require.NoError(t, Enforce(ctx, lim, heavy), "max 6 admits a cost of 5")
-	require.ErrorIs(t, Enforce(ctx, lim, heavy), ErrLimited)
+	heavy := runtime.Request{Limit: svcHeavy, Key: "k", Cost: 5}
+	require.NoError(t, runtime.Enforce(ctx, lim, heavy), "max 6 admits a cost of 5")
+	require.ErrorIs(t, runtime.Enforce(ctx, lim, heavy), runtime.ErrLimited)
 
 	writeFile(t, path, windowTooLong)
 	r := next()
 	require.ErrorContains(t, r.err, `"Svc.TB": its calls would fail`)
 	require.ErrorContains(t, r.err, "the overrides in force stay")
-	require.NoError(t, Enforce(ctx, lim, Request{Limit: svcTB, Key: "k"}), "the last good window is in force")
+	require.NoError(t, runtime.Enforce(ctx, lim, runtime.Request{Limit: svcTB, Key: "k"}), "the last good window is in force")
 
 	writeFile(t, path, maxBelowCost)
 	r = next()
 	require.ErrorContains(t, r.err, `"Svc.Heavy": its calls would fail: limit "Svc.Heavy" cannot admit a cost of 5`)
-	require.ErrorIs(t, Enforce(ctx, lim, heavy), ErrLimited, "a denial, not ErrInvalidCost: max 6 stays")
-	require.Equal(t, 6, ov.apply([]Request{{Limit: svcHeavy}})[0].Limit.Max)
+	require.ErrorIs(t, runtime.Enforce(ctx, lim, heavy), runtime.ErrLimited, "a denial, not ErrInvalidCost: max 6 stays")
+	require.Equal(t, 6, runtime.ApplyOverrides(&ov, []runtime.Request{{Limit: svcHeavy}})[0].Limit.Max)
 
 	writeFile(t, path, typo)
 	r = next()
 	require.NoError(t, r.err)
 	require.Equal(t, []string{"Svc.Typo"}, r.unmatched)
-	require.Equal(t, 10, ov.apply([]Request{{Limit: svcHeavy}})[0].Limit.Max, "the file replaced the good set")
+	require.Equal(t, 10, runtime.ApplyOverrides(&ov, []runtime.Request{{Limit: svcHeavy}})[0].Limit.Max, "the file replaced the good set")
 	cancel()
 }
 
@@ -170,31 +172,31 @@ func TestWatchFileKeepsTheLastGoodSet(t *testing.T) {
 // computes is refused only what no Max could make valid, and is checked
 // in full once the override sets the Max.
 func TestOverridesOfAMaxComputedPerCall(t *testing.T) {
-	var ov Overrides
+	var ov runtime.Overrides
 	require.NoError(t, ov.AddLimits(svcLimits...))
 	huge := 2_000_000 * time.Hour
 	for _, c := range []struct {
 		name string
-		ov   Override
+		ov   runtime.Override
 		ok   bool
 	}{
-		{"Svc.Plan", Override{Window: time.Hour}, true},
-		{"Svc.Plan", Override{Max: 5}, true},
-		{"Svc.Plan", Override{Max: 4}, false}, // below the cost of 5
-		{"Svc.Plan", Override{Window: huge}, false},
+		{"Svc.Plan", runtime.Override{Window: time.Hour}, true},
+		{"Svc.Plan", runtime.Override{Max: 5}, true},
+		{"Svc.Plan", runtime.Override{Max: 4}, false}, // below the cost of 5
+		{"Svc.Plan", runtime.Override{Window: huge}, false},
 		// A burst that is Max: a small Max keeps Window·Burst small.
-		{"Svc.PlanTB", Override{Window: time.Hour}, true},
-		{"Svc.PlanTB", Override{Window: huge}, false},
-		{"Svc.PlanTB", Override{Window: huge, Max: 1000}, false},
+		{"Svc.PlanTB", runtime.Override{Window: time.Hour}, true},
+		{"Svc.PlanTB", runtime.Override{Window: huge}, false},
+		{"Svc.PlanTB", runtime.Override{Window: huge, Max: 1000}, false},
 		// A burst of its own: a large Max keeps GCRA's interval short, so
 		// 100,000h is valid for some Max, and not for a Max of 1.
-		{"Svc.PlanGCRA", Override{Window: 100_000 * time.Hour}, true},
-		{"Svc.PlanGCRA", Override{Window: 100_000 * time.Hour, Max: 1000}, true},
-		{"Svc.PlanGCRA", Override{Window: 100_000 * time.Hour, Max: 1}, false},
+		{"Svc.PlanGCRA", runtime.Override{Window: 100_000 * time.Hour}, true},
+		{"Svc.PlanGCRA", runtime.Override{Window: 100_000 * time.Hour, Max: 1000}, true},
+		{"Svc.PlanGCRA", runtime.Override{Window: 100_000 * time.Hour, Max: 1}, false},
 		// A computed cost is checked at 1.
-		{"Svc.Computed", Override{Max: 1}, true},
+		{"Svc.Computed", runtime.Override{Max: 1}, true},
 	} {
-		err := ov.Set(map[string]Override{c.name: c.ov})
+		err := ov.Set(map[string]runtime.Override{c.name: c.ov})
 		if c.ok {
 			require.NoError(t, err, "%s %+v", c.name, c.ov)
 		} else {
@@ -206,20 +208,20 @@ func TestOverridesOfAMaxComputedPerCall(t *testing.T) {
 // TestAddLimitsChecksTheSetInForce: limits told after a set is in force
 // are refused, and not added, if the set would break them.
 func TestAddLimitsChecksTheSetInForce(t *testing.T) {
-	var ov Overrides
-	require.NoError(t, ov.Set(map[string]Override{"Svc.Heavy": {Max: 3}}))
+	var ov runtime.Overrides
+	require.NoError(t, ov.Set(map[string]runtime.Override{"Svc.Heavy": {Max: 3}}))
 	err := ov.AddLimits(svcLimits...)
 	require.ErrorContains(t, err, `AddLimits refused, as the overrides in force would break a limit: "Svc.Heavy": its calls would fail: limit "Svc.Heavy" cannot admit a cost of 5`)
 	require.Equal(t, []string{"Svc.Heavy"}, ov.Unmatched(), "nothing was added")
-	require.NoError(t, ov.Set(map[string]Override{"Svc.Heavy": {Max: 3}}), "nothing was added")
+	require.NoError(t, ov.Set(map[string]runtime.Override{"Svc.Heavy": {Max: 3}}), "nothing was added")
 
-	require.ErrorContains(t, ov.AddLimits(Request{Limit: Limit{Window: time.Second, Max: 1}}), "without a Name")
-	require.ErrorContains(t, ov.AddLimits(Request{Limit: svcTB, Cost: -1}), `limit "Svc.TB" with Cost -1`)
+	require.ErrorContains(t, ov.AddLimits(runtime.Request{Limit: runtime.Limit{Window: time.Second, Max: 1}}), "without a Name")
+	require.ErrorContains(t, ov.AddLimits(runtime.Request{Limit: svcTB, Cost: -1}), `limit "Svc.TB" with Cost -1`)
 
 	// A limit may be told several times, by packages that share its name,
 	// with other costs: every one is checked.
 	require.NoError(t, ov.Set(nil))
-	require.NoError(t, ov.AddLimits(Request{Limit: svcHeavy, Cost: 2}, Request{Limit: svcHeavy, Cost: 5}))
-	require.NoError(t, ov.Set(map[string]Override{"Svc.Heavy": {Max: 5}}))
-	require.ErrorContains(t, ov.Set(map[string]Override{"Svc.Heavy": {Max: 4}}), "cannot admit a cost of 5")
+	require.NoError(t, ov.AddLimits(runtime.Request{Limit: svcHeavy, Cost: 2}, runtime.Request{Limit: svcHeavy, Cost: 5}))
+	require.NoError(t, ov.Set(map[string]runtime.Override{"Svc.Heavy": {Max: 5}}))
+	require.ErrorContains(t, ov.Set(map[string]runtime.Override{"Svc.Heavy": {Max: 4}}), "cannot admit a cost of 5")
 }

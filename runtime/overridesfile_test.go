@@ -1,4 +1,4 @@
-package runtime
+package runtime_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 func writeFile(t *testing.T, path, contents string) {
@@ -26,26 +28,26 @@ func TestLoadFileAcceptsEveryField(t *testing.T) {
 		"B.Query": {"mode": "off"},
 		"C.List":  {}
 	}}`)
-	var ov Overrides
+	var ov runtime.Overrides
 	require.NoError(t, ov.LoadFile(path))
-	reqs := ov.apply([]Request{
-		{Limit: Limit{Name: "A.Send", Window: time.Minute, Max: 3}},
-		{Limit: Limit{Name: "B.Query", Window: time.Second, Max: 50}},
-		{Limit: Limit{Name: "C.List", Window: time.Second, Max: 5}},
-		{Limit: Limit{Name: "D.Other", Window: time.Second, Max: 7}},
+	reqs := runtime.ApplyOverrides(&ov, []runtime.Request{
+		{Limit: runtime.Limit{Name: "A.Send", Window: time.Minute, Max: 3}},
+		{Limit: runtime.Limit{Name: "B.Query", Window: time.Second, Max: 50}},
+		{Limit: runtime.Limit{Name: "C.List", Window: time.Second, Max: 5}},
+		{Limit: runtime.Limit{Name: "D.Other", Window: time.Second, Max: 7}},
 	})
-	require.Equal(t, Limit{Name: "A.Send", Window: 30 * time.Second, Max: 10, Burst: 4, Mode: ModeShadow}, reqs[0].Limit)
-	require.Equal(t, Limit{Name: "B.Query", Window: time.Second, Max: 50, Mode: ModeOff}, reqs[1].Limit)
-	require.Equal(t, Limit{Name: "C.List", Window: time.Second, Max: 5}, reqs[2].Limit)
-	require.Equal(t, Limit{Name: "D.Other", Window: time.Second, Max: 7}, reqs[3].Limit)
+	require.Equal(t, runtime.Limit{Name: "A.Send", Window: 30 * time.Second, Max: 10, Burst: 4, Mode: runtime.ModeShadow}, reqs[0].Limit)
+	require.Equal(t, runtime.Limit{Name: "B.Query", Window: time.Second, Max: 50, Mode: runtime.ModeOff}, reqs[1].Limit)
+	require.Equal(t, runtime.Limit{Name: "C.List", Window: time.Second, Max: 5}, reqs[2].Limit)
+	require.Equal(t, runtime.Limit{Name: "D.Other", Window: time.Second, Max: 7}, reqs[3].Limit)
 }
 
 // TestLoadFileRejectsMistakes: each mistake is an error naming it, and
 // the overrides in force stay.
 func TestLoadFileRejectsMistakes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "overrides.json")
-	var ov Overrides
-	require.NoError(t, ov.Set(map[string]Override{"A.Send": {Max: 9}}))
+	var ov runtime.Overrides
+	require.NoError(t, ov.Set(map[string]runtime.Override{"A.Send": {Max: 9}}))
 	for contents, want := range map[string]string{
 		`{"limits": {"A.Send": {"maxx": 3}}}`:      `unknown field "maxx"`,
 		`{"limit": {}}`:                            `unknown field "limit"`,
@@ -61,7 +63,7 @@ func TestLoadFileRejectsMistakes(t *testing.T) {
 		err := ov.LoadFile(path)
 		require.ErrorContains(t, err, want, contents)
 		require.ErrorContains(t, err, path)
-		require.Equal(t, 9, ov.apply([]Request{{Limit: Limit{Name: "A.Send", Max: 1}}})[0].Limit.Max, contents)
+		require.Equal(t, 9, runtime.ApplyOverrides(&ov, []runtime.Request{{Limit: runtime.Limit{Name: "A.Send", Max: 1}}})[0].Limit.Max, contents)
 	}
 	require.ErrorContains(t, ov.LoadFile(filepath.Join(t.TempDir(), "missing.json")), "reading overrides")
 }
@@ -73,8 +75,8 @@ func TestWatchFileReloads(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "overrides.json")
 	writeFile(t, path, `{"limits": {"W.Send": {"max": 2}}}`)
 	mem, _ := newTestMemory()
-	var ov Overrides
-	lim := Operate(mem, WithOverrides(&ov))
+	var ov runtime.Overrides
+	lim := runtime.Operate(mem, runtime.WithOverrides(&ov))
 	reports := make(chan error, 16)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -90,19 +92,19 @@ func TestWatchFileReloads(t *testing.T) {
 		}
 	}
 
-	req := Request{Limit: Limit{Name: "W.Send", Window: time.Minute, Max: 1}, Key: "k"}
-	require.NoError(t, Enforce(ctx, lim, req))
-	require.NoError(t, Enforce(ctx, lim, req), "the first load is in force when WatchFile returns")
-	require.ErrorIs(t, Enforce(ctx, lim, req), ErrLimited)
+	req := runtime.Request{Limit: runtime.Limit{Name: "W.Send", Window: time.Minute, Max: 1}, Key: "k"}
+	require.NoError(t, runtime.Enforce(ctx, lim, req))
+	require.NoError(t, runtime.Enforce(ctx, lim, req), "the first load is in force when WatchFile returns")
+	require.ErrorIs(t, runtime.Enforce(ctx, lim, req), runtime.ErrLimited)
 
 	writeFile(t, path, `{"limits": {"W.Send": {"max": 3}}}`)
 	require.NoError(t, next())
-	require.NoError(t, Enforce(ctx, lim, req))
-	require.ErrorIs(t, Enforce(ctx, lim, req), ErrLimited)
+	require.NoError(t, runtime.Enforce(ctx, lim, req))
+	require.ErrorIs(t, runtime.Enforce(ctx, lim, req), runtime.ErrLimited)
 
 	writeFile(t, path, `{"limits": {"W.Send": {"max": 100`)
 	require.ErrorContains(t, next(), "unexpected EOF")
-	require.ErrorIs(t, Enforce(ctx, lim, req), ErrLimited, "the last good overrides stay in force")
+	require.ErrorIs(t, runtime.Enforce(ctx, lim, req), runtime.ErrLimited, "the last good overrides stay in force")
 	// An unchanged file is not reported again, however many checks pass.
 	select {
 	case err := <-reports:
@@ -114,14 +116,14 @@ func TestWatchFileReloads(t *testing.T) {
 	require.ErrorContains(t, next(), "reading overrides")
 	writeFile(t, path, `{"limits": {"W.Send": {"mode": "shadow"}}}`)
 	require.NoError(t, next())
-	require.NoError(t, Enforce(ctx, lim, req))
+	require.NoError(t, runtime.Enforce(ctx, lim, req))
 
 	cancel()
 }
 
 func TestWatchFileFirstLoadMustSucceed(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "overrides.json")
-	var ov Overrides
+	var ov runtime.Overrides
 	require.ErrorContains(t, ov.WatchFile(ctx, path, time.Second, nil), "reading overrides")
 	writeFile(t, path, `{"limits": {"A": {"max": -3}}}`)
 	require.ErrorContains(t, ov.WatchFile(ctx, path, time.Second, nil), "max -3 must be at least 1")

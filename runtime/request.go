@@ -34,9 +34,14 @@ func Validate(reqs ...Request) error {
 	if len(reqs) == 0 {
 		return fmt.Errorf("ratelimit: a call needs at least one Request")
 	}
-	for i, r := range reqs {
-		if err := checkRequest(r.Limit, r.cost()); err != nil {
-			return err
+	for i := range reqs {
+		r := &reqs[i]
+		// Nearly every request is plain; checking it in place spares
+		// copying its Limit.
+		if !plainRequest(&r.Limit, r.cost()) {
+			if err := checkRequest(r.Limit, r.cost()); err != nil {
+				return err
+			}
 		}
 		for _, o := range reqs[:i] {
 			if o.Limit.Name == r.Limit.Name && o.Key == r.Key {
@@ -49,9 +54,6 @@ func Validate(reqs ...Request) error {
 
 // checkRequest validates one limit and cost.
 func checkRequest(l Limit, n int64) error {
-	if _, _, plain := plainRequest(l, n); plain {
-		return nil
-	}
 	if err := l.Validate(); err != nil {
 		return err
 	}
@@ -65,9 +67,8 @@ func checkRequest(l Limit, n int64) error {
 }
 
 // plainRequest reports, in a few comparisons, that a call of cost n under
-// l passes every check of checkRequest, as nearly every call does, and
-// returns what deciding it needs, so that the hot path skips Validate's
-// work (looking the algorithm up, dividing to bound the waits). It is
+// l passes every check of checkRequest, as nearly every call does, so that
+// the hot path skips Limit.Validate's work (dividing to bound the waits). It is
 // conservative: false only means that checkRequest must look closer.
 //
 // The one check that needs arithmetic is that no number an algorithm
@@ -76,23 +77,23 @@ func checkRequest(l Limit, n int64) error {
 // Burst for the token bucket's level, twice Burst intervals of at most
 // Window each for GCRA, 11 buckets of Window/10 for the sliding window;
 // and so do Max and Burst, each below MaxUnits.
-func plainRequest(l Limit, n int64) (memAlgo, params, bool) {
-	algo, ok := memAlgoOf(l.Algorithm)
+func plainRequest(l *Limit, n int64) bool {
 	w := l.Window.Microseconds()
-	if !ok || l.Name == "" || w < 1 || l.Max < 1 || l.Burst < 0 || n < 1 || l.Mode > ModeOff ||
-		algo == memSlidingLog && l.Max > MaxSlidingLog {
-		return 0, params{}, false
+	if l.Name == "" || w < 1 || l.Max < 1 || l.Burst < 0 || n < 1 || l.Mode > ModeOff {
+		return false
 	}
-	burst := l.Max
-	if l.Burst > 0 {
-		burst = l.Burst
-	}
+	burst := l.burst()
 	capacity := l.Max
-	if algo == memTokenBucket || algo == memGCRA {
+	switch l.Algorithm {
+	case "", SlidingLog:
+		if l.Max > MaxSlidingLog {
+			return false
+		}
+	case SlidingWindow, FixedWindow:
+	case TokenBucket, GCRA:
 		capacity = burst
+	default:
+		return false
 	}
-	if n > int64(capacity) || bits.Len64(uint64(w))+bits.Len64(uint64(max(l.Max, burst))) > 51 {
-		return 0, params{}, false
-	}
-	return algo, params{window: w, max: int64(l.Max), burst: int64(burst), cost: n}, true
+	return n <= int64(capacity) && bits.Len64(uint64(w))+bits.Len64(uint64(max(l.Max, burst))) <= 51
 }

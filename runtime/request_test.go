@@ -154,13 +154,38 @@ func TestWait(t *testing.T) {
 	require.NoError(t, Wait(ctx, nil, time.Second))
 }
 
-// TestWaitOnMemoryLimiter lets Wait find room on a real limiter: the second
-// call of a 1-per-20ms limit is admitted once the first has left the window.
-func TestWaitOnMemoryLimiter(t *testing.T) {
-	lim := NewMemoryLimiter()
-	l := Limit{Name: "Wait.Memory", Window: 20 * time.Millisecond, Max: 1}
-	ctx := context.Background()
-	require.NoError(t, Wait(ctx, lim, time.Minute, Request{Limit: l, Key: "k"}))
-	require.ErrorIs(t, Enforce(ctx, lim, Request{Limit: l, Key: "k"}), ErrLimited)
-	require.NoError(t, Wait(ctx, lim, time.Minute, Request{Limit: l, Key: "k"}))
+func TestPlainRequestAgreesWithValidate(t *testing.T) {
+	// plainRequest lets calls skip Limit.Validate; it may only do so for
+	// calls that Validate and the cost checks accept.
+	windows := []time.Duration{0, time.Nanosecond, time.Microsecond, time.Second, time.Hour, 24 * time.Hour,
+		365 * 24 * time.Hour, 1 << 62, -time.Second}
+	ints := []int{-1, 0, 1, 2, 10, 1000, 1 << 20, 1 << 26}
+	// Where int has 64 bits (the three wrap on 32-bit platforms).
+	for _, n := range []int64{1 << 40, 1 << 52, 1<<62 - 1} {
+		if int64(int(n)) == n {
+			ints = append(ints, int(n))
+		}
+	}
+	algos := append(Algorithms(), "", "nope")
+	checked := 0
+	for _, w := range windows {
+		for _, maxN := range ints {
+			for _, burst := range ints {
+				for _, algo := range algos {
+					for _, n := range []int{0, 1, 2, maxN, burst, maxN + 1} {
+						for _, name := range []string{"", "x"} {
+							l := Limit{Name: name, Window: w, Max: maxN, Burst: burst, Algorithm: algo}
+							if !plainRequest(&l, int64(n)) {
+								continue
+							}
+							checked++
+							require.NoError(t, l.Validate(), "%+v", l)
+							require.True(t, n >= 1 && n <= l.Capacity(), "%+v cost %d", l, n)
+						}
+					}
+				}
+			}
+		}
+	}
+	require.Greater(t, checked, 1000)
 }

@@ -6,7 +6,7 @@ type Source uint8
 
 const (
 	// SourceStore is a decision of the limiter's own counts: Redis for
-	// runtime/redislimit, the process for MemoryLimiter.
+	// runtime/redislimit, the process for memlimit.Limiter.
 	SourceStore Source = iota
 	// SourceDenyCache is a denial answered in process from an earlier
 	// denial of the store that is still in force; the store was not asked.

@@ -16,6 +16,7 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitprom"
 	"github.com/ratelimitgen/ratelimitgen/ratelimithttp"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 	"github.com/ratelimitgen/ratelimitgen/runtime/redislimit"
 )
 
@@ -170,7 +171,7 @@ func newLimiter(cfg config, metrics *ratelimitprom.Observer, overrides *runtime.
 // newStore returns the limiter that keeps the counts.
 func newStore(cfg config) (runtime.Limiter, func(), error) {
 	if cfg.redisURL == "" {
-		return runtime.NewMemoryLimiter(), func() {}, nil
+		return memlimit.New(), func() {}, nil
 	}
 	// The URL may hold a password, so errors never repeat it.
 	opts, err := redis.ParseURL(cfg.redisURL)

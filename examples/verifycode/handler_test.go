@@ -20,6 +20,7 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
 	"github.com/ratelimitgen/ratelimitgen/ratelimithttp"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 	"github.com/ratelimitgen/ratelimitgen/runtime/redislimit"
 )
 
@@ -51,7 +52,7 @@ func newTestAPI(t *testing.T, limiter runtime.Limiter, mailer notify.Mailer) *te
 func tickingLimiter() runtime.Limiter {
 	var mu sync.Mutex
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	return runtime.NewMemoryLimiter(runtime.WithClock(func() time.Time {
+	return memlimit.New(memlimit.WithClock(func() time.Time {
 		mu.Lock()
 		defer mu.Unlock()
 		now = now.Add(time.Millisecond)

@@ -34,7 +34,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 func main() {
@@ -44,7 +44,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	limiter := runtime.NewMemoryLimiter()
+	limiter := memlimit.New()
 	m := newMailer()
 	mux := http.NewServeMux()
 	mux.Handle(newConnectHandler(m, limiter))

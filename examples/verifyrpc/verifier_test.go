@@ -23,6 +23,7 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitgrpc"
 	"github.com/ratelimitgen/ratelimitgen/internal/testclock"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 const email = "carol@example.com"
@@ -86,7 +87,7 @@ func grpcClient(t *testing.T, m *mailer, limiter runtime.Limiter) verifyv1.Verif
 func TestConnectClientIsDenied(t *testing.T) {
 	clock := testclock.New()
 	m := newMailer()
-	client := connectClient(t, m, runtime.NewMemoryLimiter(runtime.WithClock(clock.Now)))
+	client := connectClient(t, m, memlimit.New(memlimit.WithClock(clock.Now)))
 	req := connect.NewRequest(&verifyv1.SendCodeRequest{Email: email})
 	for i := range 3 {
 		_, err := client.SendCode(t.Context(), req)
@@ -135,7 +136,7 @@ func TestGRPCClientIsDenied(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			clock := testclock.New()
 			m := newMailer()
-			client := serve(t, m, runtime.NewMemoryLimiter(runtime.WithClock(clock.Now)))
+			client := serve(t, m, memlimit.New(memlimit.WithClock(clock.Now)))
 			req := &verifyv1.SendCodeRequest{Email: email}
 			for i := range 3 {
 				_, err := client.SendCode(t.Context(), req)
@@ -172,7 +173,7 @@ func TestGRPCClientIsDenied(t *testing.T) {
 // address, over either stack; the 3rd is denied before its first message.
 func TestStreamsAreLimited(t *testing.T) {
 	clock := testclock.New()
-	limiter := runtime.NewMemoryLimiter(runtime.WithClock(clock.Now))
+	limiter := memlimit.New(memlimit.WithClock(clock.Now))
 	cc := connectClient(t, newMailer(), limiter)
 	gc := grpcClient(t, newMailer(), limiter)
 
@@ -205,7 +206,7 @@ func TestStreamsAreLimited(t *testing.T) {
 // stack its calls reach.
 func TestOneCountForBothStacks(t *testing.T) {
 	clock := testclock.New()
-	limiter := runtime.NewMemoryLimiter(runtime.WithClock(clock.Now))
+	limiter := memlimit.New(memlimit.WithClock(clock.Now))
 	m := newMailer()
 	cc, gc := connectClient(t, m, limiter), grpcClient(t, m, limiter)
 	for range 2 {

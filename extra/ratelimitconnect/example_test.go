@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitconnect"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // A connect-go handler that calls runtime.Enforce (as a generated wrapper
@@ -20,9 +21,9 @@ import (
 // resource_exhausted, and the client reads how long to wait.
 func Example() {
 	// A clock that stands still keeps the output exact; a real service
-	// uses runtime.NewMemoryLimiter() or redislimit.New(client).
+	// uses memlimit.New() or redislimit.New(client).
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	limiter := runtime.NewMemoryLimiter(runtime.WithClock(func() time.Time { return now }))
+	limiter := memlimit.New(memlimit.WithClock(func() time.Time { return now }))
 	limit := runtime.Limit{Name: "Verifier.SendCode", Window: time.Minute, Max: 3}
 
 	const procedure = "/verify.v1.Verifier/SendCode"

@@ -23,6 +23,7 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitconnect"
 	"github.com/ratelimitgen/ratelimitgen/internal/testclock"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // key is personal data that must appear in no error message or detail.
@@ -104,7 +105,7 @@ func TestUnaryDenial(t *testing.T) {
 	for name, opts := range protocols {
 		t.Run(name, func(t *testing.T) {
 			clock := testclock.New()
-			srv := startServer(t, runtime.NewMemoryLimiter(runtime.WithClock(clock.Now)))
+			srv := startServer(t, memlimit.New(memlimit.WithClock(clock.Now)))
 			client := connect.NewClient[wrapperspb.StringValue, emptypb.Empty](srv.Client(), srv.URL+sendCode, opts...)
 			ctx := t.Context()
 
@@ -179,7 +180,7 @@ func TestUnaryDenial(t *testing.T) {
 // 429 with a Connect error body (without one, Connect clients would see
 // unavailable), which names the limit but not the key.
 func TestConnectStatus429(t *testing.T) {
-	srv := startServer(t, runtime.NewMemoryLimiter())
+	srv := startServer(t, memlimit.New())
 	post := func() (*http.Response, []byte) {
 		t.Helper()
 		resp, err := srv.Client().Post(srv.URL+sendCode, "application/json", strings.NewReader(`"`+key+`"`))
@@ -237,7 +238,7 @@ func TestConnectStatus429(t *testing.T) {
 func TestStreamDenial(t *testing.T) {
 	for _, name := range []string{"connect", "grpc", "grpc-web"} {
 		t.Run(name, func(t *testing.T) {
-			srv := startServer(t, runtime.NewMemoryLimiter())
+			srv := startServer(t, memlimit.New())
 			client := connect.NewClient[wrapperspb.StringValue, wrapperspb.StringValue](srv.Client(), srv.URL+watchCodes, protocols[name]...)
 			recv := func() (int, error) {
 				stream, err := client.CallServerStream(t.Context(), connect.NewRequest(wrapperspb.String(key)))

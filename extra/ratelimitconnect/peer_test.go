@@ -18,6 +18,7 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/internal/peertest"
 	"github.com/ratelimitgen/ratelimitgen/ratelimithttp"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 var peerLimit = runtime.Limit{Name: "Notifier.SendCode", Window: time.Minute, Max: 2}
@@ -35,7 +36,7 @@ type peerServer struct {
 func startPeerServer(t *testing.T, opts ...ratelimithttp.ClientIPOption) *peerServer {
 	t.Helper()
 	s := &peerServer{lis: peertest.Listen(t, "tcp6", "[::1]:0")}
-	lim := runtime.NewMemoryLimiter()
+	lim := memlimit.New()
 	clientIP := ratelimithttp.ClientIPKey(opts...)
 	mux := http.NewServeMux()
 	mux.Handle(sendCode, connect.NewUnaryHandler(sendCode,

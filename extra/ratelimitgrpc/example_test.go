@@ -13,7 +13,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitgrpc"
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitgrpc/internal/verifypb"
-	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // A gRPC service whose methods are generated wrappers answers its 4th
@@ -21,9 +21,9 @@ import (
 // the client reads how long to wait.
 func Example() {
 	// A clock that stands still keeps the output exact; a real service
-	// uses runtime.NewMemoryLimiter() or redislimit.New(client).
+	// uses memlimit.New() or redislimit.New(client).
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	limiter := runtime.NewMemoryLimiter(runtime.WithClock(func() time.Time { return now }))
+	limiter := memlimit.New(memlimit.WithClock(func() time.Time { return now }))
 
 	srv := grpc.NewServer(
 		grpc.ChainUnaryInterceptor(ratelimitgrpc.UnaryServerInterceptor()),

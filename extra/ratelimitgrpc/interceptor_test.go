@@ -24,6 +24,7 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitgrpc/internal/verifypb"
 	"github.com/ratelimitgen/ratelimitgen/internal/testclock"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // key is personal data that must appear in no status, detail or trailer.
@@ -36,7 +37,7 @@ const key = "carol@example.com"
 // RetryInfo delay is enough.
 func TestUnaryDenial(t *testing.T) {
 	clock := testclock.New()
-	client, raw := startServer(t, runtime.NewMemoryLimiter(runtime.WithClock(clock.Now)))
+	client, raw := startServer(t, memlimit.New(memlimit.WithClock(clock.Now)))
 	ctx := t.Context()
 	req := &verifypb.SendCodeRequest{Email: key}
 
@@ -98,7 +99,7 @@ func TestUnaryDenial(t *testing.T) {
 // RESOURCE_EXHAUSTED, its details and the pushback trailer.
 func TestStreamDenial(t *testing.T) {
 	clock := testclock.New()
-	client, raw := startServer(t, runtime.NewMemoryLimiter(runtime.WithClock(clock.Now)))
+	client, raw := startServer(t, memlimit.New(memlimit.WithClock(clock.Now)))
 	req := &verifypb.WatchCodesRequest{Email: key}
 
 	for i := range 2 {
@@ -171,7 +172,7 @@ func TestUnavailable(t *testing.T) {
 // TestOtherErrorsPassThrough: errors that are not rate-limit outcomes
 // reach the client as they would without the interceptors.
 func TestOtherErrorsPassThrough(t *testing.T) {
-	client, _ := startServer(t, runtime.NewMemoryLimiter())
+	client, _ := startServer(t, memlimit.New())
 
 	var trailer metadata.MD
 	_, err := client.SendCode(t.Context(), &verifypb.SendCodeRequest{}, grpc.Trailer(&trailer))
@@ -239,7 +240,7 @@ func (c *contextRecorder) Decide(ctx context.Context, reqs ...runtime.Request) (
 // with the stream's, so the call's method and metadata reach the limiter
 // (and with them Operate's labels and the call's deadline).
 func TestStreamIsDecidedWithItsContext(t *testing.T) {
-	rec := &contextRecorder{Limiter: runtime.NewMemoryLimiter(runtime.WithClock(testclock.New().Now))}
+	rec := &contextRecorder{Limiter: memlimit.New(memlimit.WithClock(testclock.New().Now))}
 	client, _ := startServer(t, rec)
 	ctx := metadata.AppendToOutgoingContext(t.Context(), "tenant", "acme")
 	stream, err := client.WatchCodes(ctx, &verifypb.WatchCodesRequest{Email: key})

@@ -103,7 +103,7 @@ type MethodLimiter struct {
 func NewMethodLimiter(lim runtime.Limiter, limits map[string]runtime.Limit, key KeyFunc) (*MethodLimiter, error) {
 	switch {
 	case lim == nil:
-		return nil, errors.New("ratelimitgrpc: NewMethodLimiter: nil Limiter; pass e.g. runtime.NewMemoryLimiter()")
+		return nil, errors.New("ratelimitgrpc: NewMethodLimiter: nil Limiter; pass e.g. memlimit.New()")
 	case key == nil:
 		return nil, errors.New("ratelimitgrpc: NewMethodLimiter: nil KeyFunc; pass e.g. ratelimitgrpc.ByPeer()")
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitgrpc/internal/verifypb"
 	"github.com/ratelimitgen/ratelimitgen/internal/testclock"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 var (
@@ -63,7 +64,7 @@ func serveMethodLimited(t *testing.T, lis net.Listener, lim runtime.Limiter, key
 // INVALID_ARGUMENT.
 func TestMethodLimiterByMetadata(t *testing.T) {
 	clock := testclock.New()
-	client := startMethodLimited(t, runtime.NewMemoryLimiter(runtime.WithClock(clock.Now)),
+	client := startMethodLimited(t, memlimit.New(memlimit.WithClock(clock.Now)),
 		ratelimitgrpc.ByMetadata("X-Api-Key"), sendLimit)
 	ctx := metadata.AppendToOutgoingContext(t.Context(), "x-api-key", key)
 	req := &verifypb.SendCodeRequest{Email: "anyone@example.com"}
@@ -100,7 +101,7 @@ func TestMethodLimiterByMetadata(t *testing.T) {
 // TestMethodLimiterStream: a streaming method is decided when it starts.
 func TestMethodLimiterStream(t *testing.T) {
 	clock := testclock.New()
-	client := startMethodLimited(t, runtime.NewMemoryLimiter(runtime.WithClock(clock.Now)), ratelimitgrpc.ByPeer(), sendLimit)
+	client := startMethodLimited(t, memlimit.New(memlimit.WithClock(clock.Now)), ratelimitgrpc.ByPeer(), sendLimit)
 	req := &verifypb.WatchCodesRequest{Email: key}
 
 	stream, err := client.WatchCodes(t.Context(), req)
@@ -123,7 +124,7 @@ func TestMethodLimiterStream(t *testing.T) {
 func TestMethodLimiterShadow(t *testing.T) {
 	shadow := sendLimit
 	shadow.Mode = runtime.ModeShadow
-	client := startMethodLimited(t, runtime.NewMemoryLimiter(), ratelimitgrpc.ByPeer(), shadow)
+	client := startMethodLimited(t, memlimit.New(), ratelimitgrpc.ByPeer(), shadow)
 	for i := range 2 * shadow.Max {
 		_, err := client.SendCode(t.Context(), &verifypb.SendCodeRequest{Email: key})
 		require.NoError(t, err, "call %d", i+1)
@@ -143,7 +144,7 @@ func TestMethodLimiterUnavailable(t *testing.T) {
 }
 
 func TestNewMethodLimiterErrors(t *testing.T) {
-	lim := runtime.NewMemoryLimiter()
+	lim := memlimit.New()
 	ok := map[string]runtime.Limit{"/p.S/M": sendLimit}
 	for _, tc := range []struct {
 		name   string

@@ -23,6 +23,7 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/internal/peertest"
 	"github.com/ratelimitgen/ratelimitgen/ratelimithttp"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // keyRecorder is a Limiter that records the keys it is asked about.
@@ -118,7 +119,7 @@ func TestByPeerWithoutIPAddress(t *testing.T) {
 // and [::1] is keyed by its /64 too.
 func TestByPeerOverIPv6(t *testing.T) {
 	lis := peertest.Listen(t, "tcp6", "[::1]:0")
-	lim := &keyRecorder{Limiter: runtime.NewMemoryLimiter()}
+	lim := &keyRecorder{Limiter: memlimit.New()}
 	loopback := serveMethodLimited(t, lis, lim, ratelimitgrpc.ByPeer(), sendLimit)
 	req := &verifypb.SendCodeRequest{Email: key}
 
@@ -142,7 +143,7 @@ func TestByPeerOverIPv6(t *testing.T) {
 // client connected directly.
 func TestByPeerProxiedSharesTheDirectCount(t *testing.T) {
 	lis := peertest.Listen(t, "tcp6", "[::1]:0")
-	lim := &keyRecorder{Limiter: runtime.NewMemoryLimiter()}
+	lim := &keyRecorder{Limiter: memlimit.New()}
 	byPeer := ratelimitgrpc.ByPeer(ratelimithttp.TrustProxyHeader("X-Forwarded-For", netip.MustParsePrefix("::1/128")))
 	viaProxy := serveMethodLimited(t, lis, lim, byPeer, sendLimit)
 	req := &verifypb.SendCodeRequest{Email: key}

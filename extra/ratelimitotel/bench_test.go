@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitotel"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // benchEvents are the steady-state events the benchmarks cycle through:
@@ -78,7 +79,7 @@ func BenchmarkObserve(b *testing.B) {
 	})
 }
 
-// BenchmarkOperate measures a whole decision of MemoryLimiter through
+// BenchmarkOperate measures a whole decision of memlimit.Limiter through
 // runtime.Operate, without an observer and with this one on the SDK, so
 // that the difference is what the metrics add to a decision.
 func BenchmarkOperate(b *testing.B) {
@@ -94,10 +95,10 @@ func BenchmarkOperate(b *testing.B) {
 		}
 	}
 	b.Run("no-observer", func(b *testing.B) {
-		run(b, runtime.Operate(runtime.NewMemoryLimiter()))
+		run(b, runtime.Operate(memlimit.New()))
 	})
 	b.Run("sdk", func(b *testing.B) {
 		obs, _ := setup(b)
-		run(b, runtime.Operate(runtime.NewMemoryLimiter(), runtime.WithObserver(obs)))
+		run(b, runtime.Operate(memlimit.New(), runtime.WithObserver(obs)))
 	})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitotel"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // A limiter operated with the OpenTelemetry observer: three calls against
@@ -32,7 +33,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	lim := runtime.Operate(runtime.NewMemoryLimiter(),
+	lim := runtime.Operate(memlimit.New(),
 		runtime.WithObserver(obs),
 		runtime.WithLabel(func(context.Context, runtime.Request) string { return "free" }),
 	)

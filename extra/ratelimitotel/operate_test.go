@@ -12,16 +12,17 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitotel"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
-// TestOperate decides through runtime.Operate and a MemoryLimiter with
+// TestOperate decides through runtime.Operate and a memlimit.Limiter with
 // the Observer attached, and checks what the SDK collects: an enforced
 // limit admitting, then denying, then refusing a cost it cannot hold; a
 // shadow limit that only reports; a disabled limit that is not observed;
 // and the label of runtime.WithLabel under the chosen key.
 func TestOperate(t *testing.T) {
 	obs, reader := setup(t, ratelimitotel.WithLabelAttribute("app.plan"))
-	lim := runtime.Operate(runtime.NewMemoryLimiter(),
+	lim := runtime.Operate(memlimit.New(),
 		runtime.WithObserver(obs),
 		runtime.WithLabel(func(context.Context, runtime.Request) string { return "free" }),
 	)

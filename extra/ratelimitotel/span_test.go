@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitotel"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // TestSpanObserver decides calls inside spans of the real SDK and reads
@@ -22,7 +23,7 @@ func TestSpanObserver(t *testing.T) {
 	tracer := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)).Tracer("test")
 	// A clock that stands still, so that each RetryAfter is a whole window.
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	mem := runtime.NewMemoryLimiter(runtime.WithClock(func() time.Time { return now }))
+	mem := memlimit.New(memlimit.WithClock(func() time.Time { return now }))
 	lim := runtime.Operate(mem, runtime.WithObserver(ratelimitotel.SpanObserver{}))
 	const key = "alice@example.com"
 	send := runtime.Limit{Name: "Notifier.SendCode", Window: time.Minute, Max: 2}

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitprom"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // benchEvents are the events the benchmarks observe in turn: a few limits,
@@ -103,7 +105,7 @@ type discardObserver struct{}
 
 func (discardObserver) Observe(context.Context, runtime.Event) {}
 
-// BenchmarkOperate measures an admitted decision of a MemoryLimiter
+// BenchmarkOperate measures an admitted decision of a memlimit.Limiter
 // through runtime.Operate with an observer that does nothing and with an
 // Observer: the difference is what exporting the decision costs.
 func BenchmarkOperate(b *testing.B) {
@@ -116,7 +118,7 @@ func BenchmarkOperate(b *testing.B) {
 		{"prometheus", ratelimitprom.NewObserver()},
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			lim := runtime.Operate(runtime.NewMemoryLimiter(), runtime.WithObserver(c.obs))
+			lim := runtime.Operate(memlimit.New(), runtime.WithObserver(c.obs))
 			keys := make([]string, 1024)
 			for i := range keys {
 				keys[i] = "user:" + strconv.Itoa(i)

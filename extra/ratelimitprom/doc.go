@@ -7,7 +7,7 @@
 //
 //	obs := ratelimitprom.NewObserver()
 //	prometheus.MustRegister(obs)
-//	lim := runtime.Operate(runtime.NewMemoryLimiter(), runtime.WithObserver(obs))
+//	lim := runtime.Operate(memlimit.New(), runtime.WithObserver(obs))
 //
 // With the default namespace it exports:
 //

@@ -12,8 +12,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitprom"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // Register the Observer with a registry, give it to runtime.Operate, and
@@ -24,7 +26,7 @@ func Example() {
 	obs := ratelimitprom.NewObserver()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(obs)
-	lim := runtime.Operate(runtime.NewMemoryLimiter(), runtime.WithObserver(obs))
+	lim := runtime.Operate(memlimit.New(), runtime.WithObserver(obs))
 
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

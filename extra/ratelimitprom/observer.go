@@ -23,7 +23,7 @@ const SourceNone = "none"
 // DefaultBuckets are the upper bounds, in seconds, of the decision-duration
 // histogram's buckets when WithBuckets is not given: 1, 2.5 and 5 times each
 // power of ten from 100ns to 250ms. They resolve decisions made in process
-// (a MemoryLimiter or the deny cache of runtime/redislimit, hundreds of
+// (a memlimit.Limiter or the deny cache of runtime/redislimit, hundreds of
 // nanoseconds), round trips to Redis (hundreds of microseconds to a few
 // milliseconds) and calls that end on a client timeout (tens to hundreds of
 // milliseconds). Slower decisions fall in the +Inf bucket.

@@ -10,8 +10,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitprom"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 var (
@@ -162,12 +164,12 @@ func TestDefaultBuckets(t *testing.T) {
 	}
 }
 
-// TestOperate decides through runtime.Operate and a MemoryLimiter: a call
+// TestOperate decides through runtime.Operate and a memlimit.Limiter: a call
 // with two limits is one event per limit, each timed with the call's
 // latency, so each limit's histogram counts the call.
 func TestOperate(t *testing.T) {
 	obs, reg := register(t)
-	lim := runtime.Operate(runtime.NewMemoryLimiter(), runtime.WithObserver(obs))
+	lim := runtime.Operate(memlimit.New(), runtime.WithObserver(obs))
 	ctx := context.Background()
 	twoPerMinute := runtime.Limit{Name: "Login.PerUser", Window: time.Minute, Max: 2}
 	shadow := runtime.Limit{Name: "Login.PerUserDaily", Window: 24 * time.Hour, Max: 1, Mode: runtime.ModeShadow}
@@ -241,7 +243,7 @@ ratelimit_near_limit_total{limit="Login.PerUserDaily"} 1
 // runtime.WithLabel, and not on the histogram.
 func TestLabel(t *testing.T) {
 	obs, reg := register(t, ratelimitprom.WithLabel("plan"))
-	lim := runtime.Operate(runtime.NewMemoryLimiter(),
+	lim := runtime.Operate(memlimit.New(),
 		runtime.WithObserver(obs),
 		runtime.WithLabel(func(_ context.Context, r runtime.Request) string {
 			if strings.HasPrefix(r.Key, "pro:") {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitprom"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 	"github.com/ratelimitgen/ratelimitgen/runtime/redislimit"
 )
 
@@ -44,7 +45,7 @@ func TestDashboardInPrometheus(t *testing.T) {
 	obs := ratelimitprom.NewObserver()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(obs)
-	mem := runtime.Operate(runtime.NewMemoryLimiter(), runtime.WithObserver(obs))
+	mem := runtime.Operate(memlimit.New(), runtime.WithObserver(obs))
 	send := runtime.Limit{Name: "Notifier.SendCode", Window: time.Hour, Max: 3}
 	query := runtime.Limit{Name: "Orders.Query", Window: time.Hour, Max: 1000}
 	shadow := runtime.Limit{Name: "Orders.Export", Window: time.Hour, Max: 1, Mode: runtime.ModeShadow}

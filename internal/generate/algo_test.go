@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/internal/parse"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // TestRuntimeConst checks the names the generated code spells the
@@ -45,7 +46,7 @@ func TestCapacity(t *testing.T) {
 		if got := l.capacity(); got != c.want {
 			t.Errorf("capacity of %s max %d burst %d = %d, want %d", c.algo, c.max, c.burst, got, c.want)
 		}
-		lim := runtime.NewMemoryLimiter()
+		lim := memlimit.New()
 		if _, err := lim.Decide(t.Context(), runtime.Request{Limit: l.runtimeLimit(), Key: "k", Cost: int64(c.want)}); err != nil {
 			t.Errorf("%s: the runtime refuses a cost of the capacity %d: %v", c.algo, c.want, err)
 		}

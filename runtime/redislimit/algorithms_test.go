@@ -14,6 +14,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // This file checks each Algorithm against what algorithm.go documents for
@@ -807,7 +808,7 @@ func TestAlgorithmsConcurrent(t *testing.T) {
 		})
 	}
 	t.Run("memory", func(t *testing.T) {
-		mem := runtime.NewMemoryLimiter()
+		mem := memlimit.New()
 		for _, algo := range runtime.Algorithms() {
 			runConcurrentBound(t, algo, []runtime.Limiter{mem}, func() int64 { return time.Now().UnixMicro() })
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // Benchmarks use a limit large enough that most calls are admitted, so they
@@ -17,7 +18,7 @@ import (
 // beside the Redis limiter's, as the baseline a network round trip adds to.
 
 func BenchmarkMemoryAllow(b *testing.B) {
-	lim := runtime.NewMemoryLimiter()
+	lim := memlimit.New()
 	l := runtime.Limit{Name: "bench", Window: time.Second, Max: 1 << 30, Algorithm: runtime.GCRA}
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -29,7 +30,7 @@ func BenchmarkMemoryAllow(b *testing.B) {
 }
 
 func BenchmarkMemoryAllowParallelKeys(b *testing.B) {
-	lim := runtime.NewMemoryLimiter()
+	lim := memlimit.New()
 	l := runtime.Limit{Name: "bench", Window: time.Second, Max: 100}
 	keys := make([]string, 4096)
 	for i := range keys {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // testLimiter is what both backends are: a runtime.Limiter, whose Decide
@@ -53,7 +54,7 @@ func backends(t *testing.T) []backend {
 	client := srv.Client(t)
 	return []backend{
 		{"memory", func(t *testing.T, clock *fakeClock) testLimiter {
-			return runtime.NewMemoryLimiter(runtime.WithClock(clock.Now))
+			return memlimit.New(memlimit.WithClock(clock.Now))
 		}},
 		{"redis", func(t *testing.T, clock *fakeClock) testLimiter {
 			// The deny cache is off: these suites expect the script's exact
@@ -380,7 +381,7 @@ func fakeUUID(i int) string {
 // AllowN's fallback path, which refused every cost but 1.)
 func TestCostErrorIsNotLimited(t *testing.T) {
 	l := runtime.Limit{Name: "n", Window: time.Second, Max: 1}
-	err := runtime.Enforce(ctx, plainLimiter{runtime.NewMemoryLimiter()}, runtime.Request{Limit: l, Key: "k", Cost: 2})
+	err := runtime.Enforce(ctx, plainLimiter{memlimit.New()}, runtime.Request{Limit: l, Key: "k", Cost: 2})
 	require.Error(t, err)
 	require.ErrorIs(t, err, runtime.ErrInvalidCost)
 	require.False(t, errors.Is(err, runtime.ErrLimited))

@@ -14,9 +14,10 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
-// The differential tests drive a runtime.MemoryLimiter and a Limiter with
+// The differential tests drive a memlimit.Limiter and a Limiter with
 // the same long random sequence of calls on the same fake clock, through
 // their public API (Allow and Decide, as any caller would), and require
 // identical answers at every step: the same runtime.Decision or
@@ -28,7 +29,7 @@ import (
 type diffHarness struct {
 	t     *testing.T
 	clock *fakeClock
-	mem   *runtime.MemoryLimiter
+	mem   *memlimit.Limiter
 	red   *Limiter
 	trail []string
 }
@@ -170,7 +171,7 @@ func mixedLimits() []runtime.Limit {
 // run plays the scenario on h.
 func (s diffScenario) run(h *diffHarness) {
 	rng := rand.New(rand.NewPCG(s.seed, 0xd1ff))
-	// Touch every (limit, key) first. A MemoryLimiter forgets a key once
+	// Touch every (limit, key) first. A memlimit.Limiter forgets a key once
 	// nothing in it counts, and only does so when it creates another key;
 	// Redis forgets on its own (real) clock. A clock jumping back could
 	// then find one backend remembering what the other forgot, which is
@@ -283,7 +284,7 @@ func newDiffHarness(t *testing.T, client redis.UniversalClient) *diffHarness {
 	return &diffHarness{
 		t:     t,
 		clock: clock,
-		mem:   runtime.NewMemoryLimiter(runtime.WithClock(clock.Now)),
+		mem:   memlimit.New(memlimit.WithClock(clock.Now)),
 		// The deny cache is off: the scripts' answers are compared exactly.
 		red: New(client, WithClock(clock.Now), WithPrefix("diff:"+t.Name()+":"),
 			WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithDenyCache(0)),

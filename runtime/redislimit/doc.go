@@ -4,7 +4,7 @@
 // limit.
 //
 // Each decision is one Lua script run atomically on the key's node, on the
-// server's clock, with the same semantics as runtime.MemoryLimiter (see
+// server's clock, with the same semantics as memlimit.Limiter (see
 // package runtime). When Redis fails or is slow, a FailurePolicy decides,
 // and a circuit breaker keeps an outage from costing every call a timeout.
 //

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // The exactness tests hammer one hot key from several app instances (one
@@ -269,12 +270,12 @@ func (a *monitorAudit) stop(t *testing.T, skey string) []int64 {
 	return times
 }
 
-// TestExactnessMemory hammers a MemoryLimiter the same way. Its recorded
+// TestExactnessMemory hammers a memlimit.Limiter the same way. Its recorded
 // times are not observable, so each admission is bracketed by clock readings
 // taken before and after the call; a window proven to hold more than Max is
 // one where Max+1 admissions started and finished within less than Window.
 func TestExactnessMemory(t *testing.T) {
-	lim := runtime.NewMemoryLimiter()
+	lim := memlimit.New()
 	l := runtime.Limit{Name: "Hot.Key", Window: hotWindow, Max: hotMax}
 	type span struct{ from, to int64 }
 	var mu sync.Mutex

@@ -14,6 +14,7 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
 	"github.com/ratelimitgen/ratelimitgen/ratelimithttp"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // extremeCounts are the values tried as Max, Burst and cost: the edges of
@@ -171,7 +172,7 @@ func TestExtremesAtRunTime(t *testing.T) {
 		status int
 	}{{int(runtime.MaxUnits), http.StatusOK}, {1<<53 - 1, http.StatusServiceUnavailable}} {
 		for name, backend := range map[string]runtime.Limiter{
-			"memory": runtime.NewMemoryLimiter(),
+			"memory": memlimit.New(),
 			"redis":  New(srv.Client(t), WithPrefix(fmt.Sprintf("%s:%d:", t.Name(), c.max)), WithFailurePolicy(FailClosed)),
 		} {
 			var ov runtime.Overrides

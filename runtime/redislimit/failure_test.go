@@ -15,6 +15,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // Upper bounds for waiting on something that must eventually happen. They
@@ -437,7 +438,7 @@ func TestInvalidInputIsAnError(t *testing.T) {
 		name string
 		lim  testLimiter
 	}{
-		{"memory", runtime.NewMemoryLimiter()},
+		{"memory", memlimit.New()},
 		{"redis", New(client, WithOnDegraded(events.record))},
 	}
 	for _, b := range limiters {

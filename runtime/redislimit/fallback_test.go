@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // TestFallbackLetsGoAfterRecovery decides many keys through the FailLocal
@@ -23,7 +24,7 @@ func TestFallbackLetsGoAfterRecovery(t *testing.T) {
 	client := srv.Client(t)
 	events := &degradedLog{}
 	lim := New(client, WithRetryInterval(time.Millisecond), WithOnDegraded(events.record), WithInstances(1))
-	fallback := lim.fallback.(*runtime.MemoryLimiter)
+	fallback := lim.fallback.(*memlimit.Limiter)
 	l := runtime.Limit{Name: "fallback.sweep", Window: 100 * time.Millisecond, Max: 3}
 	ctx := context.Background()
 

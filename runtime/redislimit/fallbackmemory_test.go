@@ -14,6 +14,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // TestFallbackFloodStaysWithinMemory floods a Limiter with New's defaults
@@ -67,7 +68,7 @@ func TestFallbackFloodStaysWithinMemory(t *testing.T) {
 	goruntime.KeepAlive(lim)
 }
 
-// memoryFullObserver remembers whether an event's Err was ErrMemoryFull,
+// memoryFullObserver remembers whether an event's Err was memlimit.ErrFull,
 // and every error message it saw.
 type memoryFullObserver struct {
 	mu   sync.Mutex
@@ -78,7 +79,7 @@ type memoryFullObserver struct {
 func (o *memoryFullObserver) Observe(_ context.Context, ev runtime.Event) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if errors.Is(ev.Err, runtime.ErrMemoryFull) {
+	if errors.Is(ev.Err, memlimit.ErrFull) {
 		o.full++
 	}
 	if ev.Err != nil {
@@ -91,7 +92,7 @@ func (o *memoryFullObserver) Observe(_ context.Context, ev runtime.Event) {
 // Redis's own error, and never the key.
 func TestFallbackReportsMemoryFull(t *testing.T) {
 	srv := redistest.StartServer(t)
-	lim := New(srv.Client(t), WithFallback(runtime.NewMemoryLimiter(runtime.WithMaxMemory(64<<10))), WithInstances(1))
+	lim := New(srv.Client(t), WithFallback(memlimit.New(memlimit.WithMaxMemory(64<<10))), WithInstances(1))
 	obs := &memoryFullObserver{}
 	op := runtime.Operate(lim, runtime.WithObserver(obs))
 	l := runtime.Limit{Name: "fallback.full", Window: time.Hour, Max: 3}

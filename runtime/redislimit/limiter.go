@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // Limiter is a runtime.Limiter whose counts live in Redis, so that every
@@ -82,11 +83,11 @@ func New(c redis.UniversalClient, opts ...Option) *Limiter {
 	cfg := newConfig(opts)
 	r := &Limiter{client: c, cfg: cfg, fallback: cfg.fallback, deny: newDenyCache(cfg.denyCache, cfg.clock)}
 	if r.fallback == nil {
-		var memOpts []runtime.MemoryOption
+		var memOpts []memlimit.Option
 		if cfg.clock != nil {
-			memOpts = append(memOpts, runtime.WithClock(cfg.clock))
+			memOpts = append(memOpts, memlimit.WithClock(cfg.clock))
 		}
-		r.fallback = runtime.NewMemoryLimiter(memOpts...)
+		r.fallback = memlimit.New(memOpts...)
 	}
 	r.leases = newLeaseTable(r, cfg.leasePeriod)
 	r.breaker.interval = cfg.retryInterval

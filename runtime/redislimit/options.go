@@ -99,7 +99,7 @@ func WithFailurePolicy(p FailurePolicy) Option {
 }
 
 // WithFallback sets the Limiter that FailLocal consults while Redis is
-// unavailable (default: a runtime.MemoryLimiter sharing this limiter's
+// unavailable (default: a memlimit.Limiter sharing this limiter's
 // clock). It is asked with each limit's share (see WithInstances).
 func WithFallback(l runtime.Limiter) Option {
 	return func(c *config) { c.fallback = l }

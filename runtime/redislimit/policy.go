@@ -119,7 +119,7 @@ func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, asks []as
 	default:
 		ds, err = r.decideShare(ctx, reqs, asks, vs)
 		if ds.Cause != nil {
-			// The fallback's own cause, such as runtime.ErrMemoryFull,
+			// The fallback's own cause, such as memlimit.ErrFull,
 			// is kept beside Redis's.
 			cause = errors.Join(cause, ds.Cause)
 		}

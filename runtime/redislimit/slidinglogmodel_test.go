@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // TestSlidingLogModel walks random calls (costs 1 to Max, several keys, the
@@ -32,7 +33,7 @@ func TestSlidingLogModel(t *testing.T) {
 		t.Run(fmt.Sprint("Max ", max), func(t *testing.T) {
 			clock := newFakeClock()
 			red := New(c, WithClock(clock.Now), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithDenyCache(0))
-			mem := runtime.NewMemoryLimiter(runtime.WithClock(clock.Now))
+			mem := memlimit.New(memlimit.WithClock(clock.Now))
 			l := runtime.Limit{Name: fmt.Sprint("Model.Log", max), Window: time.Minute + 7*time.Microsecond, Max: max}
 			w := l.Window.Microseconds()
 			keys := []string{"a", "b", "c"}
@@ -116,7 +117,7 @@ func TestSlidingLogMaxChanges(t *testing.T) {
 	c := srv.Client(t)
 	clock := newFakeClock()
 	red := New(c, WithClock(clock.Now), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithDenyCache(0))
-	mem := runtime.NewMemoryLimiter(runtime.WithClock(clock.Now))
+	mem := memlimit.New(memlimit.WithClock(clock.Now))
 	window := time.Minute
 	w := window.Microseconds()
 	keys := []string{"a", "b"}

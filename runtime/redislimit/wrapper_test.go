@@ -11,6 +11,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 	"github.com/ratelimitgen/ratelimitgen/runtime/redislimit"
 )
 
@@ -86,7 +87,7 @@ func TestEmbeddingWrapperOnRedis(t *testing.T) {
 func TestEmbeddingWrapperAsFallback(t *testing.T) {
 	srv := redistest.StartServer(t)
 	client := srv.Client(t)
-	fallback := &counting{Limiter: runtime.NewMemoryLimiter()}
+	fallback := &counting{Limiter: memlimit.New()}
 	var degraded atomic.Int64
 	lim := redislimit.New(client, redislimit.WithFallback(fallback), redislimit.WithRetryInterval(time.Hour), redislimit.WithInstances(1),
 		redislimit.WithOnDegraded(func(redislimit.DegradedEvent) { degraded.Add(1) }))

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 	"github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes"
 )
 
@@ -72,7 +73,7 @@ func exerciseAcross(t *testing.T, lim runtime.Limiter) {
 }
 
 func TestEmbedAcrossMemory(t *testing.T) {
-	exerciseAcross(t, runtime.NewMemoryLimiter())
+	exerciseAcross(t, memlimit.New())
 }
 
 func TestEmbedAcrossRedis(t *testing.T) {

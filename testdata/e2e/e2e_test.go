@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 	"github.com/ratelimitgen/ratelimitgen/runtime/redislimit"
 )
 
@@ -41,9 +42,9 @@ func (r *recorder) Charge(ctx context.Context, acct Account, cents int) (int, er
 }
 
 func TestMemoryLimiter(t *testing.T) {
-	exercise(t, runtime.NewMemoryLimiter())
+	exercise(t, memlimit.New())
 	clock := newClock()
-	exerciseAlerts(t, runtime.NewMemoryLimiter(runtime.WithClock(clock.Now)), clock)
+	exerciseAlerts(t, memlimit.New(memlimit.WithClock(clock.Now)), clock)
 }
 
 func TestRedisLimiter(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 type countingLookups struct {
@@ -53,7 +54,7 @@ func exerciseEmbedding(t *testing.T, lim runtime.Limiter) {
 }
 
 func TestEmbeddingMemory(t *testing.T) {
-	exerciseEmbedding(t, runtime.NewMemoryLimiter())
+	exerciseEmbedding(t, memlimit.New())
 }
 
 func TestEmbeddingRedis(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 type cacheOf[V any] struct{}
@@ -38,7 +39,7 @@ func exerciseGeneric(t *testing.T, lim runtime.Limiter) {
 }
 
 func TestGenericMemory(t *testing.T) {
-	exerciseGeneric(t, runtime.NewMemoryLimiter())
+	exerciseGeneric(t, memlimit.New())
 }
 
 func TestGenericRedis(t *testing.T) {

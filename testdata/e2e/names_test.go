@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 	"github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices"
 	"github.com/ratelimitgen/ratelimitgen/testmod/e2e/orders"
 )
@@ -41,7 +42,7 @@ func exerciseNames(t *testing.T, lim runtime.Limiter) {
 }
 
 func TestNamesMemory(t *testing.T) {
-	exerciseNames(t, runtime.NewMemoryLimiter())
+	exerciseNames(t, memlimit.New())
 }
 
 func TestNamesRedis(t *testing.T) {

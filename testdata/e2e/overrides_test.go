@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 	"github.com/ratelimitgen/ratelimitgen/testmod/e2e/orders"
 )
 
@@ -54,7 +55,7 @@ func TestOverridesOfGeneratedLimits(t *testing.T) {
 		t.Errorf("Unmatched() = %q, want the name without its package path alone", got)
 	}
 
-	lim := runtime.Operate(runtime.NewMemoryLimiter(), runtime.WithOverrides(&ov))
+	lim := runtime.Operate(memlimit.New(), runtime.WithOverrides(&ov))
 	e := NewRateLimitedExports(&exports{}, lim)
 	ctx := context.Background()
 	for n := range 2 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 type reportCalls struct{ run, export int }
@@ -47,7 +48,7 @@ func exercisePlans(t *testing.T, lim runtime.Limiter) {
 }
 
 func TestPlansMemory(t *testing.T) {
-	exercisePlans(t, runtime.NewMemoryLimiter())
+	exercisePlans(t, memlimit.New())
 }
 
 func TestPlansRedis(t *testing.T) {
@@ -60,7 +61,7 @@ type recordingLimiter struct{ reqs []runtime.Request }
 
 func (l *recordingLimiter) Decide(ctx context.Context, reqs ...runtime.Request) (runtime.Decisions, error) {
 	l.reqs = append(l.reqs, reqs...)
-	return runtime.NewMemoryLimiter().Decide(ctx, reqs...)
+	return memlimit.New().Decide(ctx, reqs...)
 }
 
 // Each call's limit carries its own Max, converted from the int64; the
@@ -97,7 +98,7 @@ func TestPlansLimitOfEachCall(t *testing.T) {
 // them as shadow-limited.
 func TestPlansShadowLimitNeverDenies(t *testing.T) {
 	obs := &resultCounter{}
-	lim := runtime.Operate(runtime.NewMemoryLimiter(), runtime.WithObserver(obs))
+	lim := runtime.Operate(memlimit.New(), runtime.WithObserver(obs))
 	calls := &reportCalls{}
 	r := NewRateLimitedReports(calls, lim)
 	q := Quota{Tenant: "a", Max: 2}

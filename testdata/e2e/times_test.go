@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 type slots struct{}
@@ -47,7 +48,7 @@ func exerciseTimes(t *testing.T, lim runtime.Limiter) {
 }
 
 func TestTimesMemory(t *testing.T) {
-	exerciseTimes(t, runtime.NewMemoryLimiter())
+	exerciseTimes(t, memlimit.New())
 }
 
 func TestTimesRedis(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 type tenantCalls struct{ get, list, ping int }
@@ -54,7 +55,7 @@ func exerciseTypeLevel(t *testing.T, lim runtime.Limiter) {
 }
 
 func TestTypeLevelMemory(t *testing.T) {
-	exerciseTypeLevel(t, runtime.NewMemoryLimiter())
+	exerciseTypeLevel(t, memlimit.New())
 }
 
 func TestTypeLevelRedis(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 type outboundCalls struct{ call, short, long, multi int }
@@ -58,7 +59,7 @@ func exerciseWait(t *testing.T, lim runtime.Limiter) {
 }
 
 func TestWaitMemory(t *testing.T) {
-	exerciseWait(t, runtime.NewMemoryLimiter())
+	exerciseWait(t, memlimit.New())
 }
 
 func TestWaitRedis(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // counting is a Limiter wrapped the usual Go way, by embedding: it
@@ -29,7 +30,7 @@ func (c *counting) Decide(ctx context.Context, reqs ...runtime.Request) (runtime
 // wrapped limiter.
 func TestEmbeddingWrapper(t *testing.T) {
 	ctx := context.Background()
-	lim := &counting{Limiter: runtime.NewMemoryLimiter()}
+	lim := &counting{Limiter: memlimit.New()}
 	asked := func(want int64) {
 		t.Helper()
 		if got := lim.n.Swap(0); got != want {

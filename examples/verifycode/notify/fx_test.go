@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/examples/verifycode/notify"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // These tests follow docs/runtime.md#wiring with uber/fx: the wrapper
@@ -23,7 +24,7 @@ func newCodeService(impl notify.CodeService, limiter runtime.Limiter) notify.Cod
 	return notify.NewRateLimitedCodeService(impl, limiter)
 }
 
-func newLimiter() runtime.Limiter { return runtime.NewMemoryLimiter() }
+func newLimiter() runtime.Limiter { return memlimit.New() }
 
 // fxOptions provides what the service needs: a mailbox as the
 // notify.Mailer (and as itself, so the test can count the mails) and the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/examples/verifycode/notify"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/memlimit"
 )
 
 // mailbox is a notify.Mailer that remembers every mail.
@@ -65,7 +66,7 @@ func TestServiceSendsAndVerifiesCodes(t *testing.T) {
 func TestRateLimitedCodeService(t *testing.T) {
 	ctx := context.Background()
 	box := &mailbox{}
-	codes := notify.NewRateLimitedCodeService(notify.NewService(box), runtime.NewMemoryLimiter())
+	codes := notify.NewRateLimitedCodeService(notify.NewService(box), memlimit.New())
 
 	for _, email := range []string{"alice@example.com", "Alice@example.com", " ALICE@EXAMPLE.COM"} {
 		require.NoError(t, codes.SendCode(ctx, notify.SendCodeRequest{Email: email}))

@@ -1,15 +1,15 @@
-package runtime
+package memlimit
 
 import "time"
 
-// MemoryOption configures a MemoryLimiter.
-type MemoryOption func(*MemoryLimiter)
+// Option configures a Limiter.
+type Option func(*Limiter)
 
-// WithClock makes the memory limiter read time from now instead of the
+// WithClock makes the limiter read time from now instead of the
 // process's monotonic clock, for deterministic tests and for sharing one
 // clock with another limiter.
-func WithClock(now func() time.Time) MemoryOption {
-	return func(m *MemoryLimiter) { m.clock = now }
+func WithClock(now func() time.Time) Option {
+	return func(m *Limiter) { m.clock = now }
 }
 
 // WithMaxMemory sets the most memory, in bytes, that the limiter's keys
@@ -17,8 +17,8 @@ func WithClock(now func() time.Time) MemoryOption {
 // not fit is still decided: room is made by evicting keys whose admissions
 // have all expired, then keys unused since the eviction hand last passed
 // them (SIEVE). When a key that still counted admissions goes, the call's
-// Decisions.Cause is ErrMemoryFull (Allow cannot say); the call's own keys
+// Decisions.Cause is ErrFull (Allow cannot say); the call's own keys
 // always stay. docs/runtime.md says what a key is charged.
-func WithMaxMemory(maxBytes int) MemoryOption {
-	return func(m *MemoryLimiter) { m.maxBytes = maxBytes }
+func WithMaxMemory(maxBytes int) Option {
+	return func(m *Limiter) { m.maxBytes = maxBytes }
 }

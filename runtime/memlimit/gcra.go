@@ -1,4 +1,4 @@
-package runtime
+package memlimit
 
 import (
 	"math"
@@ -7,7 +7,7 @@ import (
 
 // gcra is the in-memory twin of lua/gcra.lua: the theoretical arrival time
 // in µs. It is the whole state, so calls swap it with a compare-and-swap and
-// take no lock (see MemoryLimiter.decideHeld); a call under the shard's lock
+// take no lock (see Limiter.decideHeld); a call under the shard's lock
 // that must hold it across a check and a commit (Decide with several
 // limits) claims it instead, swapping in gcraClaimed and keeping the value
 // in held until it stores the new one.

@@ -1,9 +1,6 @@
-package runtime
+package memlimit
 
-import (
-	"slices"
-	"time"
-)
+import "slices"
 
 // slidingLog is the in-memory twin of lua/sliding_log.lua; the two must make
 // identical decisions. times holds the admissions in force, in µs, from
@@ -93,5 +90,3 @@ func sameQuarter(a, b, w int64) bool {
 
 // mod is a modulo b for b > 0, never negative, as Lua's % is.
 func mod(a, b int64) int64 { return (a%b + b) % b }
-
-func micros(us int64) time.Duration { return time.Duration(us) * time.Microsecond }

@@ -1,4 +1,4 @@
-package runtime
+package memlimit
 
 // tokenBucket is the in-memory twin of lua/token_bucket.lua. t is the level
 // in units of 1/window token at time s; a zero value is a full bucket.

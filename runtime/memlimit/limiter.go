@@ -1,21 +1,24 @@
-package runtime
+package memlimit
 
 import (
 	"context"
+	"errors"
 	"hash/maphash"
 	"math"
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
-// MemoryLimiter is a Limiter that keeps its counts in the process; it is
+// Limiter is a runtime.Limiter that keeps its counts in the process; it is
 // safe for concurrent use. It makes the decisions runtime/redislimit's
 // Limiter makes on the same clock, so it serves tests and single-instance
 // programs, and is a Redis limiter's fallback during an outage. Its keys
 // hold at most WithMaxMemory's budget; keys whose admissions have all
 // stopped counting are evicted first.
-type MemoryLimiter struct {
+type Limiter struct {
 	// A decision costs no allocation once its key is held: the key is
 	// hashed once, that hash picks one of 64 shards and finds the key's
 	// entry in the shard's table without a lock, and the entry holds the
@@ -23,7 +26,7 @@ type MemoryLimiter struct {
 	// serialised by the key's entry alone (GCRA's by a compare-and-swap of
 	// its one number), so a call on a held key never waits for calls on
 	// other keys; a shard's lock is taken only to add and evict keys.
-	shards [memShards]memShard
+	shards [shardCount]shard
 
 	// clock is WithClock's clock, or nil for the default one. The default
 	// reads the monotonic clock only, counted from epoch: that costs half
@@ -51,10 +54,10 @@ type MemoryLimiter struct {
 	idle atomic.Bool
 }
 
-// NewMemoryLimiter returns an in-process Limiter reading the process's
-// monotonic clock, or WithClock's.
-func NewMemoryLimiter(opts ...MemoryOption) *MemoryLimiter {
-	m := &MemoryLimiter{keySeed: maphash.MakeSeed()}
+// New returns a Limiter reading the process's monotonic clock, or
+// WithClock's, holding at most WithMaxMemory's budget.
+func New(opts ...Option) *Limiter {
+	m := &Limiter{keySeed: maphash.MakeSeed()}
 	for _, o := range opts {
 		if o != nil {
 			o(m)
@@ -67,10 +70,10 @@ func NewMemoryLimiter(opts ...MemoryOption) *MemoryLimiter {
 	}
 	for i := range m.shards {
 		s := &m.shards[i]
-		s.tab.Store(newMemTable(memMinSlots))
-		s.sweepAt = memMinSweep
-		s.bytes = memSlotBytes * memMinSlots
-		s.budget = int64(m.maxBytes / memShards)
+		s.tab.Store(newTable(minSlots))
+		s.sweepAt = minSweep
+		s.bytes = slotBytes * minSlots
+		s.budget = int64(m.maxBytes / shardCount)
 		s.expiresFrom = math.MaxInt64
 	}
 	return m
@@ -79,25 +82,32 @@ func NewMemoryLimiter(opts ...MemoryOption) *MemoryLimiter {
 // defaultMaxMemory is WithMaxMemory's default.
 const defaultMaxMemory = 64 << 20
 
+// ErrFull is the Decisions.Cause of a decision for which the limiter, at
+// its WithMaxMemory budget, evicted a key whose admissions still counted:
+// that key may now be admitted beyond its limit. The call itself was
+// decided as usual. Seen outside a flood of keys, it means the budget is
+// too small for the keys in use.
+var ErrFull = errors.New("ratelimit: memory limiter full: admissions of other keys were forgotten to make room; raise WithMaxMemory")
+
 // memoryFull returns the Cause of a decision that forgot, or did not
 // forget, admissions that still counted.
 func memoryFull(forgot bool) error {
 	if forgot {
-		return ErrMemoryFull
+		return ErrFull
 	}
 	return nil
 }
 
 // commit commits v on e, which the call holds, and accounts for the growth
 // of e's state.
-func (s *memShard) commit(e *memEntry, now int64, p params, v *verdict) {
+func (s *shard) commit(e *entry, now int64, p params, v *verdict) {
 	if grew := e.commit(now, p, v); grew != 0 {
 		s.grown.Add(grew)
 	}
 }
 
 // now returns the time in µs: WithClock's, or the default clock's.
-func (m *MemoryLimiter) now() int64 {
+func (m *Limiter) now() int64 {
 	if m.clock != nil {
 		return m.clock().UnixMicro()
 	}
@@ -108,11 +118,11 @@ func (m *MemoryLimiter) now() int64 {
 // it is Decide for one request, without the Decisions, so a limit in
 // ModeShadow records the call only if it has room, and one in ModeOff is
 // not consulted.
-func (m *MemoryLimiter) Allow(ctx context.Context, l Limit, key string) (Decision, error) {
-	if l.Mode == ModeOff {
-		ds, err := m.Decide(ctx, Request{Limit: l, Key: key})
+func (m *Limiter) Allow(ctx context.Context, l runtime.Limit, key string) (runtime.Decision, error) {
+	if l.Mode == runtime.ModeOff {
+		ds, err := m.Decide(ctx, runtime.Request{Limit: l, Key: key})
 		if err != nil {
-			return Decision{}, err
+			return runtime.Decision{}, err
 		}
 		return ds.Each[0], nil
 	}
@@ -123,44 +133,47 @@ func (m *MemoryLimiter) Allow(ctx context.Context, l Limit, key string) (Decisio
 // allowN decides one request with no allocation once its key is held.
 // forgot reports whether making room for the key evicted one whose
 // admissions still counted.
-func (m *MemoryLimiter) allowN(ctx context.Context, l Limit, key string, n int64) (_ Decision, forgot bool, _ error) {
-	algo, p, plain := plainRequest(l, n)
-	if !plain || len(l.Name) > maxLiteralLen || len(key) > maxLiteralLen {
-		return m.allowLong(ctx, l, key, n)
+func (m *Limiter) allowN(ctx context.Context, l runtime.Limit, key string, n int64) (_ runtime.Decision, forgot bool, _ error) {
+	if err := runtime.Validate(runtime.Request{Limit: l, Key: key, Cost: n}); err != nil {
+		return runtime.Decision{}, false, err
 	}
 	if err := ctx.Err(); err != nil {
-		return Decision{}, false, err
+		return runtime.Decision{}, false, err
 	}
-	k := memKey{algo: algo, name: l.Name, key: key}
+	if len(l.Name) > maxLiteralLen || len(key) > maxLiteralLen {
+		return m.allowLong(l, key, n)
+	}
+	algo, _ := algoIndexOf(l.Algorithm)
+	k := storeKey{algo: algo, name: l.Name, key: key}
 	h := m.hash(&k)
-	v, forgot := m.decide(&m.shards[shardOf(h)], h, &k, l.Name, p)
+	v, forgot := m.decide(&m.shards[shardOf(h)], h, &k, l.Name, paramsOf(l, n))
 	return v.decision(), forgot, nil
 }
 
-// allowLong is allowN for the calls that plainRequest does not vouch for
-// or whose name or key is long: it validates in full and hashes the long
-// parts.
-func (m *MemoryLimiter) allowLong(ctx context.Context, l Limit, key string, n int64) (Decision, bool, error) {
-	if err := checkRequest(l, n); err != nil {
-		return Decision{}, false, err
-	}
-	if err := ctx.Err(); err != nil {
-		return Decision{}, false, err
-	}
-	algo, _ := memAlgoOf(l.Algorithm)
-	var d memDigests
-	k := newMemKey(algo, l.Name, key, &d)
+// allowLong is allowN for a valid call whose name or key is long: it
+// hashes the long parts.
+func (m *Limiter) allowLong(l runtime.Limit, key string, n int64) (runtime.Decision, bool, error) {
+	algo, _ := algoIndexOf(l.Algorithm)
+	var d keyDigests
+	k := newStoreKey(algo, l.Name, key, &d)
 	h := m.hash(&k)
-	p := paramsOf(l, n)
-	v, forgot := m.decide(&m.shards[shardOf(h)], h, &k, l.Name, p)
+	v, forgot := m.decide(&m.shards[shardOf(h)], h, &k, l.Name, paramsOf(l, n))
 	return v.decision(), forgot, nil
+}
+
+// costOf returns r's cost, 0 meaning 1.
+func costOf(r runtime.Request) int64 {
+	if r.Cost == 0 {
+		return 1
+	}
+	return r.Cost
 }
 
 // decide runs one call on shard s: on the key's entry alone when the
 // shard's table holds it, under the shard's lock when the key must be
 // added or its entry was just evicted. name is the limit's name as the
 // caller gave it. forgot is add's.
-func (m *MemoryLimiter) decide(s *memShard, h uint64, k *memKey, name string, p params) (_ verdict, forgot bool) {
+func (m *Limiter) decide(s *shard, h uint64, k *storeKey, name string, p params) (_ verdict, forgot bool) {
 	if e := s.tab.Load().find(h, k); e != nil {
 		if v, now, ok := m.decideHeld(s, e, p); ok {
 			if now >= s.nextSweep.Load() {
@@ -176,8 +189,8 @@ func (m *MemoryLimiter) decide(s *memShard, h uint64, k *memKey, name string, p 
 // e was evicted (or, for GCRA, is claimed by a call under the shard's
 // lock): the call must then look its key up again under that lock. now is
 // the time of the decision. Either way e is marked used, denials included.
-func (m *MemoryLimiter) decideHeld(s *memShard, e *memEntry, p params) (v verdict, now int64, ok bool) {
-	if e.algo == memGCRA {
+func (m *Limiter) decideHeld(s *shard, e *entry, p params) (v verdict, now int64, ok bool) {
+	if e.algo == algoGCRA {
 		e.w.visit()
 		g := stateOf[gcra](e)
 		for {
@@ -213,7 +226,7 @@ func (m *MemoryLimiter) decideHeld(s *memShard, e *memEntry, p params) (v verdic
 }
 
 // decideLocked is decide under the shard's lock, adding the key if needed.
-func (m *MemoryLimiter) decideLocked(s *memShard, h uint64, k *memKey, name string, p params) (_ verdict, forgot bool) {
+func (m *Limiter) decideLocked(s *shard, h uint64, k *storeKey, name string, p params) (_ verdict, forgot bool) {
 	s.mu.Lock()
 	now := m.now()
 	s.tidy(now)
@@ -239,40 +252,40 @@ func (m *MemoryLimiter) decideLocked(s *memShard, h uint64, k *memKey, name stri
 }
 
 // tidy runs s's sweep if one is due.
-func (m *MemoryLimiter) tidy(s *memShard) {
+func (m *Limiter) tidy(s *shard) {
 	s.mu.Lock()
 	s.tidy(m.now())
 	s.mu.Unlock()
 }
 
-// Decide decides a call as Limiter.Decide states, modes included. The
-// shards of all keys are locked together, in a fixed order, and then the
-// keys' entries, so the decision is atomic.
-func (m *MemoryLimiter) Decide(ctx context.Context, reqs ...Request) (Decisions, error) {
-	if len(reqs) == 1 && reqs[0].Limit.Mode != ModeOff {
+// Decide decides a call as runtime.Limiter's Decide states, modes
+// included. The shards of all keys are locked together, in a fixed order,
+// and then the keys' entries, so the decision is atomic.
+func (m *Limiter) Decide(ctx context.Context, reqs ...runtime.Request) (runtime.Decisions, error) {
+	if len(reqs) == 1 && reqs[0].Limit.Mode != runtime.ModeOff {
 		// A lone limit records the call exactly when it has room, which is
 		// the rule for a shadow limit too.
-		d, forgot, err := m.allowN(ctx, reqs[0].Limit, reqs[0].Key, reqs[0].cost())
+		d, forgot, err := m.allowN(ctx, reqs[0].Limit, reqs[0].Key, costOf(reqs[0]))
 		if err != nil {
-			return Decisions{}, err
+			return runtime.Decisions{}, err
 		}
-		return Decisions{Allowed: d.Allowed || reqs[0].Limit.Mode == ModeShadow, Each: []Decision{d}, Cause: memoryFull(forgot)}, nil
+		return runtime.Decisions{Allowed: d.Allowed || reqs[0].Limit.Mode == runtime.ModeShadow, Each: []runtime.Decision{d}, Cause: memoryFull(forgot)}, nil
 	}
-	if err := Validate(reqs...); err != nil {
-		return Decisions{}, err
+	if err := runtime.Validate(reqs...); err != nil {
+		return runtime.Decisions{}, err
 	}
 	if err := ctx.Err(); err != nil {
-		return Decisions{}, err
+		return runtime.Decisions{}, err
 	}
 	// Each key is built and hashed once, as hashing a long one is worth
 	// doing only once; up to four requests with short names and keys need
 	// no allocation but the Decisions.
 	const inline = 4
 	var (
-		keyBuf   [inline]memKey
+		keyBuf   [inline]storeKey
 		hashBuf  [inline]uint64
 		orderBuf [inline]uint64
-		entBuf   [inline]*memEntry
+		entBuf   [inline]*entry
 		vBuf     [inline]verdict
 		pBuf     [inline]params
 		usedBuf  [inline]bool
@@ -280,29 +293,29 @@ func (m *MemoryLimiter) Decide(ctx context.Context, reqs ...Request) (Decisions,
 	keys, hashes, order := keyBuf[:0], hashBuf[:0], orderBuf[:0]
 	entries, vs, ps, used := entBuf[:0], vBuf[:0], pBuf[:0], usedBuf[:0]
 	if len(reqs) > inline {
-		keys = make([]memKey, 0, len(reqs))
+		keys = make([]storeKey, 0, len(reqs))
 		hashes = make([]uint64, 0, len(reqs))
 		order = make([]uint64, 0, len(reqs))
-		entries = make([]*memEntry, 0, len(reqs))
+		entries = make([]*entry, 0, len(reqs))
 		vs = make([]verdict, 0, len(reqs))
 		ps = make([]params, 0, len(reqs))
 		used = make([]bool, 0, len(reqs))
 	}
 	for i, r := range reqs {
-		algo, _ := memAlgoOf(r.Limit.Algorithm)
-		p := paramsOf(r.Limit, r.cost())
-		if r.Limit.Mode == ModeOff {
+		algo, _ := algoIndexOf(r.Limit.Algorithm)
+		p := paramsOf(r.Limit, costOf(r))
+		if r.Limit.Mode == runtime.ModeOff {
 			// Not consulted: no key, no shard, no entry.
-			keys, hashes, ps = append(keys, memKey{}), append(hashes, 0), append(ps, p)
+			keys, hashes, ps = append(keys, storeKey{}), append(hashes, 0), append(ps, p)
 			continue
 		}
-		var d *memDigests
+		var d *keyDigests
 		if len(r.Limit.Name) > maxLiteralLen || len(r.Key) > maxLiteralLen {
 			// Rare enough to allocate: a digest in a stack array would
 			// have to outlive this iteration.
-			d = new(memDigests)
+			d = new(keyDigests)
 		}
-		keys = append(keys, newMemKey(algo, r.Limit.Name, r.Key, d))
+		keys = append(keys, newStoreKey(algo, r.Limit.Name, r.Key, d))
 		h := m.hash(&keys[i])
 		hashes = append(hashes, h)
 		order = append(order, shardOf(h))
@@ -329,7 +342,7 @@ func (m *MemoryLimiter) Decide(ctx context.Context, reqs ...Request) (Decisions,
 	// Making room for a new key evicts none of those already looked up.
 	forgot := false
 	for i := range reqs {
-		if reqs[i].Limit.Mode == ModeOff {
+		if reqs[i].Limit.Mode == runtime.ModeOff {
 			entries, used = append(entries, nil), append(used, false)
 			continue
 		}
@@ -359,7 +372,7 @@ func (m *MemoryLimiter) Decide(ctx context.Context, reqs ...Request) (Decisions,
 			continue
 		}
 		vs = append(vs, e.check(now, ps[i]))
-		all = all && (vs[i].ok || reqs[i].Limit.Mode != ModeEnforce)
+		all = all && (vs[i].ok || reqs[i].Limit.Mode != runtime.ModeEnforce)
 	}
 	if all {
 		for i, e := range entries {
@@ -375,7 +388,7 @@ func (m *MemoryLimiter) Decide(ctx context.Context, reqs ...Request) (Decisions,
 			e.release(used[i])
 		}
 	}
-	ds := Decisions{Allowed: all, Each: make([]Decision, len(vs)), Cause: memoryFull(forgot)}
+	ds := runtime.Decisions{Allowed: all, Each: make([]runtime.Decision, len(vs)), Cause: memoryFull(forgot)}
 	for i, v := range vs {
 		ds.Each[i] = v.decision()
 	}
@@ -384,7 +397,7 @@ func (m *MemoryLimiter) Decide(ctx context.Context, reqs ...Request) (Decisions,
 
 // Len reports how many keys the limiter currently holds, expired ones not
 // yet evicted included. It is meant for tests and metrics.
-func (m *MemoryLimiter) Len() int {
+func (m *Limiter) Len() int {
 	n := 0
 	for i := range m.shards {
 		s := &m.shards[i]

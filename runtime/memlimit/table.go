@@ -1,4 +1,4 @@
-package runtime
+package memlimit
 
 import (
 	"math"
@@ -12,23 +12,23 @@ import (
 )
 
 const (
-	memShardBits = 6
-	memShards    = 1 << memShardBits
+	shardBits  = 6
+	shardCount = 1 << shardBits
 )
 
-// memShard holds the keys whose hashes start with its index. Its fields
+// shard holds the keys whose hashes start with its index. Its fields
 // are padded to two cache lines, so that a call on one shard never takes
 // the cache line of another's lock away from the core that is using it.
-type memShard struct {
-	memShardState
-	_ [128 - unsafe.Sizeof(memShardState{})%128]byte
+type shard struct {
+	shardState
+	_ [128 - unsafe.Sizeof(shardState{})%128]byte
 }
 
-type memShardState struct {
+type shardState struct {
 	// tab is the shard's table. Calls read it without a lock; mu
 	// serialises the changes to it (adding and evicting keys, rebuilding
 	// it), which publish every slot and every new table atomically.
-	tab atomic.Pointer[memTable]
+	tab atomic.Pointer[table]
 	// nextSweep (µs) also triggers a sweep, checked after every call, so
 	// that a shard whose calls only visit existing keys still lets go of
 	// the expired ones (see tidy).
@@ -64,12 +64,12 @@ type memShardState struct {
 	expiresFrom int64
 }
 
-// memTable is an open-addressing hash table of a shard's entries by their
+// table is an open-addressing hash table of a shard's entries by their
 // 64-bit hash, probed linearly from the hash's low bits; its length is a
 // power of two. A Go map would hash the hash again, and needs a chain for
 // keys whose hashes are equal; here such keys simply take further slots. An
 // empty slot has a nil entry; a slot whose entry was evicted holds
-// memDeleted, so that probes go past it, until an insertion reuses it or
+// deleted, so that probes go past it, until an insertion reuses it or
 // the table is rebuilt. A deleted slot becomes empty again only when the
 // next one is empty: no probe then goes past it to an entry. At most 3/4
 // of the slots are used, so every probe ends.
@@ -78,12 +78,12 @@ type memShardState struct {
 // only an entry that matches their key, whose name and key never change.
 // A reader that misses an entry being added, or finds one being evicted
 // (see entryWord), takes the shard's lock and looks again.
-type memTable struct {
-	slots []memSlot
+type table struct {
+	slots []slot
 	mask  uint64
 }
 
-// memSlot holds an entry (e, a *memEntry) and its hash. Once its table is
+// slot holds an entry (e, a *entry) and its hash. Once its table is
 // published, they are read and written atomically, through the methods
 // below. A table being built is written plainly, as storing it in the
 // shard publishes all of it: that is cheaper than atomic stores, and under
@@ -91,86 +91,86 @@ type memTable struct {
 // atomically costs it a record of its own. The padding keeps every slot's
 // h 64-bit aligned on 32-bit platforms, where atomic 64-bit operations
 // need it and a 12-byte slot would leave every other one unaligned.
-type memSlot struct {
+type slot struct {
 	h uint64
 	e unsafe.Pointer
 	_ [(8 - unsafe.Sizeof(unsafe.Pointer(nil))%8) % 8]byte
 }
 
-func (sl *memSlot) entry() *memEntry { return (*memEntry)(atomic.LoadPointer(&sl.e)) }
+func (sl *slot) entry() *entry { return (*entry)(atomic.LoadPointer(&sl.e)) }
 
-func (sl *memSlot) hash() uint64 { return atomic.LoadUint64(&sl.h) }
+func (sl *slot) hash() uint64 { return atomic.LoadUint64(&sl.h) }
 
 // set stores e's hash, then e, so that a reader that loads e finds its
 // hash.
-func (sl *memSlot) set(h uint64, e *memEntry) {
+func (sl *slot) set(h uint64, e *entry) {
 	atomic.StoreUint64(&sl.h, h)
 	atomic.StorePointer(&sl.e, unsafe.Pointer(e))
 }
 
-func (sl *memSlot) setEntry(e *memEntry) { atomic.StorePointer(&sl.e, unsafe.Pointer(e)) }
+func (sl *slot) setEntry(e *entry) { atomic.StorePointer(&sl.e, unsafe.Pointer(e)) }
 
 // find returns k's entry in t, whose hash is h, or nil.
-func (t *memTable) find(h uint64, k *memKey) *memEntry {
+func (t *table) find(h uint64, k *storeKey) *entry {
 	for i := h & t.mask; ; i = (i + 1) & t.mask {
 		sl := &t.slots[i]
 		e := sl.entry()
 		if e == nil {
 			return nil
 		}
-		// A deleted slot keeps its entry's hash; memDeleted, with no
+		// A deleted slot keeps its entry's hash; deleted, with no
 		// name, would match no key anyway.
-		if e != memDeleted && sl.hash() == h && e.matches(k) {
+		if e != deleted && sl.hash() == h && e.matches(k) {
 			return e
 		}
 	}
 }
 
-func newMemTable(n int) *memTable {
-	return &memTable{slots: make([]memSlot, n), mask: uint64(n - 1)}
+func newTable(n int) *table {
+	return &table{slots: make([]slot, n), mask: uint64(n - 1)}
 }
 
-// memDeleted marks a slot whose entry was swept.
-var memDeleted = new(memEntry)
+// deleted marks a slot whose entry was swept.
+var deleted = new(entry)
 
-// memMinSlots is the smallest table.
-const memMinSlots = 8
+// minSlots is the smallest table.
+const minSlots = 8
 
-// memSlotBytes is what a slot costs.
-const memSlotBytes = int64(unsafe.Sizeof(memSlot{}))
+// slotBytes is what a slot costs.
+const slotBytes = int64(unsafe.Sizeof(slot{}))
 
 const (
-	memMinSweep      = 64
-	memSweepInterval = int64(10 * time.Second / time.Microsecond)
-	// memShrinkFactor: a sweep that leaves a table at or below
-	// 1/memShrinkFactor of its peak size rebuilds it. The copy costs one
+	minSweep      = 64
+	sweepInterval = int64(10 * time.Second / time.Microsecond)
+	// shrinkFactor: a sweep that leaves a table at or below
+	// 1/shrinkFactor of its peak size rebuilds it. The copy costs one
 	// step per slot, no more than the sweep itself, so it stays amortised
 	// O(1) per call.
-	memShrinkFactor = 4
+	shrinkFactor = 4
 )
 
 // tidy sweeps the shard when a sweep is due: the shard has doubled since the
-// last one, or memSweepInterval has passed and the shard holds more than
-// memMinSweep entries. It costs a few comparisons otherwise. Calls under
+// last one, or sweepInterval has passed and the shard holds more than
+// minSweep entries. It costs a few comparisons otherwise. Calls under
 // the shard's lock run it before looking up any entry, never between
 // lookups, so that a sweep never deletes an entry such a call holds; calls
 // without the lock run it after deciding. The shard must be locked.
 //
 // The timed sweep lets a shard that stops growing give back a burst's
-// memory. A shard of at most memMinSweep entries is left alone (its next
+// memory. A shard of at most minSweep entries is left alone (its next
 // timed sweep is put off): it holds no more than the slack the size trigger
 // allows anyway, and forgetting a key changes decisions if the clock then
 // jumps back before its expiry (Redis forgets on its own clock), which the
 // differential tests rely on not happening when no key is created.
-func (s *memShard) tidy(now int64) {
+func (s *shard) tidy(now int64) {
 	switch {
 	case s.n >= s.sweepAt:
 		s.sweep(now, nil)
 	case now < s.nextSweep.Load():
-	case s.n > memMinSweep:
+	case s.n > minSweep:
 		s.sweep(now, nil)
 	default:
-		s.nextSweep.Store(now + memSweepInterval)
+		s.nextSweep.Store(now + sweepInterval)
 	}
 }
 
@@ -178,7 +178,7 @@ func (s *memShard) tidy(now int64) {
 // limit's name as the caller gave it, now the time, and pinned the entries
 // the call already holds, which making room must not evict. forgot is
 // add's. The shard must be locked.
-func (s *memShard) entry(h uint64, k *memKey, name string, now int64, pinned []*memEntry) (e *memEntry, created, forgot bool) {
+func (s *shard) entry(h uint64, k *storeKey, name string, now int64, pinned []*entry) (e *entry, created, forgot bool) {
 	if e := s.tab.Load().find(h, k); e != nil {
 		return e, false, false
 	}
@@ -190,7 +190,7 @@ func (s *memShard) entry(h uint64, k *memKey, name string, now int64, pinned []*
 // lookup stays small. With held, the entry is acquired before it goes in
 // the table. forgot reports whether making room for it evicted a key whose
 // admissions still counted.
-func (s *memShard) add(h uint64, k *memKey, name string, held bool, now int64, pinned []*memEntry) (e *memEntry, forgot bool) {
+func (s *shard) add(h uint64, k *storeKey, name string, held bool, now int64, pinned []*entry) (e *entry, forgot bool) {
 	cost := entryBytes(k.algo, k.nameHashed, len(k.key))
 	forgot = s.reserve(cost+firstState[k.algo], now, pinned)
 	e = newEntry(k.algo)
@@ -229,7 +229,7 @@ func (s *memShard) add(h uint64, k *memKey, name string, held bool, now int64, p
 // entries, and is rebuilt at its size once deleted slots fill it. pinned
 // stay. It reports whether it evicted a key whose admissions still
 // counted.
-func (s *memShard) reserve(cost, now int64, pinned []*memEntry) (forgot bool) {
+func (s *shard) reserve(cost, now int64, pinned []*entry) (forgot bool) {
 	over := func(more int64) bool { return s.bytes+s.grown.Load()+cost+more > s.budget }
 	evict := func() bool {
 		counted, ok := s.evictOne(now, pinned)
@@ -240,7 +240,7 @@ func (s *memShard) reserve(cost, now int64, pinned []*memEntry) (forgot bool) {
 	// budget cannot pay for that, one goes instead.
 	full := func() bool {
 		slots := int64(len(s.tab.Load().slots))
-		return over(0) || 8*int64(s.n+1) > 5*slots && over(memSlotBytes*slots)
+		return over(0) || 8*int64(s.n+1) > 5*slots && over(slotBytes*slots)
 	}
 	if full() {
 		if now >= s.expiresFrom && s.added >= s.n/4 {
@@ -256,7 +256,7 @@ func (s *memShard) reserve(cost, now int64, pinned []*memEntry) (forgot bool) {
 	// The new table is at most half full, or at its size when the budget
 	// allows no more.
 	size := tableSize(2 * (s.n + 1))
-	if size > slots && 8*(s.n+1) <= 5*slots && over(memSlotBytes*int64(size-slots)) {
+	if size > slots && 8*(s.n+1) <= 5*slots && over(slotBytes*int64(size-slots)) {
 		size = slots
 	}
 	s.resize(size)
@@ -277,7 +277,7 @@ func (s *memShard) reserve(cost, now int64, pinned []*memEntry) (forgot bool) {
 // table's length, so that the slots it emptied last are spread evenly
 // over the table. In slot order, the slots ahead of the hand would be
 // the fullest, and their clusters make probes hundreds of slots long.
-func (s *memShard) evictOne(now int64, pinned []*memEntry) (counted, ok bool) {
+func (s *shard) evictOne(now int64, pinned []*entry) (counted, ok bool) {
 	t := s.tab.Load()
 	stride := goldenStride(t.mask)
 	for range 2 * len(t.slots) {
@@ -285,7 +285,7 @@ func (s *memShard) evictOne(now int64, pinned []*memEntry) (counted, ok bool) {
 		i := int(step * stride & t.mask)
 		s.hand++
 		e := t.slots[i].entry()
-		if e == nil || e == memDeleted || slices.Contains(pinned, e) {
+		if e == nil || e == deleted || slices.Contains(pinned, e) {
 			continue
 		}
 		if dead, counted, state := e.pass(now, step); dead {
@@ -299,13 +299,13 @@ func (s *memShard) evictOne(now int64, pinned []*memEntry) (counted, ok bool) {
 // remove deletes e, evicted, from its slot i of t, the shard's table;
 // state is what its state held outside it. The slot becomes empty if the
 // next one is, and so do the deleted slots before it.
-func (s *memShard) remove(t *memTable, i int, e *memEntry, state int64) {
+func (s *shard) remove(t *table, i int, e *entry, state int64) {
 	if t.slots[(i+1)&int(t.mask)].entry() != nil {
-		t.slots[i].setEntry(memDeleted)
+		t.slots[i].setEntry(deleted)
 	} else {
 		t.slots[i].setEntry(nil)
 		s.used--
-		for j := (i - 1) & int(t.mask); t.slots[j].entry() == memDeleted; j = (j - 1) & int(t.mask) {
+		for j := (i - 1) & int(t.mask); t.slots[j].entry() == deleted; j = (j - 1) & int(t.mask) {
 			t.slots[j].setEntry(nil)
 			s.used--
 		}
@@ -323,7 +323,7 @@ func goldenStride(mask uint64) uint64 {
 
 // tableSize returns the length of a table with room for size entries.
 func tableSize(size int) int {
-	n := memMinSlots
+	n := minSlots
 	for n < size {
 		n *= 2
 	}
@@ -332,10 +332,10 @@ func tableSize(size int) int {
 
 // place puts e in the first free or deleted slot of h's probe sequence,
 // and reports whether the slot was free. The shard must be locked.
-func (t *memTable) place(h uint64, e *memEntry) (free bool) {
+func (t *table) place(h uint64, e *entry) (free bool) {
 	for i := h & t.mask; ; i = (i + 1) & t.mask {
 		sl := &t.slots[i]
-		if old := sl.entry(); old == nil || old == memDeleted {
+		if old := sl.entry(); old == nil || old == deleted {
 			sl.set(h, e)
 			return old == nil
 		}
@@ -344,7 +344,7 @@ func (t *memTable) place(h uint64, e *memEntry) (free bool) {
 
 // fill puts e in the first free slot of h's probe sequence in t, a table
 // no reader has yet.
-func (t *memTable) fill(h uint64, e *memEntry) {
+func (t *table) fill(h uint64, e *entry) {
 	i := h & t.mask
 	for t.slots[i].e != nil {
 		i = (i + 1) & t.mask
@@ -355,14 +355,14 @@ func (t *memTable) fill(h uint64, e *memEntry) {
 // resize replaces the table with one with room for at least size entries,
 // without the deleted slots. Readers of the old table still find every
 // entry it held. The shard must be locked.
-func (s *memShard) resize(size int) {
+func (s *shard) resize(size int) {
 	n := tableSize(size)
 	old := s.tab.Load()
-	t := newMemTable(n)
-	s.bytes += memSlotBytes * int64(n-len(old.slots))
+	t := newTable(n)
+	s.bytes += slotBytes * int64(n-len(old.slots))
 	s.used = 0
 	for i := range old.slots {
-		if e := old.slots[i].entry(); e != nil && e != memDeleted {
+		if e := old.slots[i].entry(); e != nil && e != deleted {
 			t.fill(old.slots[i].hash(), e)
 			s.used++
 			// The hand's order starts anew (see entryWord.revisit).
@@ -376,12 +376,12 @@ func (s *memShard) resize(size int) {
 // ones, and rebuilds the table when that leaves it far below its peak
 // size, or mostly made of deleted slots. It returns how many entries
 // remain. The shard must be locked.
-func (s *memShard) sweep(now int64, pinned []*memEntry) int {
+func (s *shard) sweep(now int64, pinned []*entry) int {
 	t := s.tab.Load()
 	s.expiresFrom = math.MaxInt64
 	for i := range t.slots {
 		e := t.slots[i].entry()
-		if e == nil || e == memDeleted {
+		if e == nil || e == deleted {
 			continue
 		}
 		if slices.Contains(pinned, e) {
@@ -398,11 +398,11 @@ func (s *memShard) sweep(now int64, pinned []*memEntry) int {
 		}
 	}
 	s.added = 0
-	if (s.peak > memMinSweep && s.n <= s.peak/memShrinkFactor) || s.used-s.n > len(t.slots)/4 {
+	if (s.peak > minSweep && s.n <= s.peak/shrinkFactor) || s.used-s.n > len(t.slots)/4 {
 		s.resize(2 * s.n)
 		s.peak = s.n
 	}
-	s.sweepAt = max(memMinSweep, 2*s.n)
-	s.nextSweep.Store(now + memSweepInterval)
+	s.sweepAt = max(minSweep, 2*s.n)
+	s.nextSweep.Store(now + sweepInterval)
 	return s.n
 }

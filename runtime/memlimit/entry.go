@@ -1,4 +1,4 @@
-package runtime
+package memlimit
 
 import (
 	"crypto/sha256"
@@ -7,7 +7,7 @@ import (
 	"unsafe"
 )
 
-// memEntry is one key's record. It is the head of a memEntryOf, which holds
+// entry is one key's record. It is the head of a entryOf, which holds
 // the algorithm's state in the same allocation: 48 bytes, and with the
 // state of GCRA (16 bytes) the whole entry fits one cache line.
 //
@@ -16,20 +16,20 @@ import (
 // their state is one number, swapped whole (see gcra). An eviction marks the
 // entry dead under the same lock (GCRA: swaps in gcraDead), and a call that
 // then finds it dead looks the key up again under the shard's lock.
-type memEntry struct {
-	// name and key are the stored forms (see memKey). They and the flags
+type entry struct {
+	// name and key are the stored forms (see storeKey). They and the flags
 	// below never change once the entry is in a table.
 	name, key string
 	// expireAt (µs, guarded by the lock; unused by GCRA): from then on the
 	// state holds nothing that counts.
 	expireAt int64
-	// algo says which memEntryOf the entry heads.
-	algo                  memAlgo
+	// algo says which entryOf the entry heads.
+	algo                  algoIndex
 	nameHashed, keyHashed bool
 	w                     entryWord
 }
 
-// entryWord is an entry's state in 4 bytes, which fit in memEntry's
+// entryWord is an entry's state in 4 bytes, which fit in entry's
 // padding: whether a call used it since the eviction hand last passed
 // (wordVisited), and, but for GCRA's entries, a spin lock (wordHeld) and
 // whether the entry was evicted (wordDead). The lock is held only while one
@@ -119,77 +119,77 @@ func (w *entryWord) visit() {
 	}
 }
 
-type memEntryOf[S any] struct {
-	memEntry
+type entryOf[S any] struct {
+	entry
 	s S
 }
 
-// stateOf returns the state of e, which must head a memEntryOf[S]: e.algo
+// stateOf returns the state of e, which must head a entryOf[S]: e.algo
 // says which S. Reading the state through the entry's own allocation, not
 // through an interface held in it, saves the interface's 16 bytes per key
 // and lets the calls below inline.
-func stateOf[S any](e *memEntry) *S {
-	return &(*memEntryOf[S])(unsafe.Pointer(e)).s
+func stateOf[S any](e *entry) *S {
+	return &(*entryOf[S])(unsafe.Pointer(e)).s
 }
 
 // newEntry returns a new entry for algo with an empty state.
-func newEntry(algo memAlgo) *memEntry {
+func newEntry(algo algoIndex) *entry {
 	switch algo {
-	case memSlidingLog:
-		return &new(memEntryOf[slidingLog]).memEntry
-	case memSlidingWindow:
-		return &new(memEntryOf[slidingWindow]).memEntry
-	case memFixedWindow:
-		return &new(memEntryOf[fixedWindow]).memEntry
-	case memTokenBucket:
-		return &new(memEntryOf[tokenBucket]).memEntry
+	case algoSlidingLog:
+		return &new(entryOf[slidingLog]).entry
+	case algoSlidingWindow:
+		return &new(entryOf[slidingWindow]).entry
+	case algoFixedWindow:
+		return &new(entryOf[fixedWindow]).entry
+	case algoTokenBucket:
+		return &new(entryOf[tokenBucket]).entry
 	}
-	g := new(memEntryOf[gcra])
+	g := new(entryOf[gcra])
 	g.s.tat.Store(gcraEmpty)
-	return &g.memEntry
+	return &g.entry
 }
 
 // matches reports whether e is k's entry.
-func (e *memEntry) matches(k *memKey) bool {
+func (e *entry) matches(k *storeKey) bool {
 	return e.algo == k.algo && e.nameHashed == k.nameHashed && e.keyHashed == k.keyHashed &&
 		e.key == k.key && e.name == k.name
 }
 
 // check and commit call the state's own methods directly, not through an
 // interface: the calls then inline, and the verdict stays on the stack.
-func (e *memEntry) check(now int64, p params) verdict {
+func (e *entry) check(now int64, p params) verdict {
 	switch e.algo {
-	case memSlidingLog:
+	case algoSlidingLog:
 		return stateOf[slidingLog](e).check(now, p)
-	case memSlidingWindow:
+	case algoSlidingWindow:
 		return stateOf[slidingWindow](e).check(now, p)
-	case memFixedWindow:
+	case algoFixedWindow:
 		return stateOf[fixedWindow](e).check(now, p)
-	case memTokenBucket:
+	case algoTokenBucket:
 		return stateOf[tokenBucket](e).check(now, p)
 	}
 	return stateOf[gcra](e).check(now, p)
 }
 
-func (e *memEntry) commit(now int64, p params, v *verdict) (grew int64) {
+func (e *entry) commit(now int64, p params, v *verdict) (grew int64) {
 	switch e.algo {
-	case memSlidingLog:
+	case algoSlidingLog:
 		s := stateOf[slidingLog](e)
 		c := cap(s.times)
 		s.commit(now, p, v)
 		if cap(s.times) != c {
 			grew = sliceBytes(cap(s.times)) - sliceBytes(c)
 		}
-	case memSlidingWindow:
+	case algoSlidingWindow:
 		s := stateOf[slidingWindow](e)
 		i, c := cap(s.idx), cap(s.counts)
 		s.commit(now, p, v)
 		if cap(s.idx) != i || cap(s.counts) != c {
 			grew = sliceBytes(cap(s.idx)) + sliceBytes(cap(s.counts)) - sliceBytes(i) - sliceBytes(c)
 		}
-	case memFixedWindow:
+	case algoFixedWindow:
 		stateOf[fixedWindow](e).commit(now, p, v)
-	case memTokenBucket:
+	case algoTokenBucket:
 		stateOf[tokenBucket](e).commit(now, p, v)
 	default:
 		// GCRA's state is its expiry.
@@ -203,11 +203,11 @@ func (e *memEntry) commit(now int64, p params, v *verdict) (grew int64) {
 // stateBytes returns what e's state holds outside the entry: the slices of
 // a sliding log or window, which only commit grows, and reports. e must be
 // held or dead.
-func (e *memEntry) stateBytes() int64 {
+func (e *entry) stateBytes() int64 {
 	switch e.algo {
-	case memSlidingLog:
+	case algoSlidingLog:
 		return sliceBytes(cap(stateOf[slidingLog](e).times))
-	case memSlidingWindow:
+	case algoSlidingWindow:
 		s := stateOf[slidingWindow](e)
 		return sliceBytes(cap(s.idx)) + sliceBytes(cap(s.counts))
 	}
@@ -225,14 +225,14 @@ func sliceBytes(c int) int64 {
 }
 
 // cost returns what e holds but for its state's slices (see entryBytes).
-func (e *memEntry) cost() int64 { return entryBytes(e.algo, e.nameHashed, len(e.key)) }
+func (e *entry) cost() int64 { return entryBytes(e.algo, e.nameHashed, len(e.key)) }
 
 // entryBytes returns what the heap spends on an entry of algo with a key of
 // keyLen bytes: the entry, the copy of its key, and that of its name's
 // digest when hashed. Every one of them is at most 256 bytes, where Go's
 // size classes are multiples of 16 (or 8, below 16).
-func entryBytes(algo memAlgo, nameHashed bool, keyLen int) int64 {
-	n := memEntrySizes[algo] + roundAlloc(keyLen)
+func entryBytes(algo algoIndex, nameHashed bool, keyLen int) int64 {
+	n := entrySizes[algo] + roundAlloc(keyLen)
 	if nameHashed {
 		n += roundAlloc(sha256.Size)
 	}
@@ -241,19 +241,19 @@ func entryBytes(algo memAlgo, nameHashed bool, keyLen int) int64 {
 
 func roundAlloc(n int) int64 { return int64(n+15) &^ 15 }
 
-var memEntrySizes = [memAlgos]int64{
-	memSlidingLog:    roundAlloc(int(unsafe.Sizeof(memEntryOf[slidingLog]{}))),
-	memSlidingWindow: roundAlloc(int(unsafe.Sizeof(memEntryOf[slidingWindow]{}))),
-	memFixedWindow:   roundAlloc(int(unsafe.Sizeof(memEntryOf[fixedWindow]{}))),
-	memTokenBucket:   roundAlloc(int(unsafe.Sizeof(memEntryOf[tokenBucket]{}))),
-	memGCRA:          roundAlloc(int(unsafe.Sizeof(memEntryOf[gcra]{}))),
+var entrySizes = [algoCount]int64{
+	algoSlidingLog:    roundAlloc(int(unsafe.Sizeof(entryOf[slidingLog]{}))),
+	algoSlidingWindow: roundAlloc(int(unsafe.Sizeof(entryOf[slidingWindow]{}))),
+	algoFixedWindow:   roundAlloc(int(unsafe.Sizeof(entryOf[fixedWindow]{}))),
+	algoTokenBucket:   roundAlloc(int(unsafe.Sizeof(entryOf[tokenBucket]{}))),
+	algoGCRA:          roundAlloc(int(unsafe.Sizeof(entryOf[gcra]{}))),
 }
 
 // acquire takes e for a call under its shard's lock, so that check and
 // commit may follow: e's lock, or a claim of GCRA's state. The entry is in
 // the shard's table, so not dead.
-func (e *memEntry) acquire() {
-	if e.algo == memGCRA {
+func (e *entry) acquire() {
+	if e.algo == algoGCRA {
 		stateOf[gcra](e).claim()
 		return
 	}
@@ -262,8 +262,8 @@ func (e *memEntry) acquire() {
 
 // release ends acquire. used is false for a call that created e: a new
 // entry stays unvisited until a call uses it again.
-func (e *memEntry) release(used bool) {
-	if e.algo == memGCRA {
+func (e *entry) release(used bool) {
+	if e.algo == algoGCRA {
 		stateOf[gcra](e).release()
 		if used {
 			e.w.visit()
@@ -280,8 +280,8 @@ func (e *memEntry) release(used bool) {
 // evict marks e dead if nothing in it counts at now, and reports whether it
 // did, with what its state held outside the entry; otherwise expiry is
 // when it would (at least). The shard must be locked.
-func (e *memEntry) evict(now int64) (dead bool, state, expiry int64) {
-	if e.algo == memGCRA {
+func (e *entry) evict(now int64) (dead bool, state, expiry int64) {
+	if e.algo == algoGCRA {
 		g := stateOf[gcra](e)
 		t := g.tat.Load()
 		// A call that swaps t in between keeps its key, and only moves its
@@ -304,8 +304,8 @@ func (e *memEntry) evict(now int64) (dead bool, state, expiry int64) {
 
 // expiry returns when nothing in e counts any more, for a call that holds
 // it; calls only ever move it later.
-func (e *memEntry) expiry() int64 {
-	if e.algo == memGCRA {
+func (e *entry) expiry() int64 {
+	if e.algo == algoGCRA {
 		return stateOf[gcra](e).held
 	}
 	return e.expireAt
@@ -313,17 +313,17 @@ func (e *memEntry) expiry() int64 {
 
 // firstState is what a new entry's state grows by on its first admission
 // of cost 1, charged before it is added.
-var firstState = [memAlgos]int64{memSlidingLog: sliceBytes(1), memSlidingWindow: 2 * sliceBytes(1)}
+var firstState = [algoCount]int64{algoSlidingLog: sliceBytes(1), algoSlidingWindow: 2 * sliceBytes(1)}
 
-// pass is the eviction hand's step on e (see memShard.evictOne): it evicts
+// pass is the eviction hand's step on e (see shard.evictOne): it evicts
 // e if nothing in it counts at now, or else if no call used it since the
 // hand last passed, and otherwise clears its mark. It reports whether it
 // evicted e, whether e still counted admissions, and what its state held
 // outside the entry. An entry that a call holds at that moment is in use:
 // it stays, unmarked as it is. step is the hand's (see passWord). The shard
 // must be locked.
-func (e *memEntry) pass(now int64, step uint64) (dead, counted bool, state int64) {
-	if e.algo == memGCRA {
+func (e *entry) pass(now int64, step uint64) (dead, counted bool, state int64) {
+	if e.algo == algoGCRA {
 		g := stateOf[gcra](e)
 		t := g.tat.Load()
 		switch {

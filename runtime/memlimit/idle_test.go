@@ -1,4 +1,4 @@
-package runtime
+package memlimit
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 // TestIdleLimiterLetsGo adds many keys and then makes no call at all: the
@@ -15,14 +17,14 @@ import (
 func TestIdleLimiterLetsGo(t *testing.T) {
 	t.Parallel() // it mostly waits
 	ctx := context.Background()
-	lim := NewMemoryLimiter()
-	l := Limit{Name: "Idle.Burst", Window: 50 * time.Millisecond, Max: 1}
+	lim := New()
+	l := runtime.Limit{Name: "Idle.Burst", Window: 50 * time.Millisecond, Max: 1}
 	for i := range 20_000 {
 		_, err := lim.Allow(ctx, l, "k"+strconv.Itoa(i))
 		require.NoError(t, err)
 	}
 	require.Positive(t, lim.Len())
-	// A shard is swept at most every memSweepInterval when no call
+	// A shard is swept at most every sweepInterval when no call
 	// reaches it; the bound leaves room for a loaded machine.
 	const bound = time.Minute
 	deadline := time.Now().Add(bound)
@@ -38,8 +40,8 @@ func TestIdleLimiterLetsGo(t *testing.T) {
 // idle limiter forgets nothing by itself.
 func TestIdleSweepNeedsOwnClock(t *testing.T) {
 	clock := newFakeClock()
-	lim := NewMemoryLimiter(WithClock(clock.Now))
-	_, err := lim.Allow(context.Background(), Limit{Name: "Idle.Clock", Window: time.Millisecond, Max: 1}, "k")
+	lim := New(WithClock(clock.Now))
+	_, err := lim.Allow(context.Background(), runtime.Limit{Name: "Idle.Clock", Window: time.Millisecond, Max: 1}, "k")
 	require.NoError(t, err)
 	clock.Advance(time.Hour)
 	require.False(t, lim.idle.Load(), "no idle sweep is armed on a caller's clock")

@@ -1,4 +1,4 @@
-package runtime
+package memlimit
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelimitgen/ratelimitgen/internal/testclock"
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 // modeModel is the rule Limiter.Decide states for modes, on a clock that
@@ -20,21 +21,21 @@ import (
 // room; an off limit is never consulted.
 type modeModel struct{ used map[string]int }
 
-func (m *modeModel) decide(reqs []Request) (allowed bool, room []bool) {
+func (m *modeModel) decide(reqs []runtime.Request) (allowed bool, room []bool) {
 	room = make([]bool, len(reqs))
 	allowed = true
 	for i, r := range reqs {
-		if r.Limit.Mode == ModeOff {
+		if r.Limit.Mode == runtime.ModeOff {
 			room[i] = true
 			continue
 		}
-		room[i] = m.used[r.Limit.Name+"\x00"+r.Key]+int(r.cost()) <= r.Limit.Capacity()
-		allowed = allowed && (room[i] || r.Limit.Mode != ModeEnforce)
+		room[i] = m.used[r.Limit.Name+"\x00"+r.Key]+int(costOf(r)) <= r.Limit.Capacity()
+		allowed = allowed && (room[i] || r.Limit.Mode != runtime.ModeEnforce)
 	}
 	if allowed {
 		for i, r := range reqs {
-			if r.Limit.Mode != ModeOff && room[i] {
-				m.used[r.Limit.Name+"\x00"+r.Key] += int(r.cost())
+			if r.Limit.Mode != runtime.ModeOff && room[i] {
+				m.used[r.Limit.Name+"\x00"+r.Key] += int(costOf(r))
 			}
 		}
 	}
@@ -42,34 +43,34 @@ func (m *modeModel) decide(reqs []Request) (allowed bool, room []bool) {
 }
 
 // TestModesEveryMix decides random calls under every mix of modes of three
-// limits, with costs above 1 and two keys, through a MemoryLimiter's Decide,
+// limits, with costs above 1 and two keys, through Limiter.Decide,
 // through Operate's and through Enforce, and expects the model's verdicts
 // from all three and the same Decisions from the first two. It then checks
 // what each limit recorded by asking it, enforced, for the rest of its room.
 func TestModesEveryMix(t *testing.T) {
 	ctx := context.Background()
-	modes := []Mode{ModeEnforce, ModeShadow, ModeOff}
-	for _, algo := range []Algorithm{SlidingLog, SlidingWindow, FixedWindow, TokenBucket, GCRA} {
+	modes := []runtime.Mode{runtime.ModeEnforce, runtime.ModeShadow, runtime.ModeOff}
+	for _, algo := range []runtime.Algorithm{runtime.SlidingLog, runtime.SlidingWindow, runtime.FixedWindow, runtime.TokenBucket, runtime.GCRA} {
 		for mix := range len(modes) * len(modes) * len(modes) {
-			ms := []Mode{modes[mix%3], modes[mix/3%3], modes[mix/9]}
+			ms := []runtime.Mode{modes[mix%3], modes[mix/3%3], modes[mix/9]}
 			t.Run(fmt.Sprintf("%s/%v-%v-%v", algo, ms[0], ms[1], ms[2]), func(t *testing.T) {
-				limits := make([]Limit, len(ms))
+				limits := make([]runtime.Limit, len(ms))
 				for i, m := range ms {
-					limits[i] = Limit{Name: fmt.Sprintf("Mix.L%d", i), Window: time.Hour, Max: 3 + 2*i, Algorithm: algo, Mode: m}
+					limits[i] = runtime.Limit{Name: fmt.Sprintf("Mix.L%d", i), Window: time.Hour, Max: 3 + 2*i, Algorithm: algo, Mode: m}
 				}
 				clock := testclock.New()
-				direct := NewMemoryLimiter(WithClock(clock.Now))
-				operated := Operate(NewMemoryLimiter(WithClock(clock.Now)))
-				enforced := NewMemoryLimiter(WithClock(clock.Now))
+				direct := New(WithClock(clock.Now))
+				operated := runtime.Operate(New(WithClock(clock.Now)))
+				enforced := New(WithClock(clock.Now))
 				model := &modeModel{used: map[string]int{}}
 				rng := rand.New(rand.NewPCG(uint64(mix), uint64(len(algo))))
 				for call := range 40 {
-					var reqs []Request
+					var reqs []runtime.Request
 					for i, l := range limits {
 						if rng.IntN(3) == 0 && len(reqs) > 0 {
 							continue // not every call passes every limit
 						}
-						reqs = append(reqs, Request{Limit: l, Key: fmt.Sprintf("k%d", rng.IntN(2)), Cost: int64(1 + rng.IntN(2)*i)})
+						reqs = append(reqs, runtime.Request{Limit: l, Key: fmt.Sprintf("k%d", rng.IntN(2)), Cost: int64(1 + rng.IntN(2)*i)})
 					}
 					wantAllowed, wantRoom := model.decide(reqs)
 
@@ -79,31 +80,31 @@ func TestModesEveryMix(t *testing.T) {
 					require.Len(t, ds.Each, len(reqs))
 					for i, d := range ds.Each {
 						require.Equal(t, wantRoom[i], d.Allowed, "call %d, %s", call, reqs[i].Limit.Name)
-						if reqs[i].Limit.Mode == ModeOff {
-							require.Equal(t, Decision{Allowed: true, Remaining: reqs[i].Limit.Capacity()}, d)
+						if reqs[i].Limit.Mode == runtime.ModeOff {
+							require.Equal(t, runtime.Decision{Allowed: true, Remaining: reqs[i].Limit.Capacity()}, d)
 						}
 					}
 					ods, err := operated.Decide(ctx, reqs...)
 					require.NoError(t, err)
-					require.Equal(t, ds, ods, "call %d: Operate decides as the limiter it wraps", call)
+					require.Equal(t, ds, ods, "call %d: runtime.Operate decides as the limiter it wraps", call)
 
-					err = Enforce(ctx, enforced, reqs...)
+					err = runtime.Enforce(ctx, enforced, reqs...)
 					if wantAllowed {
 						require.NoError(t, err, "call %d", call)
 					} else {
-						var le *LimitError
+						var le *runtime.LimitError
 						require.ErrorAs(t, err, &le, "call %d", call)
-						require.Equal(t, ModeEnforce, le.Limit.Mode, "only an enforced limit denies")
+						require.Equal(t, runtime.ModeEnforce, le.Limit.Mode, "only an enforced limit denies")
 					}
 				}
-				for _, lim := range []Limiter{direct, operated, enforced} {
+				for _, lim := range []runtime.Limiter{direct, operated, enforced} {
 					for _, l := range limits {
 						for _, key := range []string{"k0", "k1"} {
 							probe := l
-							probe.Mode = ModeEnforce
+							probe.Mode = runtime.ModeEnforce
 							left := 0
 							for ; left <= probe.Capacity(); left++ {
-								ds, err := lim.Decide(ctx, Request{Limit: probe, Key: key})
+								ds, err := lim.Decide(ctx, runtime.Request{Limit: probe, Key: key})
 								require.NoError(t, err)
 								if !ds.Allowed {
 									break
@@ -121,11 +122,11 @@ func TestModesEveryMix(t *testing.T) {
 // countingLimiter is a wrapper as a user writes one: it embeds a Limiter
 // and overrides Decide.
 type countingLimiter struct {
-	Limiter
+	runtime.Limiter
 	calls int
 }
 
-func (c *countingLimiter) Decide(ctx context.Context, reqs ...Request) (Decisions, error) {
+func (c *countingLimiter) Decide(ctx context.Context, reqs ...runtime.Request) (runtime.Decisions, error) {
 	c.calls++
 	return c.Limiter.Decide(ctx, reqs...)
 }
@@ -136,14 +137,14 @@ func (c *countingLimiter) Decide(ctx context.Context, reqs ...Request) (Decision
 func TestWrapperSeesEveryCall(t *testing.T) {
 	ctx := context.Background()
 	clock := testclock.New()
-	w := &countingLimiter{Limiter: NewMemoryLimiter(WithClock(clock.Now))}
-	shadow := Limit{Name: "Wrap.Shadow", Window: time.Hour, Max: 1, Mode: ModeShadow}
-	off := Limit{Name: "Wrap.Off", Window: time.Hour, Max: 1, Mode: ModeOff}
-	enforced := Limit{Name: "Wrap.Enforced", Window: time.Hour, Max: 3}
+	w := &countingLimiter{Limiter: New(WithClock(clock.Now))}
+	shadow := runtime.Limit{Name: "Wrap.Shadow", Window: time.Hour, Max: 1, Mode: runtime.ModeShadow}
+	off := runtime.Limit{Name: "Wrap.Off", Window: time.Hour, Max: 1, Mode: runtime.ModeOff}
+	enforced := runtime.Limit{Name: "Wrap.Enforced", Window: time.Hour, Max: 3}
 	for range 3 {
-		require.NoError(t, Enforce(ctx, w, Request{Limit: shadow, Key: "k"}, Request{Limit: off, Key: "k"}, Request{Limit: enforced, Key: "k"}))
+		require.NoError(t, runtime.Enforce(ctx, w, runtime.Request{Limit: shadow, Key: "k"}, runtime.Request{Limit: off, Key: "k"}, runtime.Request{Limit: enforced, Key: "k"}))
 	}
-	require.ErrorIs(t, Wait(ctx, w, 0, Request{Limit: shadow, Key: "k"}, Request{Limit: enforced, Key: "k"}), ErrLimited)
+	require.ErrorIs(t, runtime.Wait(ctx, w, 0, runtime.Request{Limit: shadow, Key: "k"}, runtime.Request{Limit: enforced, Key: "k"}), runtime.ErrLimited)
 	require.Equal(t, 4, w.calls)
 }
 
@@ -151,25 +152,25 @@ func TestWrapperSeesEveryCall(t *testing.T) {
 // path, the one-request path included.
 func TestUnknownModeIsInvalid(t *testing.T) {
 	ctx := context.Background()
-	mem := NewMemoryLimiter()
-	bad := Limit{Name: "Bad.Mode", Window: time.Minute, Max: 1, Mode: ModeOff + 1}
-	_, err := mem.Decide(ctx, Request{Limit: bad, Key: "k"})
+	mem := New()
+	bad := runtime.Limit{Name: "Bad.Mode", Window: time.Minute, Max: 1, Mode: runtime.ModeOff + 1}
+	_, err := mem.Decide(ctx, runtime.Request{Limit: bad, Key: "k"})
 	require.Error(t, err)
-	require.False(t, errors.Is(err, ErrLimited))
-	_, err = mem.Decide(ctx, Request{Limit: bad, Key: "k"}, Request{Limit: Limit{Name: "Ok", Window: time.Minute, Max: 1}, Key: "k"})
+	require.False(t, errors.Is(err, runtime.ErrLimited))
+	_, err = mem.Decide(ctx, runtime.Request{Limit: bad, Key: "k"}, runtime.Request{Limit: runtime.Limit{Name: "Ok", Window: time.Minute, Max: 1}, Key: "k"})
 	require.Error(t, err)
 }
 
 // TestAllowAppliesModes: Allow is Decide for one request, modes included.
 func TestAllowAppliesModes(t *testing.T) {
 	ctx := context.Background()
-	mem := NewMemoryLimiter()
-	off := Limit{Name: "Allow.Off", Window: time.Hour, Max: 1, Mode: ModeOff}
-	shadow := Limit{Name: "Allow.Shadow", Window: time.Hour, Max: 1, Mode: ModeShadow}
+	mem := New()
+	off := runtime.Limit{Name: "Allow.Off", Window: time.Hour, Max: 1, Mode: runtime.ModeOff}
+	shadow := runtime.Limit{Name: "Allow.Shadow", Window: time.Hour, Max: 1, Mode: runtime.ModeShadow}
 	for range 2 {
 		d, err := mem.Allow(ctx, off, "k")
 		require.NoError(t, err)
-		require.Equal(t, Decision{Allowed: true, Remaining: 1}, d)
+		require.Equal(t, runtime.Decision{Allowed: true, Remaining: 1}, d)
 	}
 	require.Zero(t, mem.Len(), "an off limit is not consulted")
 	d, err := mem.Allow(ctx, shadow, "k")
@@ -177,5 +178,5 @@ func TestAllowAppliesModes(t *testing.T) {
 	require.True(t, d.Allowed)
 	d, err = mem.Allow(ctx, shadow, "k")
 	require.NoError(t, err)
-	require.False(t, d.Allowed, "the shadow limit's own Decision says it had no room")
+	require.False(t, d.Allowed, "the shadow limit's own runtime.Decision says it had no room")
 }

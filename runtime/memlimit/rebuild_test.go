@@ -1,4 +1,4 @@
-package runtime
+package memlimit
 
 import (
 	"math"
@@ -17,12 +17,12 @@ import (
 func TestShardRebuildKeepsKeysInSteadyUse(t *testing.T) {
 	for _, c := range []struct{ hot, capacity int }{{10, 24}, {20, 96}, {30, 96}} {
 		t.Run(strconv.Itoa(c.hot)+"of"+strconv.Itoa(c.capacity), func(t *testing.T) {
-			var s memShard
-			s.tab.Store(newMemTable(memMinSlots))
-			s.bytes = memSlotBytes * memMinSlots
-			s.budget = int64(c.capacity)*entryBytes(memFixedWindow, false, len("flood-0000000")) + 128*memSlotBytes
-			add := func(i int, key string) *memEntry {
-				k := memKey{algo: memFixedWindow, name: "n", key: key}
+			var s shard
+			s.tab.Store(newTable(minSlots))
+			s.bytes = slotBytes * minSlots
+			s.budget = int64(c.capacity)*entryBytes(algoFixedWindow, false, len("flood-0000000")) + 128*slotBytes
+			add := func(i int, key string) *entry {
+				k := storeKey{algo: algoFixedWindow, name: "n", key: key}
 				e, _ := s.add(uint64(i+1)*0x9e3779b97f4a7c15, &k, "n", false, 1, nil)
 				// Every key counts an admission for ever: only the hand's
 				// marks decide which goes.
@@ -30,13 +30,13 @@ func TestShardRebuildKeepsKeysInSteadyUse(t *testing.T) {
 				return e
 			}
 			// use is a call on e, which marks it as it unlocks.
-			use := func(e *memEntry, call int) {
+			use := func(e *entry, call int) {
 				if !e.w.lock() {
 					t.Fatalf("call %d: a hot key was evicted", call)
 				}
 				e.w.unlock()
 			}
-			hot := make([]*memEntry, c.hot)
+			hot := make([]*entry, c.hot)
 			for i := range hot {
 				hot[i] = add(i, "hot-"+strconv.Itoa(i))
 				use(hot[i], 0)

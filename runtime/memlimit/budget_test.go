@@ -1,17 +1,16 @@
-package runtime
+package memlimit
 
 import (
-	"bytes"
 	"fmt"
-	"log/slog"
 	goruntime "runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 // floodKey returns the i-th key of a flood, shaped like an e-mail address.
@@ -48,7 +47,7 @@ func flood(t *testing.T, keys int, allow func(key string) error, check func(call
 }
 
 // memoryCharged returns what lim's shards charge against its budget.
-func memoryCharged(lim *MemoryLimiter) int64 {
+func memoryCharged(lim *Limiter) int64 {
 	var n int64
 	for i := range lim.shards {
 		s := &lim.shards[i]
@@ -65,8 +64,8 @@ func TestMemoryFloodStaysWithinDefaultBudget(t *testing.T) {
 	// what the default budget holds) must neither grow the heap past the
 	// default budget nor reset a key that is at its limit and keeps being
 	// used meanwhile.
-	lim := NewMemoryLimiter()
-	l := Limit{Name: "Notifier.SendCode", Window: time.Hour, Max: 3}
+	lim := New()
+	l := runtime.Limit{Name: "Notifier.SendCode", Window: time.Hour, Max: 3}
 	const victim = "victim@example.com"
 	for range l.Max {
 		require.True(t, allow(t, lim, l, victim).Allowed)
@@ -99,10 +98,10 @@ func TestMemoryFloodKeepsKeysInUse(t *testing.T) {
 	// Whatever the algorithm, keys in use, even denied every time, outlast
 	// a flood of one-time keys many times the budget; the flood's own keys
 	// are forgotten, and the calls that forgot them say so.
-	for _, algo := range Algorithms() {
+	for _, algo := range runtime.Algorithms() {
 		t.Run(string(algo), func(t *testing.T) {
-			lim := NewMemoryLimiter(WithClock(newFakeClock().Now), WithMaxMemory(mib))
-			l := Limit{Name: "keep", Window: time.Hour, Max: 1, Algorithm: algo}
+			lim := New(WithClock(newFakeClock().Now), WithMaxMemory(mib))
+			l := runtime.Limit{Name: "keep", Window: time.Hour, Max: 1, Algorithm: algo}
 			hot := make([]string, 20)
 			for i := range hot {
 				hot[i] = "hot" + strconv.Itoa(i)
@@ -110,11 +109,11 @@ func TestMemoryFloodKeepsKeysInUse(t *testing.T) {
 			}
 			full := 0
 			for i := range 100_000 {
-				ds, err := lim.Decide(ctx, Request{Limit: l, Key: floodKey(i)})
+				ds, err := lim.Decide(ctx, runtime.Request{Limit: l, Key: floodKey(i)})
 				require.NoError(t, err)
 				require.True(t, ds.Allowed, "a new key is decided as usual, full or not")
 				if ds.Cause != nil {
-					require.ErrorIs(t, ds.Cause, ErrMemoryFull)
+					require.ErrorIs(t, ds.Cause, ErrFull)
 					full++
 				}
 				if i%25 == 0 {
@@ -130,61 +129,17 @@ func TestMemoryFloodKeepsKeysInUse(t *testing.T) {
 	}
 }
 
-func TestMemoryFullReachesObservers(t *testing.T) {
-	// The decision that forgot a counting key to make room says so, as the
-	// Event.Err of Operate's observers and in NewLogObserver's warnings,
-	// without the key.
-	mem := NewMemoryLimiter(WithClock(newFakeClock().Now), WithMaxMemory(64<<10))
-	rec := &recorder{}
-	var logs bytes.Buffer
-	lim := Operate(mem, WithObserver(rec),
-		WithObserver(NewLogObserver(slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})))))
-	l := Limit{Name: "Notifier.SendCode", Window: time.Hour, Max: 3}
-	decided := 0
-	for ; decided < 100_000; decided++ {
-		ds, err := lim.Decide(ctx, Request{Limit: l, Key: "secret" + strconv.Itoa(decided) + "@example.com"})
-		require.NoError(t, err)
-		require.True(t, ds.Allowed)
-		if ds.Cause != nil {
-			require.ErrorIs(t, ds.Cause, ErrMemoryFull)
-			require.Equal(t, SourceStore, ds.Source)
-			break
-		}
-	}
-	require.Less(t, decided, 100_000, "the limiter never filled")
-	// Keys fall into 64 shards of 1 KiB each by a random seed, so the
-	// first full shard may come after a few dozen keys (56 the least in 300
-	// runs); it must not come at once.
-	require.Greater(t, decided, 16, "keys were forgotten long before the budget was reached")
-	evs := rec.take()
-	require.Len(t, evs, decided+1)
-	for _, ev := range evs[:decided] {
-		require.NoError(t, ev.Err)
-	}
-	last := evs[decided]
-	require.ErrorIs(t, last.Err, ErrMemoryFull)
-	require.Equal(t, ResultAllowed, last.Result)
-
-	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
-	require.Len(t, lines, decided+1)
-	warn := lines[decided]
-	require.Contains(t, warn, `"level":"WARN"`)
-	require.Contains(t, warn, ErrMemoryFull.Error())
-	require.NotContains(t, logs.String(), "@example.com", "a key was logged")
-	require.NotContains(t, ErrMemoryFull.Error(), "secret")
-}
-
 func TestMemoryEvictsExpiredKeysFirst(t *testing.T) {
 	// Keys whose admissions have all expired make room before any key
 	// that still counts: refilling a full limiter with as many new keys as
 	// it held expired ones forgets nothing that counts.
 	clock := newFakeClock()
-	lim := NewMemoryLimiter(WithClock(clock.Now), WithMaxMemory(256<<10))
-	short := Limit{Name: "short", Window: time.Second, Max: 1}
-	long := Limit{Name: "long", Window: time.Hour, Max: 1}
+	lim := New(WithClock(clock.Now), WithMaxMemory(256<<10))
+	short := runtime.Limit{Name: "short", Window: time.Second, Max: 1}
+	long := runtime.Limit{Name: "long", Window: time.Hour, Max: 1}
 	i := 0
 	for ; ; i++ {
-		ds, err := lim.Decide(ctx, Request{Limit: short, Key: floodKey(i)})
+		ds, err := lim.Decide(ctx, runtime.Request{Limit: short, Key: floodKey(i)})
 		require.NoError(t, err)
 		if ds.Cause != nil {
 			break
@@ -196,7 +151,7 @@ func TestMemoryEvictsExpiredKeysFirst(t *testing.T) {
 	// Half as many, so that no shard gets more new keys than it held old
 	// ones, whatever the hashes.
 	for j := range held / 2 {
-		ds, err := lim.Decide(ctx, Request{Limit: long, Key: floodKey(j)})
+		ds, err := lim.Decide(ctx, runtime.Request{Limit: long, Key: floodKey(j)})
 		require.NoError(t, err)
 		require.True(t, ds.Allowed)
 		require.NoError(t, ds.Cause, "key %d of %d: a key that counted went while expired ones were held", j, held/2)
@@ -209,17 +164,17 @@ func TestMemoryEvictsExpiredKeysFirst(t *testing.T) {
 func TestMemoryDecideKeepsItsOwnKeys(t *testing.T) {
 	// However small the budget, making room for one of a call's keys never
 	// evicts another key of the same call: the call records in all of them.
-	lim := NewMemoryLimiter(WithClock(newFakeClock().Now), WithMaxMemory(1))
-	var reqs []Request
+	lim := New(WithClock(newFakeClock().Now), WithMaxMemory(1))
+	var reqs []runtime.Request
 	s := -1
-	for i := 0; len(reqs) < 2*len(Algorithms()); i++ {
-		l := Limit{Name: "own", Window: time.Hour, Max: 1, Algorithm: Algorithms()[len(reqs)%len(Algorithms())]}
+	for i := 0; len(reqs) < 2*len(runtime.Algorithms()); i++ {
+		l := runtime.Limit{Name: "own", Window: time.Hour, Max: 1, Algorithm: runtime.Algorithms()[len(reqs)%len(runtime.Algorithms())]}
 		key := floodKey(i)
 		if s < 0 {
 			s = int(shardIndex(lim, l, key))
 		}
 		if int(shardIndex(lim, l, key)) == s {
-			reqs = append(reqs, Request{Limit: l, Key: key})
+			reqs = append(reqs, runtime.Request{Limit: l, Key: key})
 		}
 	}
 	ds, err := lim.Decide(ctx, reqs...)
@@ -240,10 +195,10 @@ func TestMemoryChargesWhatItHolds(t *testing.T) {
 	// however many admissions its keys hold.
 	const budget = 4 * mib
 	clock := newFakeClock()
-	lim := NewMemoryLimiter(WithClock(clock.Now), WithMaxMemory(budget))
+	lim := New(WithClock(clock.Now), WithMaxMemory(budget))
 	before := heapInUse()
-	for _, algo := range Algorithms() {
-		l := Limit{Name: "charge", Window: time.Hour, Max: 100, Algorithm: algo}
+	for _, algo := range runtime.Algorithms() {
+		l := runtime.Limit{Name: "charge", Window: time.Hour, Max: 100, Algorithm: algo}
 		for i := range 5_000 {
 			key := floodKey(i)
 			for range 40 {
@@ -265,7 +220,7 @@ func TestMemoryChargesWhatItHolds(t *testing.T) {
 	for i := range lim.shards {
 		s := &lim.shards[i]
 		require.Zero(t, s.grown.Load())
-		require.Equal(t, memSlotBytes*int64(len(s.tab.Load().slots)), s.bytes)
+		require.Equal(t, slotBytes*int64(len(s.tab.Load().slots)), s.bytes)
 	}
 	goruntime.KeepAlive(lim)
 }
@@ -276,14 +231,14 @@ func TestMemoryEvictionConcurrent(t *testing.T) {
 	// -race. Every key is then either held and counted or gone: once all
 	// have expired, nothing stays charged.
 	clock := newFakeClock()
-	lim := NewMemoryLimiter(WithClock(clock.Now), WithMaxMemory(64<<10))
+	lim := New(WithClock(clock.Now), WithMaxMemory(64<<10))
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l := Limit{Name: "conc", Window: time.Minute, Max: 2, Algorithm: Algorithms()[g%len(Algorithms())]}
-			l2 := Limit{Name: "conc2", Window: time.Minute, Max: 3, Algorithm: Algorithms()[(g+1)%len(Algorithms())]}
+			l := runtime.Limit{Name: "conc", Window: time.Minute, Max: 2, Algorithm: runtime.Algorithms()[g%len(runtime.Algorithms())]}
+			l2 := runtime.Limit{Name: "conc2", Window: time.Minute, Max: 3, Algorithm: runtime.Algorithms()[(g+1)%len(runtime.Algorithms())]}
 			for i := range 3000 {
 				var err error
 				switch i % 3 {
@@ -292,8 +247,8 @@ func TestMemoryEvictionConcurrent(t *testing.T) {
 				case 1:
 					_, err = lim.Allow(ctx, l, "hot"+strconv.Itoa(i%7))
 				default:
-					_, err = lim.Decide(ctx, Request{Limit: l, Key: floodKey(g*1_000_000 + i)},
-						Request{Limit: l2, Key: "hot" + strconv.Itoa(i%5)}, Request{Limit: l2, Key: floodKey(i)})
+					_, err = lim.Decide(ctx, runtime.Request{Limit: l, Key: floodKey(g*1_000_000 + i)},
+						runtime.Request{Limit: l2, Key: "hot" + strconv.Itoa(i%5)}, runtime.Request{Limit: l2, Key: floodKey(i)})
 				}
 				if err != nil {
 					t.Error(err)
@@ -310,12 +265,12 @@ func TestMemoryEvictionConcurrent(t *testing.T) {
 		}
 	}()
 	wg.Wait()
-	require.LessOrEqual(t, memoryCharged(lim), int64(64<<10+memShards*1024))
+	require.LessOrEqual(t, memoryCharged(lim), int64(64<<10+shardCount*1024))
 	clock.Advance(time.Hour)
 	require.Zero(t, lim.sweep())
 	for i := range lim.shards {
 		s := &lim.shards[i]
 		require.Zero(t, s.grown.Load())
-		require.Equal(t, memSlotBytes*int64(len(s.tab.Load().slots)), s.bytes)
+		require.Equal(t, slotBytes*int64(len(s.tab.Load().slots)), s.bytes)
 	}
 }

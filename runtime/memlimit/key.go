@@ -1,4 +1,4 @@
-package runtime
+package memlimit
 
 import (
 	"crypto/sha256"
@@ -7,38 +7,12 @@ import (
 	"unsafe"
 )
 
-// memAlgo numbers the algorithms for the memory limiter's keys, so that an
-// entry records its algorithm in one byte.
-type memAlgo uint8
+// maxLiteralLen is the longest name or key the limiter holds verbatim;
+// longer ones are held as their SHA-256, as Redis stores them, so that what
+// a key costs does not depend on its length.
+const maxLiteralLen = 180
 
-const (
-	memSlidingLog memAlgo = iota
-	memSlidingWindow
-	memFixedWindow
-	memTokenBucket
-	memGCRA
-	memAlgos
-)
-
-// memAlgoOf returns a's number; the zero Algorithm is SlidingLog. ok is
-// false for an unknown algorithm, which Validate rejects.
-func memAlgoOf(a Algorithm) (_ memAlgo, ok bool) {
-	switch a {
-	case SlidingLog, "":
-		return memSlidingLog, true
-	case SlidingWindow:
-		return memSlidingWindow, true
-	case FixedWindow:
-		return memFixedWindow, true
-	case TokenBucket:
-		return memTokenBucket, true
-	case GCRA:
-		return memGCRA, true
-	}
-	return 0, false
-}
-
-// memKey mirrors the Redis storage key: algorithm, limit name, key. A name
+// storeKey mirrors the Redis storage key: algorithm, limit name, key. A name
 // or key longer than maxLiteralLen is held as its SHA-256, as appendEncoded
 // does for Redis, so that a caller-chosen key (from a header, say) cannot
 // make the limiter hold megabytes per key. The hashed flags keep a digest
@@ -47,25 +21,25 @@ func memAlgoOf(a Algorithm) (_ memAlgo, ok bool) {
 // sha256(N), long key K) would share an entry whenever D is sha256(K).
 //
 // name and key are the stored forms: the caller's strings, or views of
-// digests kept in the caller's frame (see memDigests), so that even a long
+// digests kept in the caller's frame (see keyDigests), so that even a long
 // key costs no allocation until the limiter first stores it.
-type memKey struct {
+type storeKey struct {
 	name, key             string
-	algo                  memAlgo
+	algo                  algoIndex
 	nameHashed, keyHashed bool
 }
 
-// memDigests holds the digests of a memKey's long parts.
-type memDigests struct {
+// keyDigests holds the digests of a storeKey's long parts.
+type keyDigests struct {
 	name, key [sha256.Size]byte
 }
 
-// newMemKey returns the key of (algo, name, key), hashing the long parts
+// newStoreKey returns the key of (algo, name, key), hashing the long parts
 // into d, which must live as long as the key. (It returns the key rather
 // than filling one in place so that escape analysis can see that d lives
 // only as long as the key does, and keep both on the caller's stack.)
-func newMemKey(algo memAlgo, name, key string, d *memDigests) memKey {
-	k := memKey{algo: algo, name: name, key: key}
+func newStoreKey(algo algoIndex, name, key string, d *keyDigests) storeKey {
+	k := storeKey{algo: algo, name: name, key: key}
 	if len(name) > maxLiteralLen {
 		d.name = sum256(name)
 		k.name, k.nameHashed = unsafe.String(&d.name[0], len(d.name)), true
@@ -90,21 +64,21 @@ func digest(s string) string {
 	return string(sum[:])
 }
 
-// hash returns k's 64-bit hash; its top memShardBits bits pick the shard.
+// hash returns k's 64-bit hash; its top shardBits bits pick the shard.
 //
 // Only the key is hashed in full, with the limiter's random seed: it is
 // what callers (and their users) choose, and a second full hash of the
 // name would cost as much again on every call. The name, which the
 // program chooses, is folded in through nameFold; two names that fold
 // alike only make their keys share a chain, as matches tells them apart.
-func (m *MemoryLimiter) hash(k *memKey) uint64 {
+func (m *Limiter) hash(k *storeKey) uint64 {
 	return maphash.String(m.keySeed, k.key) ^ nameFold(k.name, k.algo)
 }
 
 // nameFold mixes a name's length, its first and last 8 bytes, and the
 // algorithm into 64 bits. Names of up to 16 bytes count whole; longer ones
 // that differ only in the middle fold alike.
-func nameFold(name string, algo memAlgo) uint64 {
+func nameFold(name string, algo algoIndex) uint64 {
 	n := len(name)
 	x := uint64(n)<<56 ^ uint64(algo)<<48
 	if n >= 8 {
@@ -126,4 +100,4 @@ func le64(s string) uint64 {
 }
 
 // shardOf returns the index of the shard of hash h.
-func shardOf(h uint64) uint64 { return h >> (64 - memShardBits) }
+func shardOf(h uint64) uint64 { return h >> (64 - shardBits) }

@@ -1,4 +1,4 @@
-package runtime
+package memlimit
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 // BenchmarkMemoryAllowLongKey measures a key longer than maxLiteralLen,
@@ -16,8 +18,8 @@ func BenchmarkMemoryAllowLongKey(b *testing.B) {
 		n    int
 	}{{"1KiB", 1 << 10}, {"1MiB", 1 << 20}} {
 		b.Run(size.name, func(b *testing.B) {
-			lim := NewMemoryLimiter()
-			l := Limit{Name: "bench", Window: time.Second, Max: 1 << 30, Algorithm: GCRA}
+			lim := New()
+			l := runtime.Limit{Name: "bench", Window: time.Second, Max: 1 << 30, Algorithm: runtime.GCRA}
 			key := strings.Repeat("k", size.n)
 			ctx := context.Background()
 			b.SetBytes(int64(size.n))
@@ -33,10 +35,10 @@ func BenchmarkMemoryAllowLongKey(b *testing.B) {
 
 // BenchmarkMemoryDecide measures a two-limit call on one key.
 func BenchmarkMemoryDecide(b *testing.B) {
-	lim := NewMemoryLimiter()
-	reqs := []Request{
-		{Limit: Limit{Name: "burst", Window: time.Second, Max: 1 << 30, Algorithm: GCRA}, Key: "user@example.com"},
-		{Limit: Limit{Name: "daily", Window: 24 * time.Hour, Max: 1 << 30, Algorithm: FixedWindow}, Key: "user@example.com"},
+	lim := New()
+	reqs := []runtime.Request{
+		{Limit: runtime.Limit{Name: "burst", Window: time.Second, Max: 1 << 30, Algorithm: runtime.GCRA}, Key: "user@example.com"},
+		{Limit: runtime.Limit{Name: "daily", Window: 24 * time.Hour, Max: 1 << 30, Algorithm: runtime.FixedWindow}, Key: "user@example.com"},
 	}
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -50,10 +52,10 @@ func BenchmarkMemoryDecide(b *testing.B) {
 // BenchmarkMemoryAllow measures the hot path: one short key already held,
 // admitted every time, from one goroutine and from all of them at once.
 func BenchmarkMemoryAllow(b *testing.B) {
-	for _, algo := range []Algorithm{GCRA, FixedWindow} {
-		l := Limit{Name: "bench", Window: time.Second, Max: 1 << 30, Algorithm: algo}
+	for _, algo := range []runtime.Algorithm{runtime.GCRA, runtime.FixedWindow} {
+		l := runtime.Limit{Name: "bench", Window: time.Second, Max: 1 << 30, Algorithm: algo}
 		b.Run(string(algo), func(b *testing.B) {
-			lim := NewMemoryLimiter()
+			lim := New()
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
@@ -63,7 +65,7 @@ func BenchmarkMemoryAllow(b *testing.B) {
 			}
 		})
 		b.Run(string(algo)+"/parallel", func(b *testing.B) {
-			lim := NewMemoryLimiter()
+			lim := New()
 			ctx := context.Background()
 			b.ReportAllocs()
 			b.RunParallel(func(pb *testing.PB) {
@@ -81,8 +83,8 @@ func BenchmarkMemoryAllow(b *testing.B) {
 // decided once: every call adds a key, and once the limiter is full, makes
 // room for it.
 func BenchmarkMemoryAllowNewKeys(b *testing.B) {
-	lim := NewMemoryLimiter()
-	l := Limit{Name: "bench", Window: time.Hour, Max: 3}
+	lim := New()
+	l := runtime.Limit{Name: "bench", Window: time.Hour, Max: 3}
 	ctx := context.Background()
 	b.ReportAllocs()
 	i := 0

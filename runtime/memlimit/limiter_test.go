@@ -1,4 +1,4 @@
-package runtime
+package memlimit
 
 import (
 	"context"
@@ -12,12 +12,14 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 var ctx = context.Background()
 
 // allow asks lim for one call of cost 1 and fails the test on an error.
-func allow(t *testing.T, lim *MemoryLimiter, l Limit, key string) Decision {
+func allow(t *testing.T, lim *Limiter, l runtime.Limit, key string) runtime.Decision {
 	t.Helper()
 	d, err := lim.Allow(ctx, l, key)
 	require.NoError(t, err)
@@ -26,8 +28,8 @@ func allow(t *testing.T, lim *MemoryLimiter, l Limit, key string) Decision {
 
 func TestMemoryEvictsIdleKeys(t *testing.T) {
 	clock := newFakeClock()
-	lim := NewMemoryLimiter(WithClock(clock.Now))
-	l := Limit{Name: "evict", Window: time.Second, Max: 1}
+	lim := New(WithClock(clock.Now))
+	l := runtime.Limit{Name: "evict", Window: time.Second, Max: 1}
 	const n = 20000
 	for i := 0; i < n; i++ {
 		allow(t, lim, l, "old"+strconv.Itoa(i))
@@ -40,7 +42,7 @@ func TestMemoryEvictsIdleKeys(t *testing.T) {
 	for i := 0; i < n; i++ {
 		allow(t, lim, l, "new"+strconv.Itoa(i))
 	}
-	require.LessOrEqual(t, lim.Len(), n+memShards*memMinSweep)
+	require.LessOrEqual(t, lim.Len(), n+shardCount*minSweep)
 
 	// Keys still inside their window are never evicted: evicting one would
 	// forget admissions and let extra calls through.
@@ -53,8 +55,8 @@ func TestMemoryGrowthStaysBounded(t *testing.T) {
 	// A stream of distinct keys, each used once per window, keeps only about
 	// a window's worth of keys alive.
 	clock := newFakeClock()
-	lim := NewMemoryLimiter(WithClock(clock.Now))
-	l := Limit{Name: "stream", Window: 100 * time.Millisecond, Max: 1}
+	lim := New(WithClock(clock.Now))
+	l := runtime.Limit{Name: "stream", Window: 100 * time.Millisecond, Max: 1}
 	peak := 0
 	for i := 0; i < 200000; i++ {
 		allow(t, lim, l, strconv.Itoa(i))
@@ -84,8 +86,8 @@ func longString(filler byte, tail string) string {
 }
 
 func TestMemoryLongKeysAreDistinct(t *testing.T) {
-	lim := NewMemoryLimiter(WithClock(newFakeClock().Now))
-	l := Limit{Name: "long", Window: time.Minute, Max: 1}
+	lim := New(WithClock(newFakeClock().Now))
+	l := runtime.Limit{Name: "long", Window: time.Minute, Max: 1}
 
 	// Two long keys differing only in their last byte count apart.
 	a, b := longString('k', "a"), longString('k', "b")
@@ -102,9 +104,9 @@ func TestMemoryLongKeysAreDistinct(t *testing.T) {
 	require.False(t, allow(t, lim, l, digest(c)).Allowed)
 
 	// The same for limit names.
-	la := Limit{Name: longString('n', "a"), Window: time.Minute, Max: 1}
-	lb := Limit{Name: longString('n', "b"), Window: time.Minute, Max: 1}
-	ld := Limit{Name: digest(la.Name), Window: time.Minute, Max: 1}
+	la := runtime.Limit{Name: longString('n', "a"), Window: time.Minute, Max: 1}
+	lb := runtime.Limit{Name: longString('n', "b"), Window: time.Minute, Max: 1}
+	ld := runtime.Limit{Name: digest(la.Name), Window: time.Minute, Max: 1}
 	require.True(t, allow(t, lim, la, "k").Allowed)
 	require.False(t, allow(t, lim, la, "k").Allowed)
 	require.True(t, allow(t, lim, lb, "k").Allowed, "a long name differing in its last byte is its own limit")
@@ -120,7 +122,7 @@ func TestMemoryLongKeysAreDistinct(t *testing.T) {
 	require.True(t, allow(t, lim, l, edge).Allowed)
 	require.True(t, allow(t, lim, l, edge+"e").Allowed)
 	stored := map[string]bool{}
-	forEachEntry(lim, func(e *memEntry) {
+	forEachEntry(lim, func(e *entry) {
 		if e.name == l.Name {
 			stored[e.key] = e.keyHashed
 		}
@@ -135,8 +137,8 @@ func TestMemoryLongKeysDoNotPinMemory(t *testing.T) {
 	// A caller who picks the key (from a header, say) must not be able to
 	// make the limiter hold megabytes per key, as it held every key
 	// verbatim: 100 keys of 1 MiB held 100 MB for a window.
-	lim := NewMemoryLimiter(WithClock(newFakeClock().Now))
-	l := Limit{Name: "pin", Window: time.Hour, Max: 10}
+	lim := New(WithClock(newFakeClock().Now))
+	l := runtime.Limit{Name: "pin", Window: time.Hour, Max: 10}
 	before := heapInUse()
 	decideLongKeys(t, lim, l, 100)
 	after := heapInUse()
@@ -144,7 +146,7 @@ func TestMemoryLongKeysDoNotPinMemory(t *testing.T) {
 		float64(before)/1e6, float64(after)/1e6, float64(after-before)/1e6, lim.Len())
 
 	require.Equal(t, 100, lim.Len())
-	forEachEntry(lim, func(e *memEntry) {
+	forEachEntry(lim, func(e *entry) {
 		require.True(t, e.keyHashed)
 		require.LessOrEqual(t, len(e.key), sha256.Size)
 	})
@@ -156,7 +158,7 @@ func TestMemoryLongKeysDoNotPinMemory(t *testing.T) {
 // them.
 //
 //go:noinline
-func decideLongKeys(t *testing.T, lim *MemoryLimiter, l Limit, n int) {
+func decideLongKeys(t *testing.T, lim *Limiter, l runtime.Limit, n int) {
 	buf := make([]byte, mib)
 	for i := range buf {
 		buf[i] = 'h'
@@ -172,8 +174,8 @@ func TestMemorySweepReleasesMemory(t *testing.T) {
 	// sweep must drop them and give the memory back, though Go maps never
 	// shrink by themselves.
 	clock := newFakeClock()
-	lim := NewMemoryLimiter(WithClock(clock.Now))
-	l := Limit{Name: "outage", Window: time.Second, Max: 1}
+	lim := New(WithClock(clock.Now))
+	l := runtime.Limit{Name: "outage", Window: time.Second, Max: 1}
 	const n = 300_000
 	base := heapInUse()
 	for i := 0; i < n; i++ {
@@ -202,16 +204,16 @@ func TestMemorySweepReleasesMemory(t *testing.T) {
 
 func TestMemoryIdleShardLetsGo(t *testing.T) {
 	// A burst of keys, then traffic on existing keys only: every shard
-	// still sweeps once memSweepInterval has passed, though none creates
+	// still sweeps once sweepInterval has passed, though none creates
 	// a key, and gives the memory back.
 	clock := newFakeClock()
-	lim := NewMemoryLimiter(WithClock(clock.Now))
-	l := Limit{Name: "burst", Window: time.Second, Max: 1}
+	lim := New(WithClock(clock.Now))
+	l := runtime.Limit{Name: "burst", Window: time.Second, Max: 1}
 
 	// One hot key per shard, kept alive throughout.
 	var hot []string
 	seen := map[uint64]bool{}
-	for i := 0; len(hot) < memShards; i++ {
+	for i := 0; len(hot) < shardCount; i++ {
 		key := "hot" + strconv.Itoa(i)
 		if sh := shardIndex(lim, l, key); !seen[sh] {
 			seen[sh] = true
@@ -247,9 +249,9 @@ func TestMemoryDecideKeepsAdmissionsWhenSweepDue(t *testing.T) {
 	// entry the call already holds: the admission recorded in it would be
 	// lost, and the next call admitted beyond Max.
 	clock := newFakeClock()
-	lim := NewMemoryLimiter(WithClock(clock.Now))
-	l := Limit{Name: "all", Window: time.Second, Max: 1}
-	l2 := Limit{Name: "all2", Window: time.Second, Max: 1}
+	lim := New(WithClock(clock.Now))
+	l := runtime.Limit{Name: "all", Window: time.Second, Max: 1}
+	l2 := runtime.Limit{Name: "all2", Window: time.Second, Max: 1}
 	// a and b on one shard, b not yet known.
 	a := "a"
 	sa := shardIndex(lim, l, a)
@@ -262,7 +264,7 @@ func TestMemoryDecideKeepsAdmissionsWhenSweepDue(t *testing.T) {
 	}
 	require.True(t, allow(t, lim, l, a).Allowed)
 	// Enough other keys on the shard for its timed sweep to run.
-	for i, filled := 0, 0; filled < 2*memMinSweep; i++ {
+	for i, filled := 0, 0; filled < 2*minSweep; i++ {
 		key := "f" + strconv.Itoa(i)
 		if shardIndex(lim, l, key) == sa {
 			allow(t, lim, l, key)
@@ -270,8 +272,8 @@ func TestMemoryDecideKeepsAdmissionsWhenSweepDue(t *testing.T) {
 		}
 	}
 	// a's admission expires; the shard's timed sweep falls due.
-	clock.Advance(time.Duration(memSweepInterval)*time.Microsecond + time.Second)
-	ds, err := lim.Decide(ctx, Request{Limit: l, Key: a}, Request{Limit: l2, Key: b})
+	clock.Advance(time.Duration(sweepInterval)*time.Microsecond + time.Second)
+	ds, err := lim.Decide(ctx, runtime.Request{Limit: l, Key: a}, runtime.Request{Limit: l2, Key: b})
 	require.NoError(t, err)
 	require.True(t, ds.Allowed)
 	require.False(t, allow(t, lim, l, a).Allowed, "the admission Decide recorded for a was lost")
@@ -281,8 +283,8 @@ func TestMemoryDecideKeepsAdmissionsWhenSweepDue(t *testing.T) {
 func TestMemorySweepConcurrent(t *testing.T) {
 	// sweep locks one shard at a time while calls go on; run with -race.
 	clock := newFakeClock()
-	lim := NewMemoryLimiter(WithClock(clock.Now))
-	l := Limit{Name: "conc", Window: time.Millisecond, Max: 2}
+	lim := New(WithClock(clock.Now))
+	l := runtime.Limit{Name: "conc", Window: time.Millisecond, Max: 2}
 	var wg sync.WaitGroup
 	for g := 0; g < 4; g++ {
 		wg.Add(1)
@@ -309,13 +311,13 @@ func TestMemorySweepConcurrent(t *testing.T) {
 }
 
 // forEachEntry calls f with every entry lim holds.
-func forEachEntry(lim *MemoryLimiter, f func(*memEntry)) {
+func forEachEntry(lim *Limiter, f func(*entry)) {
 	for i := range lim.shards {
 		s := &lim.shards[i]
 		s.mu.Lock()
 		t := s.tab.Load()
 		for i := range t.slots {
-			if e := t.slots[i].entry(); e != nil && e != memDeleted {
+			if e := t.slots[i].entry(); e != nil && e != deleted {
 				f(e)
 			}
 		}
@@ -324,13 +326,13 @@ func forEachEntry(lim *MemoryLimiter, f func(*memEntry)) {
 }
 
 // shardIndex returns the index of the shard of (l, key) in lim.
-func shardIndex(lim *MemoryLimiter, l Limit, key string) uint64 {
-	algo, ok := memAlgoOf(l.Algorithm)
+func shardIndex(lim *Limiter, l runtime.Limit, key string) uint64 {
+	algo, ok := algoIndexOf(l.Algorithm)
 	if !ok {
 		panic("unknown algorithm")
 	}
-	var d memDigests
-	k := newMemKey(algo, l.Name, key, &d)
+	var d keyDigests
+	k := newStoreKey(algo, l.Name, key, &d)
 	return shardOf(lim.hash(&k))
 }
 
@@ -341,17 +343,17 @@ func TestMemoryAllowDoesNotAllocate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("counts allocations")
 	}
-	lim := NewMemoryLimiter(WithClock(newFakeClock().Now))
+	lim := New(WithClock(newFakeClock().Now))
 	long := strings.Repeat("k", 4*maxLiteralLen)
-	for _, algo := range Algorithms() {
+	for _, algo := range runtime.Algorithms() {
 		for _, max := range []int{3, 1 << 20} {
-			if algo == SlidingLog {
-				max = min(max, MaxSlidingLog)
+			if algo == runtime.SlidingLog {
+				max = min(max, runtime.MaxSlidingLog)
 			}
-			l := Limit{Name: "alloc", Window: time.Minute, Max: max, Algorithm: algo}
-			ll := Limit{Name: long, Window: time.Minute, Max: max, Algorithm: algo}
+			l := runtime.Limit{Name: "alloc", Window: time.Minute, Max: max, Algorithm: algo}
+			ll := runtime.Limit{Name: long, Window: time.Minute, Max: max, Algorithm: algo}
 			for _, c := range []struct {
-				l   Limit
+				l   runtime.Limit
 				key string
 			}{{l, "user@example.com"}, {l, long}, {ll, "k"}} {
 				allow(t, lim, c.l, c.key) // creates the key
@@ -360,7 +362,7 @@ func TestMemoryAllowDoesNotAllocate(t *testing.T) {
 						t.Fatal(err)
 					}
 				})
-				if algo == SlidingLog && max > 3 {
+				if algo == runtime.SlidingLog && max > 3 {
 					// The log grows with its admissions; appending is
 					// amortised, so allow for the occasional growth.
 					require.LessOrEqual(t, n, 0.1, "%s Max %d name %d key %d bytes", algo, max, len(c.l.Name), len(c.key))
@@ -377,10 +379,10 @@ func TestMemoryNamesThatHashAlike(t *testing.T) {
 	// key the same hash: their entries share a chain. They must still count
 	// apart, and a sweep must drop the expired one and keep the other.
 	clock := newFakeClock()
-	lim := NewMemoryLimiter(WithClock(clock.Now))
-	a := Limit{Name: "Notifier.A.SendCode", Window: time.Second, Max: 1}
-	b := Limit{Name: "Notifier.B.SendCode", Window: time.Hour, Max: 1}
-	require.Equal(t, nameFold(a.Name, memSlidingLog), nameFold(b.Name, memSlidingLog))
+	lim := New(WithClock(clock.Now))
+	a := runtime.Limit{Name: "Notifier.A.SendCode", Window: time.Second, Max: 1}
+	b := runtime.Limit{Name: "Notifier.B.SendCode", Window: time.Hour, Max: 1}
+	require.Equal(t, nameFold(a.Name, algoSlidingLog), nameFold(b.Name, algoSlidingLog))
 	require.Equal(t, shardIndex(lim, a, "k"), shardIndex(lim, b, "k"))
 	require.True(t, allow(t, lim, a, "k").Allowed)
 	require.True(t, allow(t, lim, b, "k").Allowed)
@@ -397,57 +399,18 @@ func TestMemoryNamesThatHashAlike(t *testing.T) {
 	require.False(t, allow(t, lim, b, "k").Allowed)
 }
 
-func TestPlainRequestAgreesWithValidate(t *testing.T) {
-	// plainRequest lets calls skip Validate; it may only do so for calls
-	// that Validate and the cost checks accept, and its params must be
-	// paramsOf's.
-	windows := []time.Duration{0, time.Nanosecond, time.Microsecond, time.Second, time.Hour, 24 * time.Hour,
-		365 * 24 * time.Hour, 1 << 62, -time.Second}
-	ints := []int{-1, 0, 1, 2, 10, 1000, 1 << 20, 1 << 26}
-	// Where int has 64 bits (the three wrap on 32-bit platforms).
-	for _, n := range []int64{1 << 40, 1 << 52, 1<<62 - 1} {
-		if int64(int(n)) == n {
-			ints = append(ints, int(n))
-		}
-	}
-	algos := append(Algorithms(), "", "nope")
-	checked := 0
-	for _, w := range windows {
-		for _, maxN := range ints {
-			for _, burst := range ints {
-				for _, algo := range algos {
-					for _, n := range []int{0, 1, 2, maxN, burst, maxN + 1} {
-						for _, name := range []string{"", "x"} {
-							l := Limit{Name: name, Window: w, Max: maxN, Burst: burst, Algorithm: algo}
-							_, p, plain := plainRequest(l, int64(n))
-							if !plain {
-								continue
-							}
-							checked++
-							require.NoError(t, l.Validate(), "%+v", l)
-							require.True(t, n >= 1 && n <= l.Capacity(), "%+v cost %d", l, n)
-							require.Equal(t, paramsOf(l, int64(n)), p)
-						}
-					}
-				}
-			}
-		}
-	}
-	require.Greater(t, checked, 1000)
-}
-
 func TestMemoryHotKeyIsExact(t *testing.T) {
 	// Calls on one key take the entry's lock (GCRA: swap its arrival time)
 	// without the shard's; Decide with several limits holds the shards and
 	// then the entries; sweeps run meanwhile. On a stopped clock exactly
 	// Max calls of each algorithm get in, however they interleave, and a
 	// Decide records in both of its limits or in neither. Run with -race.
-	for _, algo := range Algorithms() {
+	for _, algo := range runtime.Algorithms() {
 		t.Run(string(algo), func(t *testing.T) {
 			clock := newFakeClock()
-			lim := NewMemoryLimiter(WithClock(clock.Now))
-			l := Limit{Name: "hot", Window: time.Hour, Max: 200, Algorithm: algo}
-			roomy := Limit{Name: "roomy", Window: time.Hour, Max: 1 << 20, Algorithm: SlidingWindow}
+			lim := New(WithClock(clock.Now))
+			l := runtime.Limit{Name: "hot", Window: time.Hour, Max: 200, Algorithm: algo}
+			roomy := runtime.Limit{Name: "roomy", Window: time.Hour, Max: 1 << 20, Algorithm: runtime.SlidingWindow}
 			var wg sync.WaitGroup
 			var mu sync.Mutex
 			allowed, decided := 0, 0
@@ -465,7 +428,7 @@ func TestMemoryHotKeyIsExact(t *testing.T) {
 							}
 							ok = d.Allowed
 						} else {
-							ds, err := lim.Decide(ctx, Request{Limit: l, Key: "k"}, Request{Limit: roomy, Key: "k"})
+							ds, err := lim.Decide(ctx, runtime.Request{Limit: l, Key: "k"}, runtime.Request{Limit: roomy, Key: "k"})
 							if err != nil {
 								t.Error(err)
 								return
@@ -502,7 +465,7 @@ func TestMemoryHotKeyIsExact(t *testing.T) {
 
 // sweep deletes the expired entries of every shard now, whatever their
 // timed sweeps, and returns how many entries remain.
-func (m *MemoryLimiter) sweep() int {
+func (m *Limiter) sweep() int {
 	n := 0
 	for i := range m.shards {
 		s := &m.shards[i]

@@ -1,12 +1,12 @@
-package runtime
+package memlimit
 
 import "time"
 
-// A shard sweeps its expired keys when calls reach it (see memShard.tidy).
+// A shard sweeps its expired keys when calls reach it (see shard.tidy).
 // Once calls stop, as when an outage that a Redis limiter's fallback decided
 // ends, nothing would reach the keys they left. So while a limiter on its
 // own clock holds keys, it looks at its shards once a second and sweeps
-// those not swept for memSweepInterval. A limiter on WithClock's clock does
+// those not swept for sweepInterval. A limiter on WithClock's clock does
 // not: that clock may stand still or go back, and forgetting a key that a
 // clock going back would count again changes decisions.
 //
@@ -18,7 +18,7 @@ const idleSweepEvery = time.Second
 
 // keepTidy arms the idle sweep unless it is armed; a call that adds a key
 // calls it.
-func (m *MemoryLimiter) keepTidy() {
+func (m *Limiter) keepTidy() {
 	if m.clock == nil && !m.idle.Load() && m.idle.CompareAndSwap(false, true) {
 		time.AfterFunc(idleSweepEvery, m.idleSweep)
 	}
@@ -26,7 +26,7 @@ func (m *MemoryLimiter) keepTidy() {
 
 // idleSweep sweeps the shards that no call swept lately, one shard at a
 // time, and arms itself again while any key remains.
-func (m *MemoryLimiter) idleSweep() {
+func (m *Limiter) idleSweep() {
 	if m.sweepIdle() {
 		time.AfterFunc(idleSweepEvery, m.idleSweep)
 		return
@@ -40,7 +40,7 @@ func (m *MemoryLimiter) idleSweep() {
 
 // sweepIdle sweeps the shards whose timed sweep is due and reports whether
 // any shard still holds keys.
-func (m *MemoryLimiter) sweepIdle() (left bool) {
+func (m *Limiter) sweepIdle() (left bool) {
 	for i := range m.shards {
 		s := &m.shards[i]
 		s.mu.Lock()

@@ -1,4 +1,4 @@
-package runtime
+package memlimit
 
 // fixedWindow is the in-memory twin of lua/fixed_window.lua.
 type fixedWindow struct {

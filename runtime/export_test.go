@@ -1,0 +1,5 @@
+package runtime
+
+// ApplyOverrides returns reqs with o's overrides in force, for the tests
+// of package runtime_test.
+var ApplyOverrides = (*Overrides).apply

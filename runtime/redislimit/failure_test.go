@@ -307,11 +307,12 @@ func TestHungRedisTimesOut(t *testing.T) {
 		WithOnDegraded(events.record))
 	l := runtime.Limit{Name: "failure.hung", Window: time.Minute, Max: 3}
 
-	// A healthy call first, so the pool holds a connection to the server
-	// that is about to hang.
-	d, err := lim.Allow(context.Background(), l, "k")
-	require.NoError(t, err)
-	require.True(t, d.Allowed)
+	// A call Redis decides first, so the pool holds a connection to the
+	// server that is about to hang. On a starved machine the first tries
+	// may time out and be decided locally: another key's, and their
+	// events come before n.
+	require.True(t, awaitRedisDecides(t, lim, events, l, "warm").Allowed)
+	n := events.len()
 
 	srv.Pause(t)
 	paused := true
@@ -339,7 +340,7 @@ func TestHungRedisTimesOut(t *testing.T) {
 	// The server is still frozen, so Redis cannot have made this decision.
 	require.NoError(t, res.err, "FailLocal decides locally")
 	require.True(t, res.d.Allowed)
-	evs := events.since(0)
+	evs := events.since(n)
 	require.Len(t, evs, 1)
 	require.Equal(t, FailLocal, evs[0].Policy)
 	require.ErrorIs(t, evs[0].Err, context.DeadlineExceeded)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,7 +41,8 @@ import (
 // callgrind's: 1,000 keys of Max 100 per second, warmed uncounted, and a
 // clock that advances 1s/15,000 per reading (64 at a time), so that a key,
 // called once in 1,000 calls, holds fifteen admissions of its last second
-// and one goes stale at each call.
+// and one goes stale at each call; the max= rows are the same keys under
+// Max 1,000 and 1,000,000 per second.
 // (A batch's size still varies with the timing, and with it the share of
 // each script call's fixed cost: rows move by about 1% from run to run.)
 //
@@ -62,6 +64,9 @@ func BenchmarkRedisInstructions(b *testing.B) {
 		}}
 	}
 	pacedKeys := keySet{name: "1000/clock=paced", spec: keySets[1].spec, keys: manyKeys(1000), paced: true}
+	pacedLarge := func(max int) keySet {
+		return keySet{name: fmt.Sprintf("1000/clock=paced/max=%d", max), spec: spec{window: time.Second, max: max}, keys: pacedKeys.keys, paced: true}
+	}
 	for _, row := range []struct {
 		ct contender
 		ks keySet
@@ -77,6 +82,8 @@ func BenchmarkRedisInstructions(b *testing.B) {
 		{ceilingContenders[0], busy},
 		{paced(runtime.GCRA, ""), pacedKeys},
 		{paced(runtime.SlidingLog, ""), pacedKeys},
+		{paced(runtime.SlidingLog, ""), pacedLarge(1000)},
+		{paced(runtime.SlidingLog, ""), pacedLarge(1_000_000)},
 		{paced(runtime.GCRA, "-nobatch", unbatched...), pacedKeys},
 		{paced(runtime.SlidingLog, "-nobatch", unbatched...), pacedKeys},
 	} {

@@ -27,12 +27,12 @@ const (
 	// Window ever holds more than Max. It stores every unit admitted in the
 	// last Window, 7 bytes each in Redis and 8 in memory, so Max is at most
 	// MaxSlidingLog; a decision's Redis time does not grow with Max, and a
-	// call's grows only with the 7 bytes per unit it records. With Max up
-	// to 128, an admission within a quarter window of the newest may keep
-	// up to three units that stopped counting, while another still counts
-	// and in the room Max leaves, until a later call drops them; if the
-	// clock steps back meanwhile they count again, which errs toward
-	// denial. It never leases: its decisions stay per call, exact.
+	// call's grows only with the 7 bytes per unit it records. An
+	// admission within a quarter window of the newest may keep up to three
+	// units that stopped counting, while another still counts and in the
+	// room that Max leaves and that 128 units leave, until a later call
+	// drops them; if the clock steps back meanwhile they count again,
+	// which errs toward denial. It never leases: its decisions stay per call, exact.
 	SlidingLog Algorithm = "sliding-log"
 
 	// SlidingWindow approximates SlidingLog in constant memory, erring

@@ -9,10 +9,10 @@ import "slices"
 // up to the largest Max it is called with, so a log takes at most about
 // Max×8 bytes.
 //
-// Like the script, an admission of Max up to 128 in the quarter window of
-// the newest entry keeps up to three admissions that stopped counting in
-// front of the others, while one still counts and the log has room for
-// them, and check drops them again at the next denial (or
+// Like the script, an admission in the quarter window of the newest entry
+// keeps up to three admissions that stopped counting in front of the
+// others, while one still counts and the log has room for them within Max
+// and within a small log's smallLogEntries, and check drops them again at the next denial (or
 // admission that does not keep them): if the clock steps back meanwhile,
 // they count again, toward denial. dropped is how many the last check
 // dropped, for commit to keep.
@@ -22,6 +22,10 @@ type slidingLog struct {
 	// an entry stays in its allocation class.
 	head, dropped int32
 }
+
+// smallLogEntries is the most entries the script writes as a small log
+// (SL_SMALL in lua/sliding_log.lua), the only layout that keeps them.
+const smallLogEntries = 128
 
 func (s *slidingLog) len() int       { return len(s.times) - int(s.head) }
 func (s *slidingLog) at(i int) int64 { return s.times[int(s.head)+i] }
@@ -58,8 +62,8 @@ func (s *slidingLog) commit(now int64, p params, v *verdict) {
 		t = s.newest() + 1
 	}
 	live, cost := s.len(), int(p.cost)
-	if p.max <= 128 && live > 0 && s.dropped <= 3 && int64(live+int(s.dropped)+cost) <= p.max &&
-		sameQuarter(s.newest(), t, p.window) {
+	if kept := live + int(s.dropped) + cost; live > 0 && s.dropped <= 3 && int64(kept) <= p.max &&
+		kept <= smallLogEntries && sameQuarter(s.newest(), t, p.window) {
 		s.head -= s.dropped
 	}
 	if int(s.head) == len(s.times) {

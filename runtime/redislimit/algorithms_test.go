@@ -90,13 +90,13 @@ func (m *refLog) decide(now, cost int64) runtime.Decision {
 	if count > 0 && live[count-1] >= t {
 		t = live[count-1] + 1
 	}
-	// As documented for runtime.SlidingLog: an admission of Max up to 128
-	// in the quarter window of the newest unit keeps up to three units
-	// that stopped counting, while one still counts and the log has room
-	// for them.
+	// As documented for runtime.SlidingLog: an admission in the quarter
+	// window of the newest unit keeps up to three units that stopped
+	// counting, while one still counts and the log has room for them, up
+	// to 128 units.
 	q := max(1, m.p.w/4)
 	quarter := func(x int64) int64 { return x - (x%q+q)%q }
-	if m.p.max > 128 || count == 0 || stale > 3 || int64(len(m.units))+cost > m.p.max ||
+	if count == 0 || stale > 3 || int64(len(m.units))+cost > min(m.p.max, 128) ||
 		quarter(m.units[len(m.units)-1]) != quarter(t) {
 		m.units = live
 	}

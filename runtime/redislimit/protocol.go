@@ -57,10 +57,19 @@ const (
 	uniformFields = 3
 )
 
-// smallLogMark starts a sliding log of Max up to 128 (lua/sliding_log.lua,
-// SL_MARK): it reads as a ring's header of start 2^32-1, n 1, cap 1, and
-// newest 2^62, a start no ring has.
+// smallLogMark starts a small sliding log, one of up to smallLogEntries
+// entries whatever its Max (lua/sliding_log.lua, SL_MARK): it reads as a
+// ring's header of start 2^32-1, n 1, cap 1, and newest 2^62, a start no
+// ring has.
 const smallLogMark = "\xff\xff\xff\xff\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x40\x00"
+
+// smallLogEntries is the most entries a small sliding log holds (SL_SMALL):
+// its mark and entries then fit the first smallLogPrefix bytes that the
+// script reads of a log of larger Max.
+const (
+	smallLogEntries = 128
+	smallLogPrefix  = len(smallLogMark) + 7*smallLogEntries
+)
 
 // luaConstants returns the constants the scripts share with Go, by the
 // name the Lua files write them in: each algorithm's code, shadowFlag,
@@ -89,6 +98,8 @@ func luaConstants() map[string]string {
 		fmt.Fprintf(&mark, "\\%d", smallLogMark[i])
 	}
 	c["SL_MARK"] = "'" + mark.String() + "'"
+	c["SL_SMALL"] = strconv.Itoa(smallLogEntries)
+	c["SL_PREFIX_LAST"] = "'" + strconv.Itoa(smallLogPrefix-1) + "'"
 	return c
 }
 

@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -88,4 +89,69 @@ func TestSmallLogLifetime(t *testing.T) {
 	require.NotZero(t, kept, "some appends kept the lifetime as it was")
 	require.NotZero(t, renewed, "some admissions renewed it")
 	t.Logf("%d admissions kept the key's lifetime, %d renewed it", kept, renewed)
+}
+
+// TestSlidingLogLayoutFollowsEntries checks that a log's layout is chosen by
+// what it holds, whatever its Max: up to smallLogEntries entries it is a
+// small log, decided as one of Max 100 is (one read, one write: GETRANGE of
+// its first bytes, and SETRANGE at its end), beyond that a ring, with room
+// to grow, and a small log again at the first admission that leaves few
+// enough. The differential and model tests check the decisions; this one
+// checks what they cost.
+func TestSlidingLogLayoutFollowsEntries(t *testing.T) {
+	srv := redistest.StartServer(t)
+	c := srv.Client(t)
+	for _, max := range []int{129, 1000, runtime.MaxSlidingLog} {
+		t.Run(fmt.Sprint("Max ", max), func(t *testing.T) {
+			clock := newFakeClock()
+			lim := New(c, WithClock(clock.Now), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithDenyCache(0))
+			l := runtime.Limit{Name: fmt.Sprint("Layout.", max), Window: time.Hour, Max: max}
+			skey := storageKeyOf(l, "k")
+			cmds := []string{"get", "getrange", "set", "setrange", "pexpire", "del"}
+			stats := func() []int {
+				n := make([]int, len(cmds))
+				for i, cmd := range cmds {
+					n[i] = commandStat(t, c, cmd, "calls")
+				}
+				return n
+			}
+			small := func(n int) {
+				t.Helper()
+				v, err := c.Get(ctx, skey).Result()
+				require.NoError(t, err)
+				require.Equal(t, smallLogMark, v[:len(smallLogMark)], "a small log")
+				require.Len(t, logEntries(t, v), n)
+			}
+			// A new key, then appends within one quarter of the window.
+			require.True(t, allow(t, lim, l, "k").Allowed)
+			small(1)
+			for i := 2; i <= smallLogEntries; i++ {
+				clock.Advance(time.Millisecond)
+				before := stats()
+				require.True(t, allow(t, lim, l, "k").Allowed)
+				ran := stats()
+				for j := range ran {
+					ran[j] -= before[j]
+				}
+				require.Equal(t, []int{0, 1, 0, 1, 0, 0}, ran, "admission %d: %v of a small log's append", i, cmds)
+			}
+			small(smallLogEntries)
+
+			// One more: a ring, with room for as many again, up to Max.
+			clock.Advance(time.Millisecond)
+			require.True(t, allow(t, lim, l, "k").Allowed)
+			v, err := c.Get(ctx, skey).Result()
+			require.NoError(t, err)
+			h := logHeaderOf(v)
+			require.Equal(t, smallLogEntries+1, h.n, "a ring of every entry")
+			require.Equal(t, min(max, 2*smallLogEntries), h.cap)
+			require.Len(t, logEntries(t, v), smallLogEntries+1)
+
+			// Once all but ten stopped counting, the next admission
+			// leaves eleven entries: a small log again.
+			clock.Advance(l.Window - 10*time.Millisecond)
+			require.True(t, allow(t, lim, l, "k").Allowed)
+			small(11)
+		})
+	}
 }

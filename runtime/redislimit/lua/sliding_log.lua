@@ -1,19 +1,25 @@
 -- sliding-log: exact. Each key's log is one string of the admissions in
 -- µs, oldest first, every unit of a call at the call's time, 7 bytes each.
--- Go twin: memory_slidinglog.go. Two layouts, told apart by length:
+-- Go twin: runtime/memlimit/slidinglog.go. Two layouts, chosen by what
+-- the log holds, whatever its max:
 --
---   small   max <= 128: a mark (21 bytes, Go's smallLogMark, written in
---           for SL_MARK), then the n entries ('<i7', a
---           signed 56-bit µs time, good for a thousand years after the
---           Unix epoch), so 7(n+3) bytes.
---   ring    larger max: a 20-byte header, struct '<I4I4I4i8' start, n,
+--   small   up to SL_SMALL (128) entries: a mark (21 bytes, Go's
+--           smallLogMark, written in for SL_MARK), then the n entries
+--           ('<i7', a signed 56-bit µs time, good for a thousand years
+--           after the Unix epoch), so 7(n+3) bytes.
+--   ring    more: a 20-byte header, struct '<I4I4I4i8' start, n,
 --           cap, newest, then cap slots ('<i7'): entry i (0 oldest, n-1
 --           newest) in slot (start+i) % cap, so 20 + 7cap bytes. Seven
 --           bytes rather than eight keep a full log of Max 1,000 in
 --           jemalloc's 7 KiB class.
 --
 -- The mark reads as a ring's header of start 2^32-1, n 1, cap 1: a start no
--- ring has, which tells a larger max the layout from 20 bytes.
+-- ring has (its fourth byte is 255, a ring's 0), so the bytes 0 to
+-- SL_PREFIX_LAST, 7(SL_SMALL+3) of them, hold a whole small log or a
+-- ring's header. Up to max
+-- SL_SMALL a log is read whole with GET; above, those bytes are read with
+-- GETRANGE. Every write that leaves at most SL_SMALL entries writes a small
+-- log, and one that leaves more a ring.
 --
 -- Times never decrease along a log, and each call's is later than every
 -- entry before it, so a call's time is its receipt: its admissions are the
@@ -26,7 +32,7 @@
 -- entries still counting, for remaining, needs a search: the oldest four
 -- read at once, or a binary search.
 --
--- A small log is read whole with GET, and lives until the end of its
+-- A small log lives until the end of its
 -- newest entry's quarter of the window plus a window (sl_life). An
 -- admission in that quarter appends its entries with SETRANGE at the end,
 -- keeping up to three entries that stopped counting in front while one
@@ -43,9 +49,9 @@
 -- they wrap, then the header) and PEXPIRE, so that its Redis time and what
 -- a replica receives do not grow with max; it grows its cap by doubling,
 -- up to max, in a string made at its exact length. A call of cost c writes
--- c entries of one packed time, 4,096 at a time (see sl_fill). A log that
--- a larger or smaller max left in the other layout is read in it and
--- rewritten in this max's at its next admission.
+-- c entries of one packed time, 4,096 at a time (see sl_fill). A ring made
+-- from a small log gets 2*SL_SMALL slots (up to max), so that a log
+-- hovering about SL_SMALL entries does not grow at each admission.
 --
 -- Every denial (and check) drops the entries that stopped counting, as the
 -- in-memory twin does, after the batch, so that the first write of a
@@ -135,22 +141,20 @@ local function sl_more()
     return SL_MARK .. sl_bytes(s, start, cap, i, j)
   end
 
-  -- sl_load reads the log at key: s (the whole string as a ring, or false
-  -- when only its header was read), its header, and whether it is a small
-  -- log.
-  local function sl_load(key, max)
-    local s
-    if max <= 128 then
-      s = call('GET', key)
-    else
-      s = call('GETRANGE', key, '0', '19')
-    end
-    if s and #s > 0 and (#s % 7 == 0 or max > 128 and string.byte(s, 4) == 255) then
-      -- A small log: a start of 2^32-1 under a larger max, which then
-      -- reads it whole.
-      if max > 128 then
+  -- sl_load reads the log at key, unless decide1 read it already: pre,
+  -- false for no log. It returns s (the whole string as a ring, or false
+  -- when only its first bytes were read), its header, and whether it is a
+  -- small log.
+  local function sl_load(key, max, pre)
+    local s = pre
+    if s == nil then
+      if max <= SL_SMALL then
         s = call('GET', key)
+      else
+        s = call('GETRANGE', key, '0', SL_PREFIX_LAST)
       end
+    end
+    if s and #s > 0 and string.byte(s, 4) == 255 then
       local n, newest
       s, n, newest = sl_ring(s)
       return s, 0, n, n, newest, true
@@ -159,20 +163,36 @@ local function sl_more()
       return false, 0, 0, 0, 0
     end
     local start, n, cap, newest = struct.unpack('<I4I4I4i8', s)
-    if max > 128 then
+    if #s < 20 + 7 * cap then
       s = false
     end
     return s, start, n, cap, newest
+  end
+
+  -- sl_range reads entries i to j-1 of the ring at key, as stored.
+  local function sl_range(key, start, cap, i, j)
+    if i >= j then
+      return ''
+    end
+    local a, b = start + i, start + j
+    if a >= cap then
+      a, b = a - cap, b - cap
+    end
+    if b <= cap then
+      return call('GETRANGE', key, string.format('%d', 20 + 7 * a), string.format('%d', 19 + 7 * b))
+    end
+    return call('GETRANGE', key, string.format('%d', 20 + 7 * a), string.format('%d', 19 + 7 * cap)) ..
+      call('GETRANGE', key, '20', string.format('%d', 19 + 7 * (b - cap)))
   end
 
   -- sl_read decides a call of cost at now. It returns whether it has room,
   -- the remaining calls before it (clamped at 0 when it has none), the µs
   -- until room when it has none and until the log empties, then the log as
   -- sl_load read it, the first entry still counting, f, and whether the log
-  -- is small, for sl_write and sl_cut.
-  local function sl_read(key, now, window, max, cost)
+  -- is small, for sl_write and sl_cut. pre is as sl_load takes it.
+  local function sl_read(key, now, window, max, cost, pre)
     local upto = now - window
-    local s, start, n, cap, newest, small = sl_load(key, max)
+    local s, start, n, cap, newest, small = sl_load(key, max, pre)
     local f, reset = n, 0
     if n > 0 and newest > upto then
       if s then
@@ -290,26 +310,44 @@ local function sl_more()
       t = newest + 1
     end
     local reset = t + window - now
-    if max <= 128 then
+    local count = n - f
+    if count + cost <= SL_SMALL then
       -- A small log, whole, keeping the entries that stopped counting
-      -- as decide1 does.
+      -- as decide1 does; a ring's are read from it.
       local g = sl_quarter(window)
-      if f < n and f <= 3 and n + cost <= max and newest - newest % g == t - t % g then
+      if f < n and f <= 3 and n + cost <= max and n + cost <= SL_SMALL and newest - newest % g == t - t % g then
         f = 0
       end
-      call('SET', key, sl_small(s, start, cap, f, n) .. string.rep(struct.pack('<i7', t), cost),
+      local kept
+      if s then
+        kept = sl_bytes(s, start, cap, f, n)
+      else
+        kept = sl_range(key, start, cap, f, n)
+      end
+      call('SET', key, SL_MARK .. kept .. string.rep(struct.pack('<i7', t), cost),
         'PX', string.format('%d', sl_life(t, now, window)))
       return remaining - cost, reset, t
     end
     -- floordiv, written out as in gcra.lua.
     local px = reset + 999
     px = (px - px % 1000) / 1000 + ttl_pad_ms
-    local count = n - f
     local e = struct.pack('<i7', t)
     if s or count == 0 and (cost <= 4096 or cap > 0 and cap < cost) then
-      -- Whole: the entries still counting, then this call's.
+      -- Whole: the entries still counting, then this call's, in 2*SL_SMALL
+      -- slots at least.
       local k = count + cost
-      call('SET', key, sl_rep(e, cost, struct.pack('<I4I4I4i8', 0, k, k, t) .. (count > 0 and sl_bytes(s, start, cap, f, n) or ''), ''),
+      local slots = 2 * SL_SMALL
+      if slots > max then
+        slots = max
+      end
+      if slots < k then
+        slots = k
+      end
+      local pad = ''
+      if slots > k then
+        pad = string.rep('\0', 7 * (slots - k))
+      end
+      call('SET', key, sl_rep(e, cost, struct.pack('<I4I4I4i8', 0, k, slots, t) .. (count > 0 and sl_bytes(s, start, cap, f, n) or ''), pad),
         'PX', string.format('%d', px))
       return remaining - cost, reset, t
     end
@@ -386,8 +424,8 @@ local function sl_more()
   -- A denied call that leaves entries to drop returns what settle needs,
   -- for main.lua to settle it after the batch, or drops them at once when
   -- alone.
-  local function sl_decide1(key, now, window, max, burst, cost, alone)
-    local ok, remaining, retry, reset, s, start, n, cap, newest, f, small = sl_read(key, now, window, max, cost)
+  local function sl_decide1(key, now, window, max, burst, cost, alone, pre)
+    local ok, remaining, retry, reset, s, start, n, cap, newest, f, small = sl_read(key, now, window, max, cost, pre)
     if not ok then
       local keep
       if f > 0 then
@@ -409,15 +447,26 @@ local function sl_more()
   return sl_lib
 end
 
--- decide1 decides itself a call on a small log, or on no log, with no Lua
--- function call; any other goes to sl_more's. In a batch the calls share
--- their time, so the packed entry and the lifetime are made again only
--- when they change.
+-- decide1 decides itself a call on a small log, or on no log, that leaves
+-- a small log, with no Lua function call; any other goes to sl_more's,
+-- with what it read. In a batch the calls share their time, so the packed
+-- entry and the lifetime are made again only when they change.
 local sl_t, sl_e, sl_fresh, sl_px_x, sl_px_s, sl_len, sl_len_s
 local sl_unpack = struct.unpack
 decide1s[SLIDING_LOG] = function(key, now, window, max, burst, cost, alone)
-  local s = max > 128 or call('GET', key)
-  if s == false or type(s) == 'string' and #s % 7 == 0 then
+  local s
+  if max <= SL_SMALL then
+    s = call('GET', key)
+  else
+    s = call('GETRANGE', key, '0', SL_PREFIX_LAST)
+    if s == '' then
+      s = false
+    elseif string.byte(s, 4) ~= 255 then
+      -- A ring's first bytes.
+      return sl_more().decide1(key, now, window, max, burst, cost, alone, s)
+    end
+  end
+  if s == false or #s % 7 == 0 then
     -- Entry i is at byte 22+7i.
     local n = s and #s / 7 - 3 or 0
     local upto = now - window
@@ -479,6 +528,10 @@ decide1s[SLIDING_LOG] = function(key, now, window, max, burst, cost, alone)
       end
       return false, remaining, sl_unpack('<i7', s, 22 + 7 * (n + cost - max - 1)) + window - now, newest + window - now, 0, keep
     end
+    if count + cost > SL_SMALL then
+      -- Too many for a small log: a ring.
+      return sl_more().decide1(key, now, window, max, burst, cost, alone, s)
+    end
     local t = now
     if n > 0 and newest >= t then
       t = newest + 1
@@ -499,7 +552,7 @@ decide1s[SLIDING_LOG] = function(key, now, window, max, burst, cost, alone)
       sl_px_x = px
       sl_px_s = string.format('%d', (px - px % 1000) / 1000 + ttl_pad_ms)
     end
-    if f < n and f <= 3 and n + cost <= max and newest - newest % g == q then
+    if f < n and f <= 3 and n + cost <= max and n + cost <= SL_SMALL and newest - newest % g == q then
       -- Appended with SETRANGE at the end (APPEND would need a command
       -- beyond what the documented ACL grants), the entries that stopped
       -- counting kept.
@@ -520,7 +573,7 @@ decide1s[SLIDING_LOG] = function(key, now, window, max, burst, cost, alone)
     end
     return true, max - count - cost, 0, t + window - now, t
   end
-  return sl_more().decide1(key, now, window, max, burst, cost, alone)
+  return sl_more().decide1(key, now, window, max, burst, cost, alone, s)
 end
 
 -- A lone call never reaches these (see lone in header.lua).

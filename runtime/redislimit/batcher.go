@@ -23,12 +23,13 @@ import (
 // decide): a hand-off to another goroutine and back wakes an idle
 // processor twice per decision.
 //
-// On a single server or a Sentinel-managed one, a batch is one script call
-// that decides its calls one after another, each atomically. On a Redis
-// Cluster or a Ring, whose scripts may touch one slot only, a batch is a
-// pipeline of one script call per decision, which go-redis splits by node.
+// A batch is one script call that decides its calls one after another,
+// each atomically, on a single server or a Sentinel-managed one. On a Redis
+// Cluster or a Ring, each node has a batcher of its own (see nodes.go), and
+// how it sends a batch is its kind's.
 type batcher struct {
-	lim *Limiter
+	lim  *Limiter
+	kind laneKind
 	// calls holds calls for reuse.
 	calls sync.Pool
 
@@ -118,8 +119,8 @@ type buffers struct {
 	res  []int64
 }
 
-func newBatcher(lim *Limiter) *batcher {
-	b := &batcher{lim: lim}
+func newBatcher(lim *Limiter, kind laneKind) *batcher {
+	b := &batcher{lim: lim, kind: kind}
 	b.calls.New = func() any { return &call{wake: make(chan struct{}, 1)} }
 	b.watch.timer = time.AfterFunc(time.Hour, b.wakeDue)
 	b.watch.timer.Stop()
@@ -352,13 +353,38 @@ func (b *batcher) fly(slot int, batch []*call, client doer) {
 		b.mu.Unlock()
 	}
 	sent := time.Now()
-	if b.lim.sharded {
-		b.lim.evalPipelined(f, batch)
-	} else {
+	switch b.sends(batch) {
+	case laneServer:
 		b.lim.evalBatch(f, client, &b.bufs[slot], batch)
+	case laneNode:
+		b.lim.evalSpread(f, &b.bufs[slot], batch)
+	default:
+		b.lim.evalPipelined(f, batch)
+		if batch[0].err == nil && b.lim.lanes != nil {
+			// The client has mapped its nodes.
+			b.lim.lanes.known.Store(true)
+		}
 	}
 	b.lim.noteAnswer(sent, batch[0].err)
 	b.land(slot, batch)
+}
+
+// sends returns how b sends batch: a node's batch of one slot declares
+// its keys as a single server's does.
+func (b *batcher) sends(batch []*call) laneKind {
+	if b.kind != laneNode {
+		return b.kind
+	}
+	slot := b.lim.slotOf(batch[0].d.asks[0].key)
+	for _, c := range batch[1:] {
+		if b.lim.slotOf(c.d.asks[0].key) != slot {
+			if b.lim.lanes.refused.Load() {
+				return lanePipeline
+			}
+			return laneNode
+		}
+	}
+	return laneServer
 }
 
 // resendAlone judges the round trip that c's caller read itself (see

@@ -45,6 +45,15 @@ func TestCluster(t *testing.T) {
 	t.Run("concurrent decisions share pipelines, exactly", func(t *testing.T) {
 		testClusterBatching(t, strict)
 	})
+	t.Run("decisions on several slots of a node share a script call, exactly", func(t *testing.T) {
+		testClusterNodeBatches(t, c, strict)
+	})
+	t.Run("a spread batch over a slot that moved or is moving", func(t *testing.T) {
+		testClusterSpreadMoves(t, c, strict)
+	})
+	t.Run("a node that refuses spread batches", func(t *testing.T) {
+		testClusterSpreadRefused(t, c, strict)
+	})
 	t.Run("modes, with limits on several slots", func(t *testing.T) {
 		testClusterModes(t, client)
 	})
@@ -62,6 +71,9 @@ func TestCluster(t *testing.T) {
 	})
 	t.Run("an evicting policy on one master is reported", func(t *testing.T) {
 		testClusterEvictionPolicy(t, c, client)
+	})
+	t.Run("a failover while batches run", func(t *testing.T) {
+		testClusterFailoverMidBatches(t, c, client)
 	})
 	t.Run("manual failover", func(t *testing.T) {
 		testClusterFailover(t, c, client, strict)

@@ -358,3 +358,11 @@ func isNoScript(err error) bool {
 	var rerr redis.Error
 	return errors.As(err, &rerr) && len(rerr.Error()) >= 8 && rerr.Error()[:8] == "NOSCRIPT"
 }
+
+// refusesSpread reports whether stop, the error that stopped a spread
+// batch (see evalSpread), is a node refusing a script access to a key of a
+// slot other than the first it touched: Redis does for a script that
+// declares flags without allow-cross-slot-keys, and may for every script.
+func refusesSpread(stop string) bool {
+	return strings.Contains(stop, "hash to the same slot")
+}

@@ -25,7 +25,8 @@ import (
 // Concurrent decisions share round trips (see WithBatching): a decision
 // that arrives while two are on their way waits for one of them to return
 // and then goes with every other decision that arrived meanwhile, in one
-// script call on a single server or one pipeline per node on a cluster.
+// script call (on a Cluster or a Ring, one per node, each node's round
+// trips counted apart).
 // Denials are remembered until they expire and answered in process (see
 // WithDenyCache), so a key under attack costs Redis nothing. With
 // WithLeases, a key hot at this limiter is decided in process from units
@@ -41,8 +42,10 @@ type Limiter struct {
 	fallback runtime.Limiter
 	breaker  breaker
 	// batch lets concurrent decisions share round trips; nil without
-	// batching.
+	// batching. On a Cluster or a Ring, it is the first of the lanes,
+	// which hold a batcher per node.
 	batch *batcher
+	lanes *lanes
 	// settings checks the server settings that put counts at risk.
 	settings evictionCheck
 	// peers counts the limiters sharing the store, for FailLocal's share.
@@ -103,8 +106,13 @@ func New(c redis.UniversalClient, opts ...Option) *Limiter {
 		r.readsFollowCtx, r.sharded = c.Options().ContextTimeoutEnabled, true
 	}
 	if cfg.batching {
-		r.batch = newBatcher(r)
-		r.breaker.onTrip = r.batch.trip
+		kind := laneServer
+		if r.sharded {
+			kind = lanePipeline
+		}
+		r.batch = newBatcher(r, kind)
+		r.lanes = newLanes(r, c)
+		r.breaker.onTrip = r.tripBatches
 	}
 	return r
 }
@@ -230,7 +238,11 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 // groups), waiting as long as a wait from ctx, begun at start, allows.
 func (r *Limiter) run(ctx context.Context, start time.Time, d *resolvedCall, groups [][]int) (committed bool, err error) {
 	if len(groups) == 1 && r.batch != nil {
-		return r.batch.decide(ctx, start, d, groups[0])
+		b := r.batch
+		if r.lanes != nil {
+			b = r.lanes.of(d.asks[groups[0][0]].key)
+		}
+		return b.decide(ctx, start, d, groups[0])
 	}
 	var w wait
 	r.startWaitAt(ctx, &w, start)

@@ -349,6 +349,48 @@ func encodeBatch(bufs *buffers, batch []*call) (s *script, args []any, uniform b
 	return s, finishArgs(args, mode, nums), uniform
 }
 
+// encodeSpread is encodeBatch for a batch spread over the slots of one
+// Cluster node: its first key declared, the others after the script's
+// arguments (see lua/main.lua, "Spread batches").
+func encodeSpread(bufs *buffers, batch []*call) (s *script, args []any, uniform bool) {
+	s, args, uniform = encodeBatch(bufs, batch)
+	keys := args[2].(int)
+	mode, nums := args[3+keys], args[4+keys]
+	copy(args[6:], args[4:3+keys])
+	args[2], args[4], args[5] = 1, mode, nums
+	return s, args, uniform
+}
+
+// readSpread reads reply, the reply to encodeSpread's command (err if it
+// failed), into each call of batch that the script decided, and returns
+// the calls it left undecided, with the error that stopped it. It returns
+// res for reuse, as readBatch does.
+func readSpread(res []int64, reply string, err error, batch []*call, uniform bool) (_ []int64, left []*call, stop string) {
+	if err != nil {
+		return readBatch(res, reply, err, batch, uniform), nil, ""
+	}
+	if len(reply) < 8 {
+		return readBatch(res, "", errReply(0), batch, uniform), nil, ""
+	}
+	ran := binary.LittleEndian.Uint64([]byte(reply[:8]))
+	if ran > uint64(len(batch)) {
+		return readBatch(res, "", errReply(len(reply)/8), batch, uniform), nil, ""
+	}
+	size := 0
+	for _, c := range batch[:ran] {
+		if uniform {
+			size += 8 * uniformFields
+		} else {
+			size += 8 * (1 + replyFields*len(c.idx))
+		}
+	}
+	if len(reply) < 8+size {
+		return readBatch(res, "", errReply(len(reply)/8), batch, uniform), nil, ""
+	}
+	res = readBatch(res, reply[8:8+size], nil, batch[:ran], uniform)
+	return res, batch[ran:], reply[8+size:]
+}
+
 // readBatch reads reply, the reply to encodeBatch's command (err if it
 // failed), into each call of batch. It returns res, in which it decoded
 // the reply's numbers, for reuse.

@@ -102,6 +102,31 @@ func (r *Limiter) evalBatch(ctx context.Context, client doer, bufs *buffers, bat
 	bufs.res = readBatch(bufs.res[:0], reply, err, batch, uniform)[:0]
 }
 
+// evalSpread decides a batch of calls on several slots of one Cluster
+// node in one script call, routed by its first key. The calls the script
+// left undecided (a slot moved, or the node refused) go as evalPipelined
+// sends them, each routed by its own keys, once the client has been told
+// to reload its map of slots; and a node that refuses scripts touching
+// keys they do not declare turns spread batches off for good.
+func (r *Limiter) evalSpread(ctx context.Context, bufs *buffers, batch []*call) {
+	s, args, uniform := encodeSpread(bufs, batch)
+	reply, err := s.exec(ctx, r.client, args)
+	clear(args)
+	bufs.args = args[:0]
+	res, left, stop := readSpread(bufs.res[:0], reply, err, batch, uniform)
+	bufs.res = res[:0]
+	if len(left) == 0 {
+		return
+	}
+	if refusesSpread(stop) {
+		r.lanes.refused.Store(true)
+	}
+	if c, ok := r.client.(*redis.ClusterClient); ok {
+		c.ReloadState(ctx)
+	}
+	r.evalPipelined(ctx, left)
+}
+
 // evalPipelined decides a batch as a pipeline of one script call per
 // decision. A call answered NOSCRIPT (a node that restarted or joined) is
 // sent again on its own, which loads the script.

@@ -29,7 +29,7 @@ local call = redis.call
 -- decides with its algorithm's decide1 before defining anything: an
 -- algorithm with a decide1 then leaves algos[code] undefined, as each
 -- function a run defines costs it an allocation and its collection.
-local lone = ARGV[1] == UNIFORM and #KEYS == 1
+local lone = ARGV[1] == UNIFORM and #KEYS == 1 and not ARGV[3]
 
 -- floordiv is math.floor(a / b), to the bit (Lua's % is a - floor(a/b)*b,
 -- exact for these whole numbers), without the call into C.

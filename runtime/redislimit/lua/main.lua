@@ -66,6 +66,18 @@
 -- returns ''. Its last key is a marker unique to the refund, in the same
 -- slot: a client that resends the command after losing the reply finds the
 -- marker and refunds nothing, so a refund applies at most once.
+--
+-- Spread batches. On a Redis Cluster a script may declare the keys of one
+-- slot only, but may touch undeclared keys of any slot its node serves. A
+-- batch of calls on several slots of one node declares its first key alone
+-- (by which the client routes it) and passes the others in ARGV[3..]. A
+-- key the node does not serve (its slot moved, or is moving) fails at its
+-- first access, before its call wrote anything: every check reads a call's
+-- keys before its commit writes. The batch then stops there, and reports
+-- how far it got: its reply begins with the number of calls decided (those
+-- before the stop), then holds their results as above, then the error
+-- that stopped it, as text. The calls after the stop are left to the
+-- caller, which sends each with its keys declared.
 
 local mode = ARGV[1]
 local count = #ARGV[2] / 8
@@ -148,144 +160,175 @@ end
 local out
 local settles
 local k = 0
-
-if mode == UNIFORM then
-  -- The limit, and the first call's now (or every call's).
-  local code, window, max, burst, cost, now = struct.unpack('<i8i8i8i8i8i8', ARGV[2])
-  local decide1 = decide1s[code]
-  if not decide1 then
-    local a = ops(code)
-    if a == nil then
-      return redis.error_reply('ERR ratelimit: unknown algorithm ' .. tostring(code))
-    end
-    -- check and commit, with tables.
-    local p = {window = window, max = max, burst = burst, cost = cost, receipt = 0, shadow = false}
-    decide1 = function(key, now)
-      local v = {ok = false, remaining = 0, retry = 0, reset = 0, receipt = 0}
-      a.check(key, p, now, v)
-      if v.ok then
-        a.commit(key, p, now, v)
-      elseif a.settle ~= nil then
-        return false, v.remaining, v.retry, v.reset, 0, v
-      end
-      return v.ok, v.remaining, v.retry, v.reset, 0
-    end
-  end
-  -- One now per call unless they share one.
-  local nows = count > 6 and {struct.unpack('<' .. string.rep('i8', count - 5), ARGV[2], 41)}
-  local shared = not nows and clock(now)
-  out = {}
-  local o = 0
-  for i = 1, #KEYS do
-    local ok, remaining, retry, reset, _, kept = decide1(KEYS[i], shared or clock(nows[i]), window, max, burst, cost)
-    if kept then
-      settles = settles or {}
-      settles[#settles + 1] = {ops(code).settle, KEYS[i], kept}
-    end
-    out[o + 1], out[o + 2], out[o + 3] = ok and remaining * 2 + 1 or remaining * 2, retry, reset
-    o = o + 3
-  end
-  -- Nothing for the general path below but its end: settles, then the
-  -- reply.
-  count = 0
+-- ran counts the calls decided.
+local ran = 0
+-- keys are the storage keys, in order: a spread batch's are KEYS[1] and
+-- ARGV[3..].
+local keys = KEYS
+if ARGV[3] then
+  keys = {KEYS[1], unpack(ARGV, 3)}
 end
 
-out = out or {}
-local ps, impl, verdicts = {}, {}, {}
-while pos <= count do
-  local now, n = clock(nums[pos]), nums[pos + 1]
-  pos = pos + 2
+-- decide_calls decides (or checks, or refunds) the calls, filling out and
+-- settles; it returns what the script must return at once, if anything.
+local function decide_calls()
+  out = {}
 
-  -- (A shadow limit's code is no key of decide1s.)
-  local one = mode == DECIDE and n == 1 and decide1s[nums[pos]]
-  if one then
-    -- A call of one enforced limit, the commonest: its algorithm's decide1
-    -- checks and commits it with no table, where the general path below
-    -- fills a limit's and a verdict's.
-    k = k + 1
-    local ok, remaining, retry, reset, receipt, kept = one(KEYS[k], now, nums[pos + 1], nums[pos + 2], nums[pos + 3], nums[pos + 4])
-    if kept then
-      -- A denial with tidying to do, which waits for the batch's end as
-      -- the general path's settles do.
-      settles = settles or {}
-      settles[#settles + 1] = {ops(nums[pos]).settle, KEYS[k], kept}
-    end
-    pos = pos + 5
-    local o = #out
-    local allowed = ok and 1 or 0
-    out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6] = allowed, allowed, remaining, retry, reset, receipt
-  else
-    for i = 1, n do
-      local code, window, max, burst, cost = nums[pos], nums[pos + 1], nums[pos + 2], nums[pos + 3], nums[pos + 4]
-      pos = pos + 5
-      local shadow = code >= SHADOW_FLAG
-      if shadow then
-        code = code - SHADOW_FLAG
-      end
-      impl[i] = ops(code)
-      if impl[i] == nil then
+  if mode == UNIFORM then
+    -- The limit, and the first call's now (or every call's).
+    local code, window, max, burst, cost, now = struct.unpack('<i8i8i8i8i8i8', ARGV[2])
+    local decide1 = decide1s[code]
+    if not decide1 then
+      local a = ops(code)
+      if a == nil then
         return redis.error_reply('ERR ratelimit: unknown algorithm ' .. tostring(code))
       end
-      local p = ps[i]
-      if p == nil then
-        -- Sized for its fields: a table that grows is rebuilt each time.
-        p = {window = 0, max = 0, burst = 0, cost = 0, receipt = 0, shadow = false}
-        ps[i] = p
-      end
-      p.window, p.max, p.burst, p.cost, p.receipt, p.shadow = window, max, burst, cost, 0, shadow
-      if mode == REFUND then
-        p.receipt = nums[pos]
-        pos = pos + 1
+      -- check and commit, with tables.
+      local p = {window = window, max = max, burst = burst, cost = cost, receipt = 0, shadow = false}
+      decide1 = function(key, now)
+        local v = {ok = false, remaining = 0, retry = 0, reset = 0, receipt = 0}
+        a.check(key, p, now, v)
+        if v.ok then
+          a.commit(key, p, now, v)
+        elseif a.settle ~= nil then
+          return false, v.remaining, v.retry, v.reset, 0, v
+        end
+        return v.ok, v.remaining, v.retry, v.reset, 0
       end
     end
+    -- One now per call unless they share one.
+    local nows = count > 6 and {struct.unpack('<' .. string.rep('i8', count - 5), ARGV[2], 41)}
+    local shared = not nows and clock(now)
+    out = {}
+    local o = 0
+    for i = 1, #keys do
+      local ok, remaining, retry, reset, _, kept = decide1(keys[i], shared or clock(nows[i]), window, max, burst, cost)
+      if kept then
+        settles = settles or {}
+        settles[#settles + 1] = {ops(code).settle, keys[i], kept}
+      end
+      out[o + 1], out[o + 2], out[o + 3] = ok and remaining * 2 + 1 or remaining * 2, retry, reset
+      o = o + 3
+      ran = i
+    end
+    ran = #keys
+    return
+  end
 
-    if mode == REFUND then
-      if not call('SET', KEYS[#KEYS], '1', 'NX', 'PX', refund_marker_ms) then
+  local ps, impl, verdicts = {}, {}, {}
+  while pos <= count do
+    local now, n = clock(nums[pos]), nums[pos + 1]
+    pos = pos + 2
+
+    -- (A shadow limit's code is no key of decide1s.)
+    local one = mode == DECIDE and n == 1 and decide1s[nums[pos]]
+    if one then
+      -- A call of one enforced limit, the commonest: its algorithm's decide1
+      -- checks and commits it with no table, where the general path below
+      -- fills a limit's and a verdict's.
+      k = k + 1
+      local ok, remaining, retry, reset, receipt, kept = one(keys[k], now, nums[pos + 1], nums[pos + 2], nums[pos + 3], nums[pos + 4])
+      if kept then
+        -- A denial with tidying to do, which waits for the batch's end as
+        -- the general path's settles do.
+        settles = settles or {}
+        settles[#settles + 1] = {ops(nums[pos]).settle, keys[k], kept}
+      end
+      pos = pos + 5
+      local o = #out
+      local allowed = ok and 1 or 0
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6] = allowed, allowed, remaining, retry, reset, receipt
+      ran = ran + 1
+    else
+      for i = 1, n do
+        local code, window, max, burst, cost = nums[pos], nums[pos + 1], nums[pos + 2], nums[pos + 3], nums[pos + 4]
+        pos = pos + 5
+        local shadow = code >= SHADOW_FLAG
+        if shadow then
+          code = code - SHADOW_FLAG
+        end
+        impl[i] = ops(code)
+        if impl[i] == nil then
+          return redis.error_reply('ERR ratelimit: unknown algorithm ' .. tostring(code))
+        end
+        local p = ps[i]
+        if p == nil then
+          -- Sized for its fields: a table that grows is rebuilt each time.
+          p = {window = 0, max = 0, burst = 0, cost = 0, receipt = 0, shadow = false}
+          ps[i] = p
+        end
+        p.window, p.max, p.burst, p.cost, p.receipt, p.shadow = window, max, burst, cost, 0, shadow
+        if mode == REFUND then
+          p.receipt = nums[pos]
+          pos = pos + 1
+        end
+      end
+
+      if mode == REFUND then
+        if not call('SET', keys[#keys], '1', 'NX', 'PX', refund_marker_ms) then
+          return ''
+        end
+        for i = 1, n do
+          impl[i].refund(keys[k + i], ps[i], now)
+        end
         return ''
       end
+
+      local all = true
       for i = 1, n do
-        impl[i].refund(KEYS[k + i], ps[i], now)
+        if verdicts[i] == nil or verdicts[i].kept then
+          -- Room for the fields every verdict has and three of the
+          -- algorithm's own.
+          verdicts[i] = {ok = false, remaining = 0, retry = 0, reset = 0, receipt = 0}
+        end
+        impl[i].check(keys[k + i], ps[i], now, verdicts[i])
+        if not verdicts[i].ok and not ps[i].shadow then
+          all = false
+        end
       end
-      return ''
-    end
+      local committed = all and mode == DECIDE
+      for i = 1, n do
+        if committed and verdicts[i].ok then
+          -- Every enforced verdict is ok here, so this is each enforced limit
+          -- and each shadow limit with room.
+          impl[i].commit(keys[k + i], ps[i], now, verdicts[i])
+        elseif impl[i].settle ~= nil then
+          settles = settles or {}
+          settles[#settles + 1] = {impl[i].settle, keys[k + i], verdicts[i]}
+          verdicts[i].kept = true
+        end
+      end
 
-    local all = true
-    for i = 1, n do
-      if verdicts[i] == nil or verdicts[i].kept then
-        -- Room for the fields every verdict has and three of the
-        -- algorithm's own.
-        verdicts[i] = {ok = false, remaining = 0, retry = 0, reset = 0, receipt = 0}
+      local o = #out
+      out[o + 1] = committed and 1 or 0
+      for i = 1, n do
+        local v = verdicts[i]
+        out[o + 2] = v.ok and 1 or 0
+        out[o + 3] = v.remaining
+        out[o + 4] = v.retry
+        out[o + 5] = v.reset
+        out[o + 6] = v.receipt or 0
+        o = o + 5
       end
-      impl[i].check(KEYS[k + i], ps[i], now, verdicts[i])
-      if not verdicts[i].ok and not ps[i].shadow then
-        all = false
-      end
+      k = k + n
+      ran = ran + 1
     end
-    local committed = all and mode == DECIDE
-    for i = 1, n do
-      if committed and verdicts[i].ok then
-        -- Every enforced verdict is ok here, so this is each enforced limit
-        -- and each shadow limit with room.
-        impl[i].commit(KEYS[k + i], ps[i], now, verdicts[i])
-      elseif impl[i].settle ~= nil then
-        settles = settles or {}
-        settles[#settles + 1] = {impl[i].settle, KEYS[k + i], verdicts[i]}
-        verdicts[i].kept = true
-      end
-    end
+  end
+end
 
-    local o = #out
-    out[o + 1] = committed and 1 or 0
-    for i = 1, n do
-      local v = verdicts[i]
-      out[o + 2] = v.ok and 1 or 0
-      out[o + 3] = v.remaining
-      out[o + 4] = v.retry
-      out[o + 5] = v.reset
-      out[o + 6] = v.receipt or 0
-      o = o + 5
-    end
-    k = k + n
+-- stop is the error that stopped a spread batch.
+local stop
+if keys == KEYS then
+  local early = decide_calls()
+  if early then
+    return early
+  end
+else
+  local ok, early = pcall(decide_calls)
+  if not ok then
+    stop = type(early) == 'table' and early.err or tostring(early)
+  elseif early then
+    return early
   end
 end
 if settles then
@@ -294,14 +337,20 @@ if settles then
   end
 end
 -- unpack passes its numbers on Lua's C stack, which holds a few thousand.
+local reply
 if #out == 6 then
-  return struct.pack('<i8i8i8i8i8i8', unpack(out))
+  reply = struct.pack('<i8i8i8i8i8i8', unpack(out))
 elseif #out <= 1000 then
-  return struct.pack('<' .. string.rep('i8', #out), unpack(out))
+  reply = struct.pack('<' .. string.rep('i8', #out), unpack(out))
+else
+  local parts = {}
+  for i = 1, #out, 1000 do
+    local j = math.min(i + 999, #out)
+    parts[#parts + 1] = struct.pack('<' .. string.rep('i8', j - i + 1), unpack(out, i, j))
+  end
+  reply = table.concat(parts)
 end
-local parts = {}
-for i = 1, #out, 1000 do
-  local j = math.min(i + 999, #out)
-  parts[#parts + 1] = struct.pack('<' .. string.rep('i8', j - i + 1), unpack(out, i, j))
+if keys ~= KEYS then
+  return struct.pack('<i8', ran) .. reply .. (stop or '')
 end
-return table.concat(parts)
+return reply

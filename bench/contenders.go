@@ -67,30 +67,36 @@ func limitMax(algo runtime.Algorithm, max int) int {
 
 func ratelimitgen(algo runtime.Algorithm, withClock bool, extra ...redislimit.Option) func(*redis.Client, spec, func() time.Time) (decideFunc, error) {
 	return func(c *redis.Client, s spec, now func() time.Time) (decideFunc, error) {
-		var degraded atomic.Int64
-		var first atomic.Pointer[redislimit.DegradedEvent]
-		opts := []redislimit.Option{redislimit.WithOnDegraded(func(e redislimit.DegradedEvent) {
-			first.CompareAndSwap(nil, &e)
-			degraded.Add(1)
-		})}
-		if withClock {
-			opts = append(opts, redislimit.WithClock(now))
-		}
-		opts = append(opts, extra...)
-		lim := redislimit.New(c, opts...)
-		l := runtime.Limit{Name: "bench", Window: s.window, Max: limitMax(algo, s.max), Algorithm: algo}
-		if err := l.Validate(); err != nil {
-			return nil, err
-		}
-		return func(ctx context.Context, key string) (bool, error) {
-			d, err := lim.Allow(ctx, l, key)
-			if n := degraded.Load(); n > 0 {
-				e := first.Load()
-				return false, fmt.Errorf("%d decisions not made by Redis (%v decided instead), the first because of: %w", n, e.Policy, e.Err)
-			}
-			return d.Allowed, err
-		}, nil
+		return ratelimitgenOn(c, algo, s, now, withClock, extra...)
 	}
+}
+
+// ratelimitgenOn is ratelimitgen's decision function on any go-redis
+// client: one server, a Cluster or a Ring.
+func ratelimitgenOn(c redis.UniversalClient, algo runtime.Algorithm, s spec, now func() time.Time, withClock bool, extra ...redislimit.Option) (decideFunc, error) {
+	var degraded atomic.Int64
+	var first atomic.Pointer[redislimit.DegradedEvent]
+	opts := []redislimit.Option{redislimit.WithOnDegraded(func(e redislimit.DegradedEvent) {
+		first.CompareAndSwap(nil, &e)
+		degraded.Add(1)
+	})}
+	if withClock {
+		opts = append(opts, redislimit.WithClock(now))
+	}
+	opts = append(opts, extra...)
+	lim := redislimit.New(c, opts...)
+	l := runtime.Limit{Name: "bench", Window: s.window, Max: limitMax(algo, s.max), Algorithm: algo}
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, key string) (bool, error) {
+		d, err := lim.Allow(ctx, l, key)
+		if n := degraded.Load(); n > 0 {
+			e := first.Load()
+			return false, fmt.Errorf("%d decisions not made by Redis (%v decided instead), the first because of: %w", n, e.Policy, e.Err)
+		}
+		return d.Allowed, err
+	}, nil
 }
 
 // unbatched is ratelimitgen as it was before batching and the deny cache:
@@ -99,6 +105,11 @@ func ratelimitgen(algo runtime.Algorithm, withClock bool, extra ...redislimit.Op
 var unbatched = []redislimit.Option{redislimit.WithBatching(false), redislimit.WithDenyCache(0)}
 
 func redisRate(c *redis.Client, s spec, _ func() time.Time) (decideFunc, error) {
+	return redisRateOn(c, s)
+}
+
+// redisRateOn is redisRate on any go-redis client.
+func redisRateOn(c redis.UniversalClient, s spec) (decideFunc, error) {
 	lim := redis_rate.NewLimiter(c)
 	l := redis_rate.Limit{Rate: s.max, Burst: s.max, Period: s.window}
 	return func(ctx context.Context, key string) (bool, error) {

@@ -83,6 +83,9 @@ type call struct {
 	d   resolvedCall
 	w   wait
 	idx []int
+	// spans says the call's keys are of several slots of one Cluster
+	// node: only a spread batch decides it (see Limiter.run).
+	spans bool
 	// connect bounds how long its round trip may take to get a
 	// connection; see Limiter.connectBound.
 	connect connectBound
@@ -140,6 +143,15 @@ func (b *batcher) newCall(d *resolvedCall, idx []int) *call {
 	}
 	c.d.vs = c.d.vs[:n]
 	c.idx = firstN(n)
+	c.spans = false
+	if b.kind == laneNode {
+		for _, a := range c.d.asks[1:] {
+			if b.lim.slotOf(a.key) != b.lim.slotOf(c.d.asks[0].key) {
+				c.spans = true
+				break
+			}
+		}
+	}
 	c.finished.Store(false)
 	select {
 	case <-c.wake:
@@ -360,24 +372,21 @@ func (b *batcher) fly(slot int, batch []*call, client doer) {
 		b.lim.evalSpread(f, &b.bufs[slot], batch)
 	default:
 		b.lim.evalPipelined(f, batch)
-		if batch[0].err == nil && b.lim.lanes != nil {
-			// The client has mapped its nodes.
-			b.lim.lanes.known.Store(true)
-		}
 	}
 	b.lim.noteAnswer(sent, batch[0].err)
 	b.land(slot, batch)
 }
 
 // sends returns how b sends batch: a node's batch of one slot declares
-// its keys as a single server's does.
+// its keys as a single server's does, and once a node refused spread
+// batches, its calls go one by one.
 func (b *batcher) sends(batch []*call) laneKind {
 	if b.kind != laneNode {
 		return b.kind
 	}
 	slot := b.lim.slotOf(batch[0].d.asks[0].key)
-	for _, c := range batch[1:] {
-		if b.lim.slotOf(c.d.asks[0].key) != slot {
+	for _, c := range batch {
+		if c.spans || b.lim.slotOf(c.d.asks[0].key) != slot {
 			if b.lim.lanes.refused.Load() {
 				return lanePipeline
 			}

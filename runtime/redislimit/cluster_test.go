@@ -54,6 +54,9 @@ func TestCluster(t *testing.T) {
 	t.Run("a node that refuses spread batches", func(t *testing.T) {
 		testClusterSpreadRefused(t, c, strict)
 	})
+	t.Run("a call over two slots of one node is one script call", func(t *testing.T) {
+		testClusterCallOnOneNode(t, c, strict)
+	})
 	t.Run("modes, with limits on several slots", func(t *testing.T) {
 		testClusterModes(t, client)
 	})

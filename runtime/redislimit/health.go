@@ -106,6 +106,10 @@ func (r *Limiter) noteAnswer(sent time.Time, err error) {
 	if err != nil && !isRedisError(err) {
 		return
 	}
+	if err == nil && r.lanes != nil && !r.lanes.known.Load() {
+		// The client has mapped its nodes to have an answer.
+		r.lanes.known.Store(true)
+	}
 	t := monoOf(sent)
 	for {
 		old := r.answered.Load()

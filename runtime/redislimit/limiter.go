@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	goruntime "runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -243,6 +244,14 @@ func (r *Limiter) run(ctx context.Context, start time.Time, d *resolvedCall, gro
 			b = r.lanes.of(d.asks[groups[0][0]].key)
 		}
 		return b.decide(ctx, start, d, groups[0])
+	}
+	if b := r.lanes.spanned(d, groups); b != nil {
+		// One node serves every slot: one script call decides them all
+		// at once, unless the node tells otherwise.
+		committed, err := b.decide(ctx, start, d, slices.Concat(groups...))
+		if !errors.Is(err, errSpans) {
+			return committed, err
+		}
 	}
 	var w wait
 	r.startWaitAt(ctx, &w, start)

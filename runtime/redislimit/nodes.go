@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 
@@ -82,6 +83,29 @@ func (l *lanes) of(key string) *batcher {
 	b, _ := l.byNode.LoadOrStore(node, newBatcher(l.lim, l.kind))
 	return b.(*batcher)
 }
+
+// spanned returns the batcher of the Cluster node that serves every slot
+// of groups, the requests of d by slot, or nil when there is none, or
+// spread batches are off.
+func (l *lanes) spanned(d *resolvedCall, groups [][]int) *batcher {
+	if l == nil || l.kind != laneNode || l.refused.Load() {
+		return nil
+	}
+	b := l.of(d.asks[groups[0][0]].key)
+	if b.kind != laneNode {
+		return nil
+	}
+	for _, g := range groups[1:] {
+		if l.of(d.asks[g[0]].key) != b {
+			return nil
+		}
+	}
+	return b
+}
+
+// errSpans ends a call over several slots that its node's batch left
+// undecided (see evalSpread): Limiter.run then decides it slot by slot.
+var errSpans = errors.New("ratelimit: a call over several slots left undecided")
 
 // trip wakes every waiting call of every lane: the breaker opened.
 func (l *lanes) trip() {

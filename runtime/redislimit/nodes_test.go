@@ -251,3 +251,44 @@ func testClusterFailoverMidBatches(t *testing.T, c *redistest.Cluster, client *r
 	require.Greater(t, total, 0)
 	t.Logf("%d admissions; %d decisions failed during the failover", total, failed.Load())
 }
+
+// testClusterCallOnOneNode: a call whose limits' keys are of two slots of
+// one master is one script call there, all or nothing, with no refund to
+// make; the same call over two masters still goes slot by slot.
+func testClusterCallOnOneNode(t *testing.T, c *redistest.Cluster, strict strictLimiter) {
+	clock := newFakeClock()
+	lim, _ := strict(t, WithClock(clock.Now), WithInstances(1))
+	a := runtime.Limit{Name: "cluster.onenode.a", Window: time.Minute, Max: 2}
+	b := runtime.Limit{Name: "cluster.onenode.b", Window: time.Minute, Max: 1}
+	master := c.Masters()[2]
+	ka := nodeKeys(t, c, master, a, 1)[0]
+	var kb string
+	for _, k := range nodeKeys(t, c, master, b, 2) {
+		if c.KeySlot(t, storageKeyOf(b, k)) != c.KeySlot(t, storageKeyOf(a, ka)) {
+			kb = k
+			break
+		}
+	}
+	call := []runtime.Request{{Limit: a, Key: ka}, {Limit: b, Key: kb}}
+	// The client maps the nodes, and the master loads the script.
+	_, err := lim.Allow(context.Background(), a, nodeKeys(t, c, master, a, 2)[1])
+	require.NoError(t, err)
+	require.Len(t, lim.groups(lim.resolve(nil, call)), 2, "the call's keys must be of two slots")
+	decide := func(want bool, remaining ...int) {
+		t.Helper()
+		before := evalCalls(t, master)
+		ds, err := lim.Decide(context.Background(), call...)
+		require.NoError(t, err)
+		require.Equal(t, want, ds.Allowed)
+		for i, r := range remaining {
+			require.Equal(t, r, ds.Each[i].Remaining, "limit %d", i)
+		}
+		require.Equal(t, 1, evalCalls(t, master)-before, "one script call decides the call")
+	}
+	decide(true, 1, 0)
+	decide(false, 1, 0)
+	require.Equal(t, int64(1), logLen(t, master.Client(t), storageKeyOf(a, ka)), "a denied call recorded nothing")
+	markers, err := master.Client(t).Keys(context.Background(), defaultPrefix+"*refund*").Result()
+	require.NoError(t, err)
+	require.Empty(t, markers, "nothing to refund")
+}

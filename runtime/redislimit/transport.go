@@ -129,12 +129,16 @@ func (r *Limiter) evalSpread(ctx context.Context, bufs *buffers, batch []*call) 
 
 // evalPipelined decides a batch as a pipeline of one script call per
 // decision. A call answered NOSCRIPT (a node that restarted or joined) is
-// sent again on its own, which loads the script.
+// sent again on its own, which loads the script. A call over several
+// slots, which no script call may declare, ends in errSpans.
 func (r *Limiter) evalPipelined(ctx context.Context, batch []*call) {
 	pipe := r.client.Pipeline()
 	cmds := make([]*redis.Cmd, len(batch))
 	args := make([][]any, len(batch))
 	for i, c := range batch {
+		if c.spans {
+			continue
+		}
 		if s := scriptOf(&c.d, c.idx); c.d.uniform(c.idx) {
 			args[i] = uniformArgs(s, &c.d, 0)
 		} else {
@@ -144,6 +148,10 @@ func (r *Limiter) evalPipelined(ctx context.Context, batch []*call) {
 	}
 	_, _ = pipe.Exec(ctx)
 	for i, c := range batch {
+		if c.spans {
+			c.err = errSpans
+			continue
+		}
 		var res []int64
 		reply, err := cmds[i].Text()
 		if err == nil {

@@ -138,7 +138,6 @@ else
     end
   end
 end
-local pos = 1
 
 -- A refund marker outlives any client retry of its command by far; it is
 -- written only when refunding, never on the decision path.
@@ -157,9 +156,8 @@ local function ops(code)
   return o
 end
 
-local out
+local out = {}
 local settles
-local k = 0
 -- ran counts the calls decided.
 local ran = 0
 -- keys are the storage keys, in order: a spread batch's are KEYS[1] and
@@ -172,7 +170,8 @@ end
 -- decide_calls decides (or checks, or refunds) the calls, filling out and
 -- settles; it returns what the script must return at once, if anything.
 local function decide_calls()
-  out = {}
+  -- The chunk's values it reads most, as locals: an upvalue costs more.
+  local out, nums, keys, mode, count, pos, k = out, nums, keys, mode, count, 1, 0
 
   if mode == UNIFORM then
     -- The limit, and the first call's now (or every call's).
@@ -199,7 +198,6 @@ local function decide_calls()
     -- One now per call unless they share one.
     local nows = count > 6 and {struct.unpack('<' .. string.rep('i8', count - 5), ARGV[2], 41)}
     local shared = not nows and clock(now)
-    out = {}
     local o = 0
     for i = 1, #keys do
       local ok, remaining, retry, reset, _, kept = decide1(keys[i], shared or clock(nows[i]), window, max, burst, cost)

@@ -30,6 +30,8 @@ import (
 type batcher struct {
 	lim  *Limiter
 	kind laneKind
+	// most is how many round trips may be under way at once.
+	most int
 	// calls holds calls for reuse.
 	calls sync.Pool
 
@@ -50,6 +52,8 @@ const (
 	// maxInFlight round trips at once: enough to keep Redis busy while a
 	// reply travels, few enough to leave the client's pool to others.
 	maxInFlight = 2
+	// nodeInFlight round trips at once to one node of a Cluster.
+	nodeInFlight = 2
 	// maxBatch limits are decided by one round trip at most, which bounds
 	// how long one script call keeps Redis from other clients.
 	maxBatch = 128
@@ -123,7 +127,10 @@ type buffers struct {
 }
 
 func newBatcher(lim *Limiter, kind laneKind) *batcher {
-	b := &batcher{lim: lim, kind: kind}
+	b := &batcher{lim: lim, kind: kind, most: maxInFlight}
+	if kind == laneNode {
+		b.most = nodeInFlight
+	}
 	b.calls.New = func() any { return &call{wake: make(chan struct{}, 1)} }
 	b.watch.timer = time.AfterFunc(time.Hour, b.wakeDue)
 	b.watch.timer.Stop()
@@ -233,7 +240,7 @@ func (b *batcher) send(ctx context.Context, c *call, direct bool) {
 	}
 	b.mu.Lock()
 	b.watchFrom(due)
-	if b.inFlight >= maxInFlight {
+	if b.inFlight >= b.most {
 		b.queue = append(b.queue, c)
 		b.mu.Unlock()
 		return

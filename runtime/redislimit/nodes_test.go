@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -291,4 +292,50 @@ func testClusterCallOnOneNode(t *testing.T, c *redistest.Cluster, strict strictL
 	markers, err := master.Client(t).Keys(context.Background(), defaultPrefix+"*refund*").Result()
 	require.NoError(t, err)
 	require.Empty(t, markers, "nothing to refund")
+}
+
+// TestReadSpread reads the replies a spread batch may give: every call
+// decided; a stop after the first, with the error that stopped it; and
+// replies no script gives, which fail every call.
+func TestReadSpread(t *testing.T) {
+	lim := New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), WithInstances(1))
+	b := newBatcher(lim, laneNode)
+	l := runtime.Limit{Name: "read.spread", Window: time.Minute, Max: 5}
+	batch := func() []*call {
+		var cs []*call
+		for _, k := range []string{"a", "b", "c"} {
+			cs = append(cs, b.newCall(&resolvedCall{now: -1, asks: lim.resolve(nil, []runtime.Request{{Limit: l, Key: k}})}, []int{0}))
+		}
+		return cs
+	}
+	nums := func(n ...int64) string {
+		var s []byte
+		for _, v := range n {
+			s = binary.LittleEndian.AppendUint64(s, uint64(v))
+		}
+		return string(s)
+	}
+	// remaining*2 + allowed, retry, reset per call.
+	all := batch()
+	_, left, stop := readSpread(nil, nums(3, 9, 0, 1, 0, 0, 1, 3, 0, 5), nil, all, true)
+	require.Empty(t, left)
+	require.Empty(t, stop)
+	require.Equal(t, []bool{true, false, true}, []bool{all[0].committed, all[1].committed, all[2].committed})
+	require.Equal(t, int64(4), all[0].d.vs[0].remaining)
+
+	some := batch()
+	_, left, stop = readSpread(nil, nums(1, 7, 0, 0)+"ERR non local key", nil, some, true)
+	require.Equal(t, some[1:], left)
+	require.Equal(t, "ERR non local key", stop)
+	require.NoError(t, some[0].err)
+	require.True(t, some[0].committed)
+
+	for _, reply := range []string{"", nums(4), nums(2, 1, 0, 0)} {
+		bad := batch()
+		_, left, _ = readSpread(nil, reply, nil, bad, true)
+		require.Empty(t, left, "reply %x", reply)
+		for _, c := range bad {
+			require.Error(t, c.err, "reply %x", reply)
+		}
+	}
 }

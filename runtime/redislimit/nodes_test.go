@@ -292,6 +292,21 @@ func testClusterCallOnOneNode(t *testing.T, c *redistest.Cluster, strict strictL
 	markers, err := master.Client(t).Keys(context.Background(), defaultPrefix+"*refund*").Result()
 	require.NoError(t, err)
 	require.Empty(t, markers, "nothing to refund")
+
+	// kb's slot moves to another master, which the client learns only
+	// when it asks: the call's script stops before it wrote anything, and
+	// the call goes slot by slot; it counts once either way.
+	clock.Advance(a.Window + time.Millisecond)
+	slot := c.KeySlot(t, storageKeyOf(b, kb))
+	to := migrationTarget(t, c, slot)
+	c.MigrateSlot(t, slot, to)
+	for i, want := range []bool{true, false} {
+		ds, err := lim.Decide(context.Background(), call...)
+		require.NoError(t, err)
+		require.Equal(t, want, ds.Allowed, "call %d after the move", i)
+	}
+	require.Equal(t, int64(1), logLen(t, master.Client(t), storageKeyOf(a, ka)), "a's key holds the one admission of this window")
+	require.Equal(t, int64(1), logLen(t, to.Client(t), storageKeyOf(b, kb)), "b's key moved with its slot and counts once")
 }
 
 // TestReadSpread reads the replies a spread batch may give: every call

@@ -18,7 +18,7 @@ import (
 // Limiter is a runtime.Limiter whose counts live in Redis, so that every
 // instance of a service shares them. It works with a single server, a Redis
 // Cluster and a Sentinel-managed failover client alike: each decision is one
-// Lua script (one per cluster slot involved, see Decide), run with EVALSHA
+// Lua script (one per cluster node or slot involved, see Decide), run with EVALSHA
 // and reloaded transparently when a server answers NOSCRIPT (after SCRIPT
 // FLUSH, a restart, a failover or on a new cluster node). Time comes from
 // the Redis server unless WithClock is given. It is safe for concurrent use.
@@ -27,7 +27,7 @@ import (
 // that arrives while two are on their way waits for one of them to return
 // and then goes with every other decision that arrived meanwhile, in one
 // script call (on a Cluster or a Ring, one per node, each node's round
-// trips counted apart).
+// trips counted apart: one under way per Cluster node).
 // Denials are remembered until they expire and answered in process (see
 // WithDenyCache), so a key under attack costs Redis nothing. With
 // WithLeases, a key hot at this limiter is decided in process from units
@@ -150,8 +150,10 @@ func (r *Limiter) Allow(ctx context.Context, l runtime.Limit, key string) (runti
 // it is waited for within that timeout even if ctx is cancelled meanwhile.
 //
 // Limits whose keys share a Redis Cluster slot (all limits on the same key
-// do, whatever their names) are decided in one script, atomically. Limits on
-// other slots are decided one slot after another, in a fixed order, each
+// do, whatever their names) are decided in one script, atomically, and so
+// are limits on slots that one Cluster node serves, with batching on.
+// Limits on other nodes' slots are decided one slot after another, in a
+// fixed order, each
 // slot's admission resting on its enforced limits alone; when a later slot
 // denies, what earlier slots recorded is refunded. In between, those
 // admissions count, so concurrent calls may be denied that would otherwise

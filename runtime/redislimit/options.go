@@ -162,12 +162,11 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithBatching turns the batching of concurrent decisions on (the default)
-// or off. While two decisions are on their way to Redis, decisions that
-// arrive wait for one of them to return and then go together, in one
-// script call (on a Cluster or a Ring, two round trips per node and one
-// script call per node), each still atomic and decided in arrival order. A lone caller
-// never waits for company, and every caller's context and the limiter's
-// timeout still bound its own wait.
+// or off. While two decisions are on their way to Redis (on a Cluster, one
+// per node), decisions that arrive wait for one of them to return and then
+// go together, in one script call per node, each still atomic and decided
+// in arrival order. A lone caller never waits for company, and every
+// caller's context and the limiter's timeout still bound its own wait.
 func WithBatching(on bool) Option {
 	return func(c *config) { c.batching = on }
 }

@@ -49,11 +49,7 @@ import (
 // With CALLGRIND_DIR set, each row keeps its callgrind.out in a directory
 // of that name under it, for callgrind_annotate.
 func BenchmarkRedisInstructions(b *testing.B) {
-	for _, tool := range []string{"valgrind", "callgrind_control"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			b.Fatalf("%s not found in PATH; install it with: sudo apt-get install -y valgrind", tool)
-		}
-	}
+	needCallgrind(b)
 	slow := redislimit.WithTimeout(time.Minute)
 	slidingLog := contender{name: "ratelimitgen-sliding-log", build: ratelimitgen(runtime.SlidingLog, false, slow)}
 	busy := keySet{name: "100", spec: spec{window: time.Hour, max: 128}, keys: manyKeys(100)}
@@ -106,31 +102,49 @@ func BenchmarkRedisInstructions(b *testing.B) {
 			}
 			// Load the scripts and warm the keys, uncounted: a paced clock's
 			// keys until they hold the log of full speed.
-			warm := min(200, len(ks.keys))
+			calls := min(200, len(ks.keys))
 			if ks.paced {
-				warm = 16 * len(ks.keys)
+				calls = 16 * len(ks.keys)
 			}
-			var wg sync.WaitGroup
-			for g := range 64 {
-				wg.Go(func() {
-					for i := g; i < warm; i += 64 {
-						if _, err := decide(context.Background(), ks.keys[i%len(ks.keys)]); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			if b.Failed() {
-				b.FailNow()
-			}
+			warm(b, decide, ks.keys, calls)
 			callgrind(b, "-z", srv.PID())
 			runParallel(b, decide, ks.keys, 64)
 			b.StopTimer()
 			callgrind(b, "-d", srv.PID())
 			b.ReportMetric(float64(dumpedInstructions(b, dir))/float64(b.N), "redis-instr/op")
 		})
+	}
+}
+
+// needCallgrind fails b unless valgrind's callgrind and callgrind_control
+// are installed.
+func needCallgrind(b *testing.B) {
+	b.Helper()
+	for _, tool := range []string{"valgrind", "callgrind_control"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			b.Fatalf("%s not found in PATH; install it with: sudo apt-get install -y valgrind", tool)
+		}
+	}
+}
+
+// warm makes calls decisions from 64 goroutines, walking keys round,
+// uncounted: it loads the scripts and warms the connections and keys.
+func warm(b *testing.B, decide decideFunc, keys []string, calls int) {
+	b.Helper()
+	var wg sync.WaitGroup
+	for g := range 64 {
+		wg.Go(func() {
+			for i := g; i < calls; i += 64 {
+				if _, err := decide(context.Background(), keys[i%len(keys)]); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if b.Failed() {
+		b.FailNow()
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
+	"github.com/ratelimitgen/ratelimitgen/runtime/redislimit"
 )
 
 // BenchmarkCluster runs ratelimitgen's two algorithms and redis_rate on one
@@ -50,7 +51,7 @@ func BenchmarkCluster(b *testing.B) {
 	ks := keySet{spec: spec{window: time.Second, max: 100}, keys: manyKeys(10000)}
 	for _, callers := range []int{64, 256, 1024} {
 		for _, topo := range topologies {
-			for _, ct := range clusterContenders {
+			for _, ct := range clusterContenders() {
 				b.Run(fmt.Sprintf("callers=%d/topology=%s/lib=%s", callers, topo.name, ct.name), func(b *testing.B) {
 					masters := topo.masters()
 					for _, m := range masters {
@@ -97,18 +98,25 @@ func replicate(tb testing.TB, master, replica *redistest.Server) {
 	}
 }
 
-// clusterContenders are BenchmarkCluster's rows, on any go-redis client.
-var clusterContenders = []struct {
+// clusterContender is a row of BenchmarkCluster: a library's decision
+// function on any go-redis client.
+type clusterContender struct {
 	name  string
 	build func(c redis.UniversalClient, s spec) (decideFunc, error)
-}{
-	{"ratelimitgen-gcra", func(c redis.UniversalClient, s spec) (decideFunc, error) {
-		return ratelimitgenOn(c, runtime.GCRA, s, nil, false)
-	}},
-	{"ratelimitgen-sliding-log", func(c redis.UniversalClient, s spec) (decideFunc, error) {
-		return ratelimitgenOn(c, runtime.SlidingLog, s, nil, false)
-	}},
-	{"redis_rate", redisRateOn},
+}
+
+// clusterContenders returns BenchmarkCluster's rows, ratelimitgen's with
+// extra options.
+func clusterContenders(extra ...redislimit.Option) []clusterContender {
+	return []clusterContender{
+		{"ratelimitgen-gcra", func(c redis.UniversalClient, s spec) (decideFunc, error) {
+			return ratelimitgenOn(c, runtime.GCRA, s, nil, false, extra...)
+		}},
+		{"ratelimitgen-sliding-log", func(c redis.UniversalClient, s spec) (decideFunc, error) {
+			return ratelimitgenOn(c, runtime.SlidingLog, s, nil, false, extra...)
+		}},
+		{"redis_rate", redisRateOn},
+	}
 }
 
 // TestClusterContenders checks BenchmarkCluster's rows on a Cluster
@@ -119,7 +127,7 @@ func TestClusterContenders(t *testing.T) {
 	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs()})
 	t.Cleanup(func() { _ = client.Close() })
 	s := spec{window: time.Hour, max: 10}
-	for _, ct := range clusterContenders {
+	for _, ct := range clusterContenders() {
 		decide, err := ct.build(client, s)
 		if err != nil {
 			t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
-	"github.com/ratelimitgen/ratelimitgen/runtime"
 	"github.com/ratelimitgen/ratelimitgen/runtime/redislimit"
 )
 
@@ -50,19 +49,7 @@ func BenchmarkClusterInstructions(b *testing.B) {
 	for _, topo := range topologies {
 		b.Cleanup(func() { _ = topo.client.Close() })
 	}
-	slow := redislimit.WithTimeout(time.Minute)
-	contenders := []struct {
-		name  string
-		build func(c redis.UniversalClient, s spec) (decideFunc, error)
-	}{
-		{"ratelimitgen-gcra", func(c redis.UniversalClient, s spec) (decideFunc, error) {
-			return ratelimitgenOn(c, runtime.GCRA, s, nil, false, slow)
-		}},
-		{"ratelimitgen-sliding-log", func(c redis.UniversalClient, s spec) (decideFunc, error) {
-			return ratelimitgenOn(c, runtime.SlidingLog, s, nil, false, slow)
-		}},
-		{"redis_rate", redisRateOn},
-	}
+	contenders := clusterContenders(redislimit.WithTimeout(time.Minute))
 	ks := keySet{spec: spec{window: time.Second, max: 100}, keys: manyKeys(10000)}
 	for _, topo := range topologies {
 		for _, ct := range contenders {
@@ -97,7 +84,7 @@ func BenchmarkClusterInstructions(b *testing.B) {
 
 // dumpOf dumps the counts of the callgrind process pid, whose output file
 // is dir's callgrind.out.<pid>, and returns their instructions. Each dump
-// is a file of its own (callgrind.out.<pid>.<n>), so the newest is read.
+// is a file of its own (callgrind.out.<pid>.<n>): the one it adds is read.
 func dumpOf(b *testing.B, dir string, pid int) int64 {
 	b.Helper()
 	pattern := filepath.Join(dir, fmt.Sprintf("callgrind.out.%d.*", pid))

@@ -74,10 +74,14 @@ const (
 	ResultShadowLimited
 	// ResultError means no decision was made (see Event.Err).
 	ResultError
+	// ResultUnsettled means that settling an admitted call (see Hold)
+	// failed, so its reservation stays counted; Event.Err says why, and
+	// Event.Cost is the reservation.
+	ResultUnsettled
 )
 
 // String returns the result's name as metrics label it: "allowed",
-// "limited", "shadow-limited" or "error".
+// "limited", "shadow-limited", "error" or "unsettled".
 func (r Result) String() string {
 	switch r {
 	case ResultAllowed:
@@ -88,6 +92,8 @@ func (r Result) String() string {
 		return "shadow-limited"
 	case ResultError:
 		return "error"
+	case ResultUnsettled:
+		return "unsettled"
 	}
 	return fmt.Sprintf("Result(%d)", uint8(r))
 }

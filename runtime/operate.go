@@ -117,3 +117,90 @@ func (op *operated) observe(ctx context.Context, reqs []Request, ds Decisions, e
 // errInconsistent is what observers are told when a Limiter's Decisions do
 // not hold one Decision per request.
 var errInconsistent = errors.New("ratelimit: limiter returned a Decision count unlike its requests")
+
+// Hold implements Holder: it decides as Decide does, through lim's Hold
+// when lim is a Holder, and tells the observers of a settlement that
+// fails.
+func (op *operated) Hold(ctx context.Context, reqs ...Request) (Decisions, Hold, error) {
+	_, ds, h, err := op.hold(ctx, reqs)
+	return ds, h, err
+}
+
+// hold is Hold, also returning the requests as decided.
+func (op *operated) hold(ctx context.Context, reqs []Request) ([]Request, Decisions, Hold, error) {
+	if op.overrides != nil {
+		reqs = op.overrides.apply(reqs)
+	}
+	start := time.Now()
+	var (
+		ds  Decisions
+		h   Hold
+		err error
+	)
+	switch next := op.next.(type) {
+	case *operated:
+		reqs, ds, h, err = next.hold(ctx, reqs)
+	case Holder:
+		ds, h, err = next.Hold(ctx, reqs...)
+	default:
+		ds, err = next.Decide(ctx, reqs...)
+		if err == nil && ds.Allowed {
+			h = notHolder{next}
+		}
+	}
+	if len(op.observers) == 0 {
+		return reqs, ds, h, err
+	}
+	op.observe(ctx, reqs, ds, err, time.Since(start))
+	if h != nil {
+		h = &observedHold{op: op, reqs: reqs, ctx: context.WithoutCancel(ctx), next: h}
+	}
+	return reqs, ds, h, err
+}
+
+// observedHold tells the observers of its settlement's failure.
+type observedHold struct {
+	op   *operated
+	reqs []Request
+	// ctx is the decision's, for the observers' values.
+	ctx  context.Context
+	next Hold
+}
+
+func (h *observedHold) Settle(ctx context.Context, used ...int64) error {
+	err := h.next.Settle(ctx, used...)
+	if err == nil || errors.Is(err, ErrSettled) {
+		return err
+	}
+	for _, r := range h.reqs {
+		if r.Limit.Mode == ModeOff {
+			continue
+		}
+		ev := Event{Limit: r.Limit, Result: ResultUnsettled, Cost: r.cost(), Err: err}
+		if h.op.label != nil {
+			ev.Label = h.op.label(h.ctx, r)
+		}
+		for _, o := range h.op.observers {
+			o.Observe(h.ctx, ev)
+		}
+	}
+	return err
+}
+
+// Peek implements Peeker: it applies overrides and asks lim, which must be
+// a Peeker. Observers are not told: nothing is decided.
+func (op *operated) Peek(ctx context.Context, reqs ...Request) (Decisions, error) {
+	if op.overrides != nil {
+		reqs = op.overrides.apply(reqs)
+	}
+	return Peek(ctx, op.next, reqs...)
+}
+
+// Reset implements Resetter: it applies overrides and asks lim, which must
+// be a Resetter.
+func (op *operated) Reset(ctx context.Context, reqs ...Request) error {
+	if op.overrides != nil {
+		reqs = op.overrides.apply(reqs)
+	}
+	return Reset(ctx, op.next, reqs...)
+}

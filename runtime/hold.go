@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	)
+)
 
 // A Holder is a Limiter whose admissions can be settled once the call
 // returns: a call reserves its cost when admitted, and is settled later at

@@ -28,7 +28,9 @@ type Hold interface {
 	// difference, as far as its algorithm allows (see Algorithm); one given
 	// more records the excess at once, even past Max, so that later calls
 	// wait for it. used[i] above the limit's capacity counts as the
-	// capacity, so a key never holds more than Max plus one capacity. A
+	// capacity. So a key exceeds Max only by the excesses of the calls it
+	// admitted before they were settled, each at most a capacity less its
+	// reservation, and admits nothing more until that has drained. A
 	// limit that did not record the call (ModeOff, or a shadow limit
 	// without room) is left as it is.
 	//

@@ -18,7 +18,7 @@ type costExpr struct {
 	isInt64 bool
 }
 
-// exprs returns l's key parts, cost and max expression.
+// exprs returns l's key parts, cost, max, refund and settle expressions.
 func (l *limit) exprs() []*checkedExpr {
 	var out []*checkedExpr
 	for _, kp := range l.key {
@@ -29,6 +29,12 @@ func (l *limit) exprs() []*checkedExpr {
 	}
 	if l.maxExpr != nil {
 		out = append(out, &l.maxExpr.checkedExpr)
+	}
+	if l.refund != nil {
+		out = append(out, l.refund)
+	}
+	if l.settle != nil {
+		out = append(out, &l.settle.checkedExpr)
 	}
 	return out
 }

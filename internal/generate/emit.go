@@ -532,6 +532,15 @@ func (e *emitter) methodScope(w *wrapper, wm *wrapperMethod) *names {
 			unnamed[unnamedParamName(wm.sig, i)] = true
 		}
 	}
+	// So do the results that refund= and settle= name: the wrapper
+	// declares them once the wrapped method returns.
+	for _, l := range wm.limits {
+		if l.hasOutcome() {
+			for _, name := range resultNames(wm.sig) {
+				unnamed[name] = true
+			}
+		}
+	}
 	for _, l := range wm.limits {
 		for _, ce := range l.exprs() {
 			for _, id := range ce.idents {
@@ -613,7 +622,12 @@ func (e *emitter) method(w *wrapper, wm *wrapperMethod, id wrapperIdents) {
 		ctx = jen.Id(params[i]).Dot("Context").Call()
 	}
 	mc := methodCall{wm: wm, recv: recv, id: id, scope: scope, params: params, ctx: ctx}
-	body := append(e.limitedBody(mc), forward)
+	var body []jen.Code
+	if settled(wm) {
+		body = e.outcomeBody(mc, call)
+	} else {
+		body = append(e.limitedBody(mc), forward)
+	}
 	e.f.Func().Params(jen.Id(recv).Add(recvType)).Id(wm.name).Add(e.signature(sig, params)).Block(body...)
 }
 

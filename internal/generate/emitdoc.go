@@ -108,6 +108,12 @@ func ruleWords(l *limit) string {
 			s += ", none when 0"
 		}
 	}
+	if l.refund != nil {
+		s += ", given back when " + l.refund.text
+	}
+	if l.settle != nil {
+		s += ", settled at " + l.settle.text + " when the call returns no error"
+	}
 	if l.mode == runtime.ModeShadow {
 		s += ", in shadow mode"
 	}

@@ -53,6 +53,10 @@ type limit struct {
 	key []*keyPart
 	// cost is nil when the directive has no cost= (one unit per call).
 	cost *costExpr
+	// refund and settle are the refund= and settle= expressions over the
+	// method's results (see outcome.go), or nil.
+	refund *checkedExpr
+	settle *costExpr
 	// index is the directive's rank among its method's, from 0.
 	index int
 	// canonical is, for a copy of a type-level limit made for one method,
@@ -295,6 +299,9 @@ func buildLimits(pkg *packages.Package, file *ast.File, a *annotated, imports *i
 		}
 		out = append(out, l)
 	}
+	if ok && !checkOutcomeLimits(out, ds) {
+		ok = false
+	}
 	if !ok {
 		return nil
 	}
@@ -328,7 +335,7 @@ func newLimit(a *annotated, d *directive, i int) *limit {
 // directive d, on a method with signature sig, and sets them on l. It
 // reports problems to ds and returns false if there are any.
 func checkLimitExprs(pkg *packages.Package, file *ast.File, d *directive, sig *types.Signature, tparams *types.TypeParamList, imports *importResolver, l *limit, ds *diagnostics) bool {
-	if len(d.parsed.Key) == 0 && d.parsed.Cost == nil && d.parsed.MaxExpr == nil {
+	if len(d.parsed.Key) == 0 && d.parsed.Cost == nil && d.parsed.MaxExpr == nil && d.parsed.Refund == nil && d.parsed.Settle == nil {
 		return true
 	}
 	es, err := newExprScope(pkg.Fset, pkg.Types, pkg.TypesInfo.Scopes[file], d.comment, sig, tparams, imports)
@@ -359,6 +366,9 @@ func checkLimitExprs(pkg *packages.Package, file *ast.File, d *directive, sig *t
 		} else if n, static := l.maxExpr.static(); static {
 			l.max = n
 		}
+	}
+	if (d.parsed.Refund != nil || d.parsed.Settle != nil) && !es.checkOutcome(d.parsed, sig, l, ds) {
+		ok = false
 	}
 	return ok
 }

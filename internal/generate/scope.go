@@ -76,6 +76,9 @@ type exprScope struct {
 	// paramNames and recvName are for messages.
 	paramNames []string
 	recvName   string
+	// results names the method's results in an outcome expression's
+	// scope (see outcomeScope), for messages; nil elsewhere.
+	results []string
 	// unnamedParams is set when the method's parameters have no names,
 	// as in generated gRPC server interfaces, and blankParams when one is
 	// _, which no directive can name.
@@ -286,7 +289,7 @@ func (es *exprScope) explain(msg, text string, role exprRole) string {
 		return fmt.Sprintf("%s %s: undefined: %s: the method's parameters are all _; name them to use them in %s=, e.g. (ctx context.Context, req *Request)", role.what, text, name, role.option)
 	}
 	suggestion := ""
-	if s, ok := closestParam(name, es.paramNames); ok {
+	if s, ok := closestParam(name, append(slices.Clip(es.paramNames), es.results...)); ok {
 		suggestion = "; did you mean " + s + "?"
 	}
 	if strings.Contains(text, name+".") {
@@ -298,6 +301,9 @@ func (es *exprScope) explain(msg, text string, role exprRole) string {
 	params := "the method has no named parameters"
 	if len(es.paramNames) > 0 {
 		params = "the method's parameters are " + strings.Join(es.paramNames, ", ")
+	}
+	if es.results != nil {
+		return fmt.Sprintf("%s %s: undefined: %s (%s= may use the method's results, its parameters, the package's identifiers and packages; the results are %s, and %s)", role.what, text, name, role.option, strings.Join(es.results, ", "), params)
 	}
 	return fmt.Sprintf("%s %s: undefined: %s (a directive may use the method's parameters, the package's identifiers and packages; %s)", role.what, text, name, params)
 }

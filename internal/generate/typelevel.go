@@ -44,6 +44,12 @@ func buildTypeLimits(pkg *packages.Package, a *annotated, file *ast.File, import
 			ds.errorf(opt.NamePos, "cost= cannot be on a type-level directive: the type's methods differ in what a call costs; put cost= on a method's own directive")
 			ok = false
 		}
+		for _, name := range []string{"refund", "settle"} {
+			if opt, has := d.parsed.Lookup(name); has {
+				ds.errorf(opt.NamePos, "%s= cannot be on a type-level directive: the type's methods differ in their results; put %s= on a method's own directive", name, name)
+				ok = false
+			}
+		}
 		l := newLimit(a, d, i)
 		if d.parsed.MaxExpr != nil {
 			l.maxExpr, l.max = staticTypeMax(pkg, file, a, d, imports)

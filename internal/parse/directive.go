@@ -58,6 +58,14 @@ type Directive struct {
 	// runtime.ModeShadow. runtime.ModeOff is refused: a disabled limit is
 	// a run-time override, not a directive.
 	Mode runtime.Mode
+	// Refund is the refund= condition over the method's results, or nil
+	// when absent: an admitted call for which it holds gives its units
+	// back once it returns.
+	Refund *Expr
+	// Settle is the settle= integer over the method's results, or nil
+	// when absent: the units an admitted call counts once it returns, in
+	// place of its cost.
+	Settle *Expr
 
 	// Options holds every option as written, in source order, including the
 	// ones above; the generator uses their positions in its own errors.

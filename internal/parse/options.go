@@ -25,6 +25,8 @@ var optionTable = []optionSpec{
 	{name: "name", mode: flat, example: "name=Notifier.SendCode", check: (*parser).checkName},
 	{name: "wait", mode: flat, example: "wait=2s", check: (*parser).checkWait},
 	{name: "mode", mode: flat, example: "mode=shadow", check: (*parser).checkMode},
+	{name: "refund", mode: expr, example: "refund=err == nil", check: (*parser).checkRefund},
+	{name: "settle", mode: expr, example: "settle=resp.Usage.TotalTokens", check: (*parser).checkSettle},
 }
 
 // Options lists the names of the supported options, in documentation order.

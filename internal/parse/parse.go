@@ -115,6 +115,7 @@ func (p *parser) parse() {
 	}
 	p.checkMissing()
 	p.checkBurstAlgo()
+	p.checkOutcomeWait()
 }
 
 // option handles the name=value option whose name spans s[start:nameEnd]

@@ -282,7 +282,7 @@ func TestLineErrors(t *testing.T) {
 		{"//ratelimit:Key=a window=60s max=3", []wantErr{{"Key", 0, `unknown option "Key"; did you mean "key"?`}}},
 		{"//ratelimit:key=a window=60s limit=3", []wantErr{{"limit=", 0, `unknown option "limit"; did you mean "max"?`}}},
 		{"//ratelimit:key=a per=1s max=3", []wantErr{{"per", 0, `unknown option "per"; did you mean "window"?`}}},
-		{"//ratelimit:key=a window=1s max=3 foo=bar", []wantErr{{"foo", 0, `unknown option "foo"; the options are key, window, max, algo, burst, cost, name, wait, mode`}}},
+		{"//ratelimit:key=a window=1s max=3 foo=bar", []wantErr{{"foo", 0, `unknown option "foo"; the options are key, window, max, algo, burst, cost, name, wait, mode, refund, settle`}}},
 		{"//ratelimit:key=a window=1s max=3 algorithm=gcra", []wantErr{{"algorithm", 0, `unknown option "algorithm"; did you mean "algo"?`}}},
 		{"//ratelimit:key=a window=1s max=3 weight=2", []wantErr{{"weight", 0, `unknown option "weight"; did you mean "cost"?`}}},
 		{"//ratelimit:key=a window=1s max=3 capacity=5 algo=gcra", []wantErr{{"capacity", 0, `unknown option "capacity"; did you mean "burst"?`}}},
@@ -480,15 +480,36 @@ func TestLinePositionWithoutBase(t *testing.T) {
 }
 
 func TestOptions(t *testing.T) {
-	assert.Equal(t, []string{"key", "window", "max", "algo", "burst", "cost", "name", "wait", "mode"}, Options)
-	// The examples quoted in messages must themselves be valid.
+	assert.Equal(t, []string{"key", "window", "max", "algo", "burst", "cost", "name", "wait", "mode", "refund", "settle"}, Options)
+	// The examples quoted in messages must themselves be valid: all in
+	// one directive, but for wait=, which a call settled by its outcome
+	// cannot have.
 	var examples []string
 	for _, o := range optionTable {
-		examples = append(examples, o.example)
+		if o.name != "wait" {
+			examples = append(examples, o.example)
+		}
 	}
 	d, errs := Line(Prefix+strings.Join(examples, " "), base)
 	assert.Nil(t, errs)
-	assert.Len(t, d.Options, len(Options))
+	assert.Len(t, d.Options, len(Options)-1)
+	assert.Equal(t, "err == nil", d.Refund.Text)
+	assert.Equal(t, "resp.Usage.TotalTokens", d.Settle.Text)
+	_, errs = Line(Prefix+"window=1s max=3 wait=2s", base)
+	assert.Nil(t, errs)
+}
+
+func TestOutcomeErrors(t *testing.T) {
+	for _, tc := range []struct{ text, at, msg string }{
+		{"//ratelimit:window=1s max=3 wait=2s refund=err == nil", "wait", "wait= cannot be combined with refund=: a call settled by its outcome is decided once, without waiting; remove wait="},
+		{"//ratelimit:window=1s max=3 settle=n, m", ",", `settle= takes an integer expression, not a list; remove the "," (key= is the option whose parts are separated by commas)`},
+		{"//ratelimit:window=1s max=3 refund=err ==", "err", `refund "err ==" is not a Go expression: expected operand, found 'EOF'`},
+	} {
+		_, errs := Line(tc.text, base)
+		require.Len(t, errs, 1, tc.text)
+		assert.Equal(t, tc.msg, errs[0].Msg, tc.text)
+		assert.Equal(t, base.Column+strings.Index(tc.text, tc.at), errs[0].Pos.Column, tc.text)
+	}
 }
 
 func TestSuggest(t *testing.T) {

@@ -14,6 +14,8 @@ type middlewareConfig struct {
 	serveOnLimiterErr bool
 	onLimiterErr      func(*http.Request, error)
 	onKeyErr          func(http.ResponseWriter, *http.Request, error)
+	// count, set by CountStatus, says which statuses count.
+	count func(status int) bool
 }
 
 // ServeOnLimiterError makes Middleware serve the request, without
@@ -63,8 +65,9 @@ func OnKeyError(f func(w http.ResponseWriter, r *http.Request, err error)) Optio
 //   - key error: 400 Bad Request with the error's message as the detail,
 //     unless OnKeyError.
 //
-// Every admitted request counts, whatever the next handler answers. The key
-// never appears in a response.
+// Every admitted request counts, whatever the next handler answers, unless
+// CountStatus says which answers count. The key never appears in a
+// response.
 //
 // Middleware panics if lim or key is nil or l is invalid (l.Validate), so
 // that a wiring mistake stops the program at start-up instead of failing
@@ -84,6 +87,9 @@ func Middleware(lim runtime.Limiter, l runtime.Limit, key KeyFunc, opts ...Optio
 		if o != nil {
 			o(&c)
 		}
+	}
+	if _, holds := lim.(runtime.Holder); c.count != nil && !holds {
+		panic(fmt.Sprintf("ratelimithttp: Middleware for %q: CountStatus needs a runtime.Holder, which %T is not; pass a memlimit or redislimit Limiter, or runtime.Operate's", l.Name, lim))
 	}
 	return func(next http.Handler) http.Handler {
 		if next == nil {
@@ -116,7 +122,16 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
-	ds, err := h.lim.Decide(r.Context(), runtime.Request{Limit: h.limit, Key: k})
+	req := runtime.Request{Limit: h.limit, Key: k}
+	var (
+		ds   runtime.Decisions
+		hold runtime.Hold
+	)
+	if h.cfg.count != nil {
+		ds, hold, err = h.lim.(runtime.Holder).Hold(r.Context(), req)
+	} else {
+		ds, err = h.lim.Decide(r.Context(), req)
+	}
 	if err != nil {
 		if h.cfg.onLimiterErr != nil {
 			h.cfg.onLimiterErr(r, err)
@@ -134,5 +149,15 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	SetHeaders(w.Header(), h.limit, d)
-	h.next.ServeHTTP(w, r)
+	if hold == nil {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	h.next.ServeHTTP(sw, r)
+	if !sw.hijacked && !h.cfg.count(sw.final()) {
+		// A failed settlement keeps the unit, erring toward denial;
+		// an Operate limiter's observers are told.
+		_ = hold.Settle(r.Context(), 0)
+	}
 }

@@ -27,7 +27,8 @@ import (
 // Every limit of a call is recorded, denied or not; a call that ends in an
 // error (no decision was taken) records nothing, and neither does a call
 // whose context has no recorder. Decisions, costs and errors are lim's, so
-// the returned limiter can stand in for lim everywhere.
+// the returned limiter can stand in for lim everywhere: it holds, peeks and
+// resets through lim too (see runtime.Holder).
 //
 // RecordDecisions(RecordDecisions(lim)) records once. It panics if lim is
 // nil, so that a wiring mistake stops the program at start-up.
@@ -50,6 +51,26 @@ func (l recordingLimiter) Decide(ctx context.Context, reqs ...runtime.Request) (
 		recorderFrom(ctx).record(reqs, ds.Each)
 	}
 	return ds, err
+}
+
+// Hold implements runtime.Holder, recording as Decide does; settling the
+// call is lim's (see runtime.Reserve).
+func (l recordingLimiter) Hold(ctx context.Context, reqs ...runtime.Request) (runtime.Decisions, runtime.Hold, error) {
+	ds, h, err := runtime.Reserve(ctx, l.next, reqs...)
+	if err == nil {
+		recorderFrom(ctx).record(reqs, ds.Each)
+	}
+	return ds, h, err
+}
+
+// Peek implements runtime.Peeker through lim, recording nothing.
+func (l recordingLimiter) Peek(ctx context.Context, reqs ...runtime.Request) (runtime.Decisions, error) {
+	return runtime.Peek(ctx, l.next, reqs...)
+}
+
+// Reset implements runtime.Resetter through lim.
+func (l recordingLimiter) Reset(ctx context.Context, reqs ...runtime.Request) error {
+	return runtime.Reset(ctx, l.next, reqs...)
 }
 
 // limitDecision is a decision a limiter took for one limit during a

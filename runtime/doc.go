@@ -33,7 +33,8 @@
 // # Generated wrappers
 //
 // A method that ratelimitgen wraps makes one call to Enforce (Wait, for a
-// directive with wait=), with one Request per limit, and calls the wrapped
+// directive with wait=; Admit, for one with refund= or settle=, whose Hold
+// it settles once the method returns), with one Request per limit, and calls the wrapped
 // method only if that returns nil; otherwise it returns the error as it
 // is: a *LimitError for a denial, or the Limiter's error when it could not
 // decide. A limit whose cost= evaluates to 0 is left out of that call (a
@@ -55,6 +56,11 @@
 //		c.calls.Add(1)
 //		return c.Limiter.Decide(ctx, reqs...)
 //	}
+//
+// Settling calls after they return (Holder), reading a key without
+// spending (Peeker) and resetting one (Resetter) are optional interfaces,
+// which such a wrapper hides unless it forwards them, in one line each,
+// through Reserve, Peek and Reset.
 //
 // # Operating
 //

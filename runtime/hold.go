@@ -12,7 +12,7 @@ import (
 // succeeded, a model call that took fewer tokens than it reserved) and
 // charging more when it used more. memlimit.Limiter,
 // redislimit.Limiter and the Limiter of Operate are Holders; reach one
-// from any Limiter through Admit.
+// from any Limiter through Admit or Reserve.
 type Holder interface {
 	Limiter
 	// Hold decides reqs as Decide does. When the call is admitted, it also
@@ -57,21 +57,7 @@ func Admit(ctx context.Context, lim Limiter, reqs ...Request) (Hold, error) {
 	if len(reqs) == 0 {
 		return settledHold{}, nil
 	}
-	var (
-		ds  Decisions
-		h   Hold
-		err error
-	)
-	inForce := reqs
-	switch l := lim.(type) {
-	case *operated:
-		inForce, ds, h, err = l.hold(ctx, reqs)
-	case Holder:
-		ds, h, err = l.Hold(ctx, reqs...)
-	default:
-		ds, err = lim.Decide(ctx, reqs...)
-		h = notHolder{lim}
-	}
+	inForce, ds, h, err := reserve(ctx, lim, reqs)
 	if err != nil {
 		return nil, err
 	}
@@ -82,6 +68,33 @@ func Admit(ctx context.Context, lim Limiter, reqs ...Request) (Hold, error) {
 		h = settledHold{}
 	}
 	return h, nil
+}
+
+// Reserve decides reqs through lim as Decide does and, when the call is
+// admitted, returns its Hold: through lim's Hold when lim is a Holder;
+// otherwise through Decide, with a Hold whose Settle returns an error
+// wrapping errors.ErrUnsupported. A Limiter that wraps another calls it to
+// be a Holder whatever it wraps.
+func Reserve(ctx context.Context, lim Limiter, reqs ...Request) (Decisions, Hold, error) {
+	_, ds, h, err := reserve(ctx, lim, reqs)
+	return ds, h, err
+}
+
+// reserve is Reserve, also returning the requests as decided: an Operate
+// limiter's overrides applied.
+func reserve(ctx context.Context, lim Limiter, reqs []Request) ([]Request, Decisions, Hold, error) {
+	switch l := lim.(type) {
+	case *operated:
+		return l.hold(ctx, reqs)
+	case Holder:
+		ds, h, err := l.Hold(ctx, reqs...)
+		return reqs, ds, h, err
+	}
+	ds, err := lim.Decide(ctx, reqs...)
+	if err != nil || !ds.Allowed {
+		return reqs, ds, nil, err
+	}
+	return reqs, ds, notHolder{lim}, nil
 }
 
 // settledHold is the Hold of a call that recorded nothing to settle.

@@ -132,22 +132,7 @@ func (op *operated) hold(ctx context.Context, reqs []Request) ([]Request, Decisi
 		reqs = op.overrides.apply(reqs)
 	}
 	start := time.Now()
-	var (
-		ds  Decisions
-		h   Hold
-		err error
-	)
-	switch next := op.next.(type) {
-	case *operated:
-		reqs, ds, h, err = next.hold(ctx, reqs)
-	case Holder:
-		ds, h, err = next.Hold(ctx, reqs...)
-	default:
-		ds, err = next.Decide(ctx, reqs...)
-		if err == nil && ds.Allowed {
-			h = notHolder{next}
-		}
-	}
+	reqs, ds, h, err := reserve(ctx, op.next, reqs)
 	if len(op.observers) == 0 {
 		return reqs, ds, h, err
 	}

@@ -149,6 +149,22 @@ func TestVerifyCodeAcceptsTheRightCodeOnce(t *testing.T) {
 
 	w = api.post(t, "/codes/verify", `{"email":"bob@example.com","code":"`+code+`"}`)
 	assert.Equal(t, http.StatusBadRequest, w.Code, "a code is single-use: body: %s", w.Body)
+	// The right code gave its unit back: the used one, wrong now, is the
+	// first attempt counted.
+	assert.Equal(t, `"CodeService.VerifyCode";r=4;t=600`, w.Header().Get("RateLimit"))
+}
+
+// Only wrong codes count: a customer who checks right codes keeps every
+// attempt (3 codes: SendCode's limit for a minute).
+func TestVerifyCodeCountsWrongCodesOnly(t *testing.T) {
+	api := newTestAPI(t, tickingLimiter(), nil)
+	for range 3 {
+		require.Equal(t, http.StatusOK, api.post(t, "/codes", `{"email":"carol@example.com"}`).Code)
+		code, _ := api.box.lastCode("carol@example.com")
+		w := api.post(t, "/codes/verify", `{"email":"carol@example.com","code":"`+code+`"}`)
+		require.Equal(t, http.StatusOK, w.Code, "body: %s", w.Body)
+		require.Equal(t, `"CodeService.VerifyCode";r=4;t=600`, w.Header().Get("RateLimit"), "each right code is given back")
+	}
 }
 
 // Requests that no retry can fix are answered 400 before the limiter is

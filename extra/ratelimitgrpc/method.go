@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -72,7 +73,8 @@ func ByMetadata(name string) KeyFunc {
 // never denies, ModeOff is not asked), then:
 //
 //   - admitted: the handler is called, and every admitted call counts,
-//     whatever the handler answers;
+//     whatever the handler answers, unless CountCodes says which answers
+//     count;
 //   - denied: the status Status gives the *runtime.LimitError, with the
 //     PushbackTrailer trailer, and the handler is not called;
 //   - limiter error: UNAVAILABLE, whatever the error (no decision was made);
@@ -86,6 +88,27 @@ type MethodLimiter struct {
 	lim    runtime.Limiter
 	limits map[string]runtime.Limit
 	key    KeyFunc
+	// count, set by CountCodes, says which status codes count.
+	count func(codes.Code) bool
+}
+
+// MethodOption configures NewMethodLimiter.
+type MethodOption func(*MethodLimiter)
+
+// CountCodes makes a MethodLimiter count only the admitted calls that end
+// with one of cs, as login methods are protected: CountCodes(
+// codes.Unauthenticated, codes.PermissionDenied) counts failed attempts
+// only. A call's code is its handler's error's (status.Code), OK for nil;
+// a streaming call's is known when its handler returns. Every other
+// admitted call gives its unit back then (see runtime.Hold); a handler
+// that panics keeps it. The Limiter must be a runtime.Holder, as the
+// Limiters of memlimit and redislimit and the one runtime.Operate returns
+// are; NewMethodLimiter returns an error otherwise.
+func CountCodes(cs ...codes.Code) MethodOption {
+	cs = slices.Clone(cs)
+	return func(m *MethodLimiter) {
+		m.count = func(c codes.Code) bool { return slices.Contains(cs, c) }
+	}
 }
 
 // NewMethodLimiter returns a MethodLimiter that decides through lim the
@@ -100,7 +123,7 @@ type MethodLimiter struct {
 // generated *_FullMethodName constants spell it. It returns an error, and
 // no MethodLimiter, when lim or key is nil, a method name is malformed or
 // a limit is invalid (runtime.Limit.Validate). limits is copied.
-func NewMethodLimiter(lim runtime.Limiter, limits map[string]runtime.Limit, key KeyFunc) (*MethodLimiter, error) {
+func NewMethodLimiter(lim runtime.Limiter, limits map[string]runtime.Limit, key KeyFunc, opts ...MethodOption) (*MethodLimiter, error) {
 	switch {
 	case lim == nil:
 		return nil, errors.New("ratelimitgrpc: NewMethodLimiter: nil Limiter; pass e.g. memlimit.New()")
@@ -117,6 +140,14 @@ func NewMethodLimiter(lim runtime.Limiter, limits map[string]runtime.Limit, key 
 		}
 		m.limits[method] = l
 	}
+	for _, o := range opts {
+		if o != nil {
+			o(m)
+		}
+	}
+	if _, holds := lim.(runtime.Holder); m.count != nil && !holds {
+		return nil, fmt.Errorf("ratelimitgrpc: NewMethodLimiter: CountCodes needs a runtime.Holder, which %T is not; pass a memlimit or redislimit Limiter, or runtime.Operate's", lim)
+	}
 	return m, nil
 }
 
@@ -124,7 +155,8 @@ func NewMethodLimiter(lim runtime.Limiter, limits map[string]runtime.Limit, key 
 // MethodLimiter.
 func (m *MethodLimiter) Unary() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if trailer, err := m.admit(ctx, info.FullMethod); err != nil {
+		hold, trailer, err := m.admit(ctx, info.FullMethod)
+		if err != nil {
 			if trailer != nil {
 				// SetTrailer fails only outside a server call; the status
 				// answers the call without it.
@@ -132,7 +164,9 @@ func (m *MethodLimiter) Unary() grpc.UnaryServerInterceptor {
 			}
 			return nil, err
 		}
-		return handler(ctx, req)
+		resp, err := handler(ctx, req)
+		m.settle(ctx, hold, err)
+		return resp, err
 	}
 }
 
@@ -140,30 +174,49 @@ func (m *MethodLimiter) Unary() grpc.UnaryServerInterceptor {
 // once, when it starts; see MethodLimiter.
 func (m *MethodLimiter) Stream() grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		if trailer, err := m.admit(ss.Context(), info.FullMethod); err != nil {
+		hold, trailer, err := m.admit(ss.Context(), info.FullMethod)
+		if err != nil {
 			if trailer != nil {
 				ss.SetTrailer(trailer)
 			}
 			return err
 		}
-		return handler(srv, ss)
+		err = handler(srv, ss)
+		m.settle(ss.Context(), hold, err)
+		return err
 	}
 }
 
-// admit decides a call of method and returns nil to serve it, or the
-// status error that answers it with, for a denial, the pushback trailer.
-func (m *MethodLimiter) admit(ctx context.Context, method string) (metadata.MD, error) {
+// settle gives back the unit of a held call whose code, from the
+// handler's error err, does not count. A failed settlement keeps the
+// unit, erring toward denial; an Operate limiter's observers are told.
+func (m *MethodLimiter) settle(ctx context.Context, hold runtime.Hold, err error) {
+	if hold != nil && !m.count(status.Code(err)) {
+		_ = hold.Settle(ctx, 0)
+	}
+}
+
+// admit decides a call of method and returns nil to serve it, with the
+// call's Hold when it is settled by its code, or the status error that
+// answers it with, for a denial, the pushback trailer.
+func (m *MethodLimiter) admit(ctx context.Context, method string) (runtime.Hold, metadata.MD, error) {
 	l, ok := m.limits[method]
 	if !ok {
-		return nil, nil
+		return nil, nil, nil
 	}
 	k, err := m.key(ctx)
 	if err != nil {
-		return nil, status.Error(codes.InvalidArgument, err.Error())
+		return nil, nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	err = runtime.Enforce(ctx, m.lim, runtime.Request{Limit: l, Key: k})
+	var hold runtime.Hold
+	req := runtime.Request{Limit: l, Key: k}
+	if m.count != nil {
+		hold, err = runtime.Admit(ctx, m.lim, req)
+	} else {
+		err = runtime.Enforce(ctx, m.lim, req)
+	}
 	if err == nil {
-		return nil, nil
+		return hold, nil, nil
 	}
 	var le *runtime.LimitError
 	if !errors.As(err, &le) {
@@ -173,5 +226,5 @@ func (m *MethodLimiter) admit(ctx context.Context, method string) (metadata.MD, 
 	}
 	st, _ := Status(err)
 	md, _ := pushback(err)
-	return md, st.Err()
+	return nil, md, st.Err()
 }

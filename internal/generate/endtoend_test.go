@@ -49,6 +49,8 @@ func TestE2EEmbeddingWrapper(t *testing.T)            { runE2E(t, "TestEmbedding
 func TestE2EEmbedAcrossMemory(t *testing.T)           { runE2E(t, "TestEmbedAcrossMemory") }
 func TestE2EEmbedAcrossRedis(t *testing.T)            { runE2E(t, "TestEmbedAcrossRedis") }
 func TestE2EOverridesOfGeneratedLimits(t *testing.T)  { runE2E(t, "TestOverridesOfGeneratedLimits") }
+func TestE2EOutcomeMemory(t *testing.T)               { runE2E(t, "TestOutcomeMemory") }
+func TestE2EOutcomeRedis(t *testing.T)                { runE2E(t, "TestOutcomeRedis") }
 
 // TestE2EListComplete fails when a test of testdata/e2e has no TestE2E
 // test here, or one here names a test that is gone.

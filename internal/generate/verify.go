@@ -22,7 +22,8 @@ import (
 // declaration carries a directive (in any package, through any chain of
 // embedding), or whose declaring type or the wrapped type itself carries a
 // type-level directive, must be declared on the wrapper and pass those
-// limits, by name, window and max, to runtime.Enforce or runtime.Wait.
+// limits, by name, window and max, to runtime.Enforce, runtime.Wait or
+// runtime.Admit.
 //
 // The generated files must be up to date (see Stale): Verify reads them as
 // the build does. It returns an ErrorList of the methods that fail, or
@@ -315,7 +316,8 @@ func (v *verifier) declPackage(path string) *declPackage {
 }
 
 // checkMethod checks that w declares the method name and that its body
-// passes every limit of want to runtime.Enforce or runtime.Wait.
+// passes every limit of want to runtime.Enforce, runtime.Wait or
+// runtime.Admit.
 func (v *verifier) checkMethod(pkg *packages.Package, w generatedWrapper, name string, want []wantLimit) {
 	pos := pkg.Fset.Position(w.name.Pos())
 	var decl *ast.FuncDecl
@@ -345,13 +347,13 @@ func (v *verifier) checkMethod(pkg *packages.Package, w generatedWrapper, name s
 }
 
 // enforcedLimits returns, by name, the runtime.Limit variables of the
-// requests that decl passes to runtime.Enforce or runtime.Wait (directly,
+// requests that decl passes to runtime.Enforce, runtime.Wait or runtime.Admit (directly,
 // or in a slice of requests it builds first).
 func enforcedLimits(pkg *packages.Package, decl *ast.FuncDecl) map[string]wantLimit {
 	calls := false
 	ast.Inspect(decl.Body, func(n ast.Node) bool {
 		if call, ok := n.(*ast.CallExpr); ok {
-			if fn, ok := typeutilCallee(pkg.TypesInfo, call).(*types.Func); ok && fn.Pkg() != nil && fn.Pkg().Path() == runtimePath && (fn.Name() == "Enforce" || fn.Name() == "Wait") {
+			if fn, ok := typeutilCallee(pkg.TypesInfo, call).(*types.Func); ok && fn.Pkg() != nil && fn.Pkg().Path() == runtimePath && (fn.Name() == "Enforce" || fn.Name() == "Wait" || fn.Name() == "Admit") {
 				calls = true
 			}
 		}

@@ -31,10 +31,12 @@ type CodeService interface {
 	SendCode(ctx context.Context, req SendCodeRequest) error
 
 	// VerifyCode checks req.Code against the last code sent to req.Email.
-	// A 6-digit code has a million values, so the limit counts every
-	// attempt, right or wrong, to make guessing hopeless.
+	// A 6-digit code has a million values, so 5 wrong guesses per 10
+	// minutes make guessing hopeless. Only wrong codes count: a right one
+	// gives its unit back, so that a customer who mistypes once is not
+	// locked out by checking codes that work.
 	//
-	//ratelimit:key=NormalizeEmail(req.Email) window=10m max=5 name=CodeService.VerifyCode
+	//ratelimit:key=NormalizeEmail(req.Email) window=10m max=5 name=CodeService.VerifyCode refund=!errors.Is(err, ErrWrongCode)
 	VerifyCode(ctx context.Context, req VerifyCodeRequest) error
 }
 

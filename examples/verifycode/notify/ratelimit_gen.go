@@ -5,6 +5,7 @@ package notify
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
@@ -54,10 +55,16 @@ func (r *RateLimitedCodeService) SendCode(ctx context.Context, req SendCodeReque
 }
 
 // VerifyCode calls the wrapped VerifyCode if "CodeService.VerifyCode" admits
-// it: 5 per 10m, keyed by NormalizeEmail(req.Email).
+// it: 5 per 10m, keyed by NormalizeEmail(req.Email), given back when
+// !errors.Is(err, ErrWrongCode).
 func (r *RateLimitedCodeService) VerifyCode(ctx context.Context, req VerifyCodeRequest) error {
-	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitCodeServiceVerifyCode, Key: NormalizeEmail(req.Email)}); err != nil {
+	hold, err := runtime.Admit(ctx, r.limiter, runtime.Request{Limit: limitCodeServiceVerifyCode, Key: NormalizeEmail(req.Email)})
+	if err != nil {
 		return err
 	}
-	return r.next.VerifyCode(ctx, req)
+	err = r.next.VerifyCode(ctx, req)
+	if !errors.Is(err, ErrWrongCode) {
+		_ = hold.Settle(ctx, 0)
+	}
+	return err
 }

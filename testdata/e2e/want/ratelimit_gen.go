@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -41,6 +42,11 @@ var (
 	limitOutboundMulti      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Outbound.Multi", Window: 50 * time.Millisecond, Max: 1}
 	limitOutboundMultiTotal = runtime.Limit{Name: "Outbound.Multi.total", Window: time.Hour, Max: 100}
 	limitCacheGet           = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Cache.Get", Window: time.Minute, Max: 2}
+	limitGuardVerify        = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Guard.Verify", Window: time.Hour, Max: 3}
+	limitGuardLogin         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Guard.Login", Window: time.Hour, Max: 2, Algorithm: runtime.FixedWindow}
+	limitGuardComplete      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Guard.Complete", Window: time.Hour, Max: 100, Algorithm: runtime.GCRA}
+	limitGuardFetch         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Guard.Fetch", Window: time.Hour, Max: 2, Algorithm: runtime.SlidingWindow}
+	limitGuardFetchAll      = runtime.Limit{Name: "Guard.Fetch.all", Window: time.Hour, Max: 3, Algorithm: runtime.TokenBucket}
 	limitExportsRun         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Exports.Run", Window: time.Minute, Max: 12, Algorithm: runtime.TokenBucket}
 	// limitReportsRun's Max is set by each call, to PlanLimit(ctx).
 	limitReportsRun = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Reports.Run", Window: time.Minute}
@@ -87,6 +93,11 @@ func RateLimits() []runtime.Request {
 		{Limit: limitOutboundMulti},
 		{Limit: limitOutboundMultiTotal},
 		{Limit: limitCacheGet},
+		{Limit: limitGuardVerify},
+		{Limit: limitGuardLogin},
+		{Limit: limitGuardComplete},
+		{Limit: limitGuardFetch},
+		{Limit: limitGuardFetchAll},
 		{Limit: limitExportsRun, Cost: exportCost},
 		{Limit: limitReportsRun},
 		{Limit: limitReportsExport},
@@ -649,6 +660,95 @@ func (r *RateLimitedCache[V]) Get(ctx context.Context, key string) (V, error) {
 		return zero, err
 	}
 	return r.next.Get(ctx, key)
+}
+
+// RateLimitedGuard wraps a Guard: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
+type RateLimitedGuard struct {
+	next    Guard
+	limiter runtime.Limiter
+}
+
+var _ Guard = (*RateLimitedGuard)(nil)
+
+// NewRateLimitedGuard returns a RateLimitedGuard that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedGuard(next Guard, limiter runtime.Limiter) *RateLimitedGuard {
+	return &RateLimitedGuard{next: next, limiter: limiter}
+}
+
+// Complete calls the wrapped Complete if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Guard.Complete" admits it:
+// 100 per 1h, gcra, keyed by user, at a cost of budget, none when 0, settled
+// at resp.Usage.Total when the call returns no error.
+func (r *RateLimitedGuard) Complete(ctx context.Context, user string, budget int) (*Answer, error) {
+	var hold runtime.Hold
+	if cost := int64(budget); cost != 0 {
+		h, err := runtime.Admit(ctx, r.limiter, runtime.Request{Limit: limitGuardComplete, Key: user, Cost: cost})
+		if err != nil {
+			return nil, err
+		}
+		hold = h
+	}
+	resp, err := r.next.Complete(ctx, user, budget)
+	if hold != nil {
+		if err == nil {
+			_ = hold.Settle(ctx, int64(resp.Usage.Total))
+		}
+	}
+	return resp, err
+}
+
+// Fetch calls the wrapped Fetch if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Guard.Fetch" (2 per 1h,
+// sliding-window, keyed by user, given back when resp2) and "Guard.Fetch.all"
+// (3 per 1h, token-bucket, keyed by user) all admit it.
+func (r *RateLimitedGuard) Fetch(ctx context.Context, user string) (int, bool, error) {
+	hold, err := runtime.Admit(ctx, r.limiter,
+		runtime.Request{Limit: limitGuardFetch, Key: user},
+		runtime.Request{Limit: limitGuardFetchAll, Key: user},
+	)
+	if err != nil {
+		return 0, false, err
+	}
+	resp1, resp2, err := r.next.Fetch(ctx, user)
+	used := [2]int64{1, 1}
+	if resp2 {
+		used[0] = 0
+	}
+	_ = hold.Settle(ctx, used[:]...)
+	return resp1, resp2, err
+}
+
+// Login calls the wrapped Login if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Guard.Login" admits it: 2
+// per 1h, fixed-window, keyed by user, given back when failed == nil.
+func (r *RateLimitedGuard) Login(ctx context.Context, user string) (string, error) {
+	hold, failed := runtime.Admit(ctx, r.limiter, runtime.Request{Limit: limitGuardLogin, Key: user})
+	if failed != nil {
+		return "", failed
+	}
+	session, failed := r.next.Login(ctx, user)
+	if failed == nil {
+		_ = hold.Settle(ctx, 0)
+	}
+	return session, failed
+}
+
+// Verify calls the wrapped Verify if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Guard.Verify" admits it: 3
+// per 1h, keyed by user, given back when !errors.Is(err, ErrWrongCode).
+func (r *RateLimitedGuard) Verify(ctx context.Context, user string, code string) error {
+	hold, err := runtime.Admit(ctx, r.limiter, runtime.Request{Limit: limitGuardVerify, Key: user})
+	if err != nil {
+		return err
+	}
+	err = r.next.Verify(ctx, user, code)
+	if !errors.Is(err, ErrWrongCode) {
+		_ = hold.Settle(ctx, 0)
+	}
+	return err
 }
 
 // RateLimitedExports wraps a Exports: each limited method calls the wrapped

@@ -195,7 +195,7 @@ func New(opts ...Option) (*Observer, error) {
 // in the duration histogram, all with the event's attributes.
 func (o *Observer) Observe(ctx context.Context, ev runtime.Event) {
 	k := setKey{limit: ev.Limit.Name, result: ev.Result}
-	if ev.Result == runtime.ResultError {
+	if ev.Result == runtime.ResultError || ev.Result == runtime.ResultUnsettled {
 		k.errType = errorType(ev.Err)
 	} else {
 		k.source = ev.Source
@@ -208,7 +208,10 @@ func (o *Observer) Observe(ctx context.Context, ev runtime.Event) {
 	if ev.NearLimit() {
 		o.nearLimit.Add(ctx, 1, m.add...)
 	}
-	o.duration.Record(ctx, ev.Latency.Seconds(), m.record...)
+	if ev.Result != runtime.ResultUnsettled {
+		// A failed settlement is no decision: it took no decision's time.
+		o.duration.Record(ctx, ev.Latency.Seconds(), m.record...)
+	}
 }
 
 // options returns k's measurement options, building them on the first
@@ -256,7 +259,7 @@ func (o *Observer) options(k setKey) *measurementOptions {
 func (o *Observer) build(k setKey) *measurementOptions {
 	kvs := make([]attribute.KeyValue, 0, 4)
 	kvs = append(kvs, LimitNameKey.String(k.limit), ResultKey.String(k.result.String()))
-	if k.result == runtime.ResultError {
+	if k.result == runtime.ResultError || k.result == runtime.ResultUnsettled {
 		kvs = append(kvs, ErrorTypeKey.String(k.errType))
 	} else {
 		kvs = append(kvs, SourceKey.String(k.source.String()))

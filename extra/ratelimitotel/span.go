@@ -46,7 +46,7 @@ func (SpanObserver) Observe(ctx context.Context, ev runtime.Event) {
 	}
 	attrs := make([]attribute.KeyValue, 0, 6)
 	attrs = append(attrs, LimitNameKey.String(ev.Limit.Name), ResultKey.String(ev.Result.String()), CostKey.Int64(ev.Cost))
-	if ev.Result == runtime.ResultError {
+	if ev.Result == runtime.ResultError || ev.Result == runtime.ResultUnsettled {
 		attrs = append(attrs, ErrorTypeKey.String(errorType(ev.Err)))
 	} else {
 		attrs = append(attrs, SourceKey.String(ev.Source.String()), RemainingKey.Int(ev.Remaining))

@@ -16,8 +16,8 @@ import (
 const DefaultNamespace = "ratelimit"
 
 // SourceNone is the source label value of decisions whose result is
-// "error": no part of the Limiter made a decision, so Event.Source is
-// meaningless and is not reported.
+// "error" or "unsettled": no part of the Limiter made a decision, so
+// Event.Source is meaningless and is not reported.
 const SourceNone = "none"
 
 // DefaultBuckets are the upper bounds, in seconds, of the decision-duration
@@ -92,10 +92,11 @@ func WithBuckets(buckets []float64) Option {
 //     events, that is of limits decided: one per limit of each call (a
 //     limit in runtime.ModeOff is not decided and not counted). limit is
 //     Event.Limit.Name; result is Event.Result.String(): "allowed",
-//     "limited", "shadow-limited" or "error"; source is
-//     Event.Source.String(): "store", "deny-cache", "fallback",
-//     "fail-open" or "lease", or SourceNone ("none") when the result is
-//     "error". It
+//     "limited", "shadow-limited", "error" or "unsettled" (a settlement
+//     that failed, see runtime.Hold, which the duration histogram leaves
+//     out); source is Event.Source.String(): "store", "deny-cache",
+//     "fallback", "fail-open" or "lease", or SourceNone ("none") when the
+//     result is "error" or "unsettled". It
 //     counts events, not units: a call of Cost 5 adds 1.
 //   - ratelimit_decision_duration_seconds{limit}: a histogram of
 //     Event.Latency, in seconds, of every event, errors included. The
@@ -200,7 +201,7 @@ func (o *Observer) Observe(_ context.Context, ev runtime.Event) {
 	if o.labelled {
 		k.label = ev.Label
 	}
-	if ev.Result == runtime.ResultError {
+	if ev.Result == runtime.ResultError || ev.Result == runtime.ResultUnsettled {
 		k.source = 0
 	}
 	s := o.lookup(k)
@@ -208,7 +209,10 @@ func (o *Observer) Observe(_ context.Context, ev runtime.Event) {
 		s = o.newSeries(k)
 	}
 	s.decision.Inc()
-	s.duration.Observe(ev.Latency.Seconds())
+	if ev.Result != runtime.ResultUnsettled {
+		// A failed settlement is no decision: it took no decision's time.
+		s.duration.Observe(ev.Latency.Seconds())
+	}
 	if ev.NearLimit() {
 		s.nearLimit.Inc()
 	}
@@ -230,7 +234,7 @@ func (o *Observer) newSeries(k seriesKey) *series {
 		return s // stored by another goroutine since our lookup
 	}
 	source := k.source.String()
-	if k.result == runtime.ResultError {
+	if k.result == runtime.ResultError || k.result == runtime.ResultUnsettled {
 		source = SourceNone
 	}
 	counterValues := []string{k.limit, k.result.String(), source}

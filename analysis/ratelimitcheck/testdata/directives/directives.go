@@ -42,6 +42,14 @@ type Service interface {
 	// want +1 `^comment looks like a //ratelimit: directive but is ignored: there is a space after "//"`
 	// ratelimit:key=id window=1m max=3
 	Spaced(ctx context.Context, id string) error
+
+	// want +1 `^refund condition err has type error, but refund= needs a condition: `
+	//ratelimit:key=id window=1m max=3 refund=err
+	Refund(ctx context.Context, id string) error
+
+	// want +1 `^settle resp.ID has type string, but settle= must be an integer: `
+	//ratelimit:key=id window=1m max=3 settle=resp.ID
+	Settle(ctx context.Context, id string) (*Order, error)
 }
 
 // want +2 `^//ratelimit: is on function Plain, which is not a method: `

@@ -215,24 +215,16 @@ func (e *entry) peek(now int64, p params) verdict {
 	return e.check(now, p)
 }
 
-// emptyCheck is check on an empty state of algo, for a key the limiter
-// does not hold.
+// emptyCheck is check on a new entry of algo, for a key the limiter does
+// not hold.
 func emptyCheck(algo algoIndex, now int64, p params) verdict {
-	switch algo {
-	case algoSlidingLog:
-		var s slidingLog
-		return s.check(now, p)
-	case algoSlidingWindow:
-		var s slidingWindow
-		return s.check(now, p)
-	case algoFixedWindow:
-		var s fixedWindow
-		return s.check(now, p)
-	case algoTokenBucket:
-		var s tokenBucket
-		return s.check(now, p)
+	e := newEntry(algo)
+	e.algo = algo
+	if algo == algoGCRA {
+		// As if acquired: check reads the claimed value.
+		stateOf[gcra](e).held = gcraEmpty
 	}
-	return gcraCheck(gcraEmpty, now, p)
+	return e.check(now, p)
 }
 
 // giveBack takes back d of the units a call recorded under receipt (its

@@ -19,8 +19,8 @@ var (
 // Hold keeps each recording limit's receipt, as the Redis scripts do: the
 // time a sliding log recorded the call's units at, the bucket or window a
 // sliding or fixed window counted them in (a token bucket and GCRA need
-// none). A Hold costs one allocation for a call of one limit, three for
-// more.
+// none). An admitted call costs one allocation beyond Decide's for the
+// Hold when it has one limit, three when it has more.
 //
 // Settling a limit, under its shard's lock and its key's, reads the clock
 // once (now), and for a call that reserved r units and used u, capped at

@@ -24,10 +24,9 @@ import (
 type keyModel interface {
 	check(now, c int64) runtime.Decision
 	// commit records an admitted call; it returns its Decision and
-	// receipt.
+	// receipt. A charge of e units is a commit of cost e, room or not.
 	commit(now, c int64) (runtime.Decision, int64)
 	giveBack(now, receipt, d int64)
-	charge(now, e int64)
 	reset()
 	// bound audits events, the history of the key since its last reset,
 	// at an admission at now: see auditEvent.
@@ -115,11 +114,10 @@ func (m *logModel) giveBack(now, receipt, d int64) {
 	}
 }
 
-func (m *logModel) charge(now, e int64) { m.commit(now, e) }
-func (m *logModel) reset()              { m.times = nil }
+func (m *logModel) reset() { m.times = nil }
 
+// bound: no span of length w holds more than max.
 func (m *logModel) bound(t *testing.T, events []auditEvent, now int64) {
-	// No span of length w holds more than max.
 	require.LessOrEqual(t, sumWhere(events, func(at int64) bool { return at > now-m.w }), m.max)
 }
 
@@ -185,11 +183,11 @@ func (m *windowModel) giveBack(now, receipt, d int64) {
 	}
 }
 
-func (m *windowModel) charge(now, e int64) { m.commit(now, e) }
-func (m *windowModel) reset()              { m.counts = nil }
+func (m *windowModel) reset() { m.counts = nil }
 
+// bound: as the sliding log's, which counts less.
 func (m *windowModel) bound(t *testing.T, events []auditEvent, now int64) {
-	require.LessOrEqual(t, sumWhere(events, func(at int64) bool { return at > now-m.w }), m.max)
+	(&logModel{mparams: m.mparams}).bound(t, events, now)
 }
 
 // fixedModel: one count, of window win.
@@ -235,8 +233,7 @@ func (m *fixedModel) giveBack(now, receipt, d int64) {
 	}
 }
 
-func (m *fixedModel) charge(now, e int64) { m.commit(now, e) }
-func (m *fixedModel) reset()              { m.set = false }
+func (m *fixedModel) reset() { m.set = false }
 
 func (m *fixedModel) bound(t *testing.T, events []auditEvent, now int64) {
 	win := mfloor(now, m.w)
@@ -251,14 +248,13 @@ type bucketModel struct {
 }
 
 func (m *bucketModel) now(now int64) (level, at int64) {
-	top := m.burst * m.w
-	switch {
-	case !m.set:
-		return top, now
-	case now <= m.at:
-		return m.level, m.at
+	if !m.set {
+		return m.burst * m.w, now
 	}
-	return min(top, m.level+(now-m.at)*m.max), now
+	if now <= m.at {
+		return m.level, m.at // a clock behind the last write refills nothing
+	}
+	return min(m.burst*m.w, m.level+(now-m.at)*m.max), now
 }
 
 func (m *bucketModel) check(now, c int64) runtime.Decision {
@@ -284,8 +280,7 @@ func (m *bucketModel) giveBack(now, receipt, d int64) {
 	}
 }
 
-func (m *bucketModel) charge(now, e int64) { m.commit(now, e) }
-func (m *bucketModel) reset()              { m.set = false }
+func (m *bucketModel) reset() { m.set = false }
 
 func (m *bucketModel) bound(t *testing.T, events []auditEvent, now int64) {
 	// Any span from an event to now admits at most burst plus what
@@ -338,8 +333,7 @@ func (m *gcraModel) giveBack(now, receipt, d int64) {
 	}
 }
 
-func (m *gcraModel) charge(now, e int64) { m.commit(now, e) }
-func (m *gcraModel) reset()              { m.set = false }
+func (m *gcraModel) reset() { m.set = false }
 
 func (m *gcraModel) bound(t *testing.T, events []auditEvent, now int64) {
 	// sum*interval <= burst*interval + span.
@@ -538,7 +532,7 @@ func runHoldModel(t *testing.T, algo runtime.Algorithm, seed uint64, steps int) 
 					k.events = append(k.events, auditEvent{at: at, units: u - c})
 				case u > c:
 					charged++
-					k.m.charge(now, u-c)
+					k.m.commit(now, u-c)
 					k.events = append(k.events, auditEvent{at: now, units: u - c})
 				}
 			}

@@ -257,3 +257,27 @@ func TestHoldConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestHoldAllocations(t *testing.T) {
+	// A Hold of one limit costs one allocation beyond Decide's Decisions.
+	if testing.Short() {
+		t.Skip("counts allocations")
+	}
+	lim := New(WithClock(newFakeClock().Now))
+	for _, algo := range runtime.Algorithms() {
+		l := runtime.Limit{Name: "alloc", Window: time.Minute, Max: 1000, Algorithm: algo}
+		r := runtime.Request{Limit: l, Key: "user@example.com"}
+		mustHold(t, lim, r) // creates the key
+		used := []int64{0}
+		n := testing.AllocsPerRun(100, func() {
+			_, h, err := lim.Hold(ctx, r)
+			if err != nil || h == nil {
+				t.Fatal(err)
+			}
+			if err := h.Settle(ctx, used...); err != nil {
+				t.Fatal(err)
+			}
+		})
+		require.LessOrEqual(t, n, 2.0, algo)
+	}
+}

@@ -19,6 +19,14 @@ import (
 // instance cannot serve another, so a key may be denied while units are
 // out, at most the units outstanding in leases, each at most a lease's
 // life old.
+//
+// A call admitted through a Holder is settled at what it used (see Hold):
+// each limit that recorded it keeps a receipt of where its units went, and
+// a settlement at the limit's clock now gives back d = reserved - used
+// units, or charges e = min(used, Capacity) - reserved more, as stated per
+// algorithm. A charge is recorded even past Max, so that later calls wait
+// for it. A key forgotten meanwhile (evicted, expired, reset) has nothing to
+// give back, and is charged afresh.
 type Algorithm string
 
 const (
@@ -33,6 +41,12 @@ const (
 	// room that Max leaves and that 128 units leave, until a later call
 	// drops them; if the clock steps back meanwhile they count again,
 	// which errs toward denial. It never leases: its decisions stay per call, exact.
+	//
+	// Settling: the receipt is the time the call's units were recorded
+	// at. A give-back removes up to d of the entries of that time while
+	// they still count (lie in the window); expired ones are not given
+	// back. A charge records e more entries at now, as a call of cost e
+	// would, room or not.
 	SlidingLog Algorithm = "sliding-log"
 
 	// SlidingWindow approximates SlidingLog in constant memory, erring
@@ -41,6 +55,10 @@ const (
 	// a key can be denied up to Window/10 early. A lease is charged to the
 	// bucket (a tenth of the window) current at its grant and ends with it;
 	// its unused units are taken back from that bucket.
+	//
+	// Settling: the receipt is the bucket the call counted in. A give-back
+	// subtracts d from that bucket, never below 0, while it still counts; a
+	// charge adds e to the current bucket.
 	SlidingWindow Algorithm = "sliding-window"
 
 	// FixedWindow admits up to Max units in each window [k*Window,
@@ -48,6 +66,13 @@ const (
 	// straddles a boundary can hold up to 2*Max. A lease is charged to the
 	// window current at its grant and ends with it; its unused units are
 	// taken back from that window.
+	//
+	// Settling: the receipt is the window the call counted in. A give-back
+	// subtracts d from the key's count, never below 0, if the key still
+	// counts in that window, and does nothing once a later one began. A
+	// charge adds e to the current window's count (floor(now/Window), or the
+	// key's window if later; a count of an earlier window starts again from
+	// 0).
 	FixedWindow Algorithm = "fixed-window"
 
 	// TokenBucket is a rate with a burst: a bucket of Burst tokens
@@ -56,6 +81,11 @@ const (
 	// Burst + Max*t/Window units. Units out in leases are kept out of the
 	// bucket, which refills only up to Burst less them; a lease gives back
 	// its unused units when released, and none when it ends unreleased.
+	//
+	// Settling needs no receipt. A give-back adds d tokens to the level as
+	// last recorded, up to Burst (a key never recorded is full). A charge
+	// takes e tokens from the level refilled to now, which may leave it below
+	// zero: calls then wait until it refills to their cost.
 	TokenBucket Algorithm = "token-bucket"
 
 	// GCRA, the generic cell rate algorithm, is the leaky bucket as a
@@ -63,6 +93,10 @@ const (
 	// the microsecond, with a tolerance of Burst (default Max) intervals.
 	// It admits like TokenBucket, never more, and stores one time per key;
 	// leases change it as they change TokenBucket.
+	//
+	// Settling needs no receipt. A give-back moves the theoretical arrival
+	// time (TAT) d intervals earlier, but not before now; a charge sets it
+	// to max(TAT, now) + e intervals.
 	GCRA Algorithm = "gcra"
 )
 

@@ -11,4 +11,9 @@
 // (WithMaxMemory, 64 MiB by default): keys whose admissions have all
 // expired go first, then keys unused lately; a decision that had to forget
 // admissions that still counted says so with ErrFull.
+//
+// Its Limiter is also a runtime.Holder, whose Holds settle a call at what
+// it used (runtime.Algorithm states how, per algorithm), a runtime.Peeker,
+// and a runtime.Resetter. Hold decides as Decide does; it costs one
+// allocation more, and settling takes the key's shard lock.
 package memlimit

@@ -2,6 +2,7 @@ package memlimit
 
 import (
 	"crypto/sha256"
+	"math"
 	goruntime "runtime"
 	"sync/atomic"
 	"unsafe"
@@ -198,6 +199,69 @@ func (e *entry) commit(now int64, p params, v *verdict) (grew int64) {
 	}
 	e.expireAt = now + v.reset
 	return grew
+}
+
+// peek is check for a call that records nothing: the sliding log's check
+// drops what stopped counting from its front, which peek puts back, so
+// that the next commit keeps what it would have kept (see slidingLog).
+func (e *entry) peek(now int64, p params) verdict {
+	if e.algo == algoSlidingLog {
+		s := stateOf[slidingLog](e)
+		head, dropped := s.head, s.dropped
+		v := s.check(now, p)
+		s.head, s.dropped = head, dropped
+		return v
+	}
+	return e.check(now, p)
+}
+
+// emptyCheck is check on a new entry of algo, for a key the limiter does
+// not hold.
+func emptyCheck(algo algoIndex, now int64, p params) verdict {
+	e := newEntry(algo)
+	e.algo = algo
+	if algo == algoGCRA {
+		// As if acquired: check reads the claimed value.
+		stateOf[gcra](e).held = gcraEmpty
+	}
+	return e.check(now, p)
+}
+
+// giveBack takes back d of the units a call recorded under receipt (its
+// commit's verdict.scratch), for a call that holds e (see hold.Settle).
+func (e *entry) giveBack(now int64, p params, receipt, d int64) {
+	switch e.algo {
+	case algoSlidingLog:
+		stateOf[slidingLog](e).giveBack(now, p, receipt, d)
+	case algoSlidingWindow:
+		stateOf[slidingWindow](e).giveBack(now, p, receipt, d)
+	case algoFixedWindow:
+		stateOf[fixedWindow](e).giveBack(receipt, d)
+	case algoTokenBucket:
+		stateOf[tokenBucket](e).giveBack(p, d)
+	default:
+		stateOf[gcra](e).giveBack(now, p, d)
+	}
+}
+
+// empty forgets every admission in e, which the call holds, and returns
+// what its state held outside the entry. Its expiry passes at once.
+func (e *entry) empty() (state int64) {
+	state = e.stateBytes()
+	switch e.algo {
+	case algoSlidingLog:
+		*stateOf[slidingLog](e) = slidingLog{}
+	case algoSlidingWindow:
+		*stateOf[slidingWindow](e) = slidingWindow{}
+	case algoFixedWindow:
+		*stateOf[fixedWindow](e) = fixedWindow{}
+	case algoTokenBucket:
+		*stateOf[tokenBucket](e) = tokenBucket{}
+	default:
+		stateOf[gcra](e).held = gcraEmpty
+	}
+	e.expireAt = math.MinInt64
+	return state
 }
 
 // stateBytes returns what e's state holds outside the entry: the slices of

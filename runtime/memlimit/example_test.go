@@ -30,3 +30,32 @@ func Example() {
 	// call 3: allowed=true remaining=0
 	// call 4: allowed=false remaining=0
 }
+
+// A budget of 1,000 model tokens per minute per team. A call reserves the
+// most it may use, and is settled at what it used once it returns: the
+// units it did not use are given back at once.
+func ExampleLimiter_Hold() {
+	ctx := context.Background()
+	lim := memlimit.New()
+	tokens := runtime.Limit{Name: "Model.Complete", Window: time.Minute, Max: 1000}
+
+	hold, err := runtime.Admit(ctx, lim, runtime.Request{Limit: tokens, Key: "team-42", Cost: 500})
+	if err != nil {
+		fmt.Println("not admitted:", err)
+		return
+	}
+	ds, _ := runtime.Peek(ctx, lim, runtime.Request{Limit: tokens, Key: "team-42"})
+	fmt.Println("while the call runs:", ds.Each[0].Remaining)
+
+	used := int64(120) // what the call reported
+	if err := hold.Settle(ctx, used); err != nil {
+		fmt.Println("not settled:", err)
+	}
+	ds, _ = runtime.Peek(ctx, lim, runtime.Request{Limit: tokens, Key: "team-42"})
+	fmt.Println("once settled:", ds.Each[0].Remaining)
+	fmt.Println("settled again:", hold.Settle(ctx, used))
+	// Output:
+	// while the call runs: 500
+	// once settled: 880
+	// settled again: ratelimit: the call was settled already
+}

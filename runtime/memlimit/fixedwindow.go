@@ -1,6 +1,7 @@
 package memlimit
 
-// fixedWindow is the in-memory twin of lua/fixed_window.lua.
+// fixedWindow is the in-memory twin of lua/fixed_window.lua. A commit's
+// receipt (verdict.scratch) is the index of the window it counted in.
 type fixedWindow struct {
 	w, n int64
 	set  bool
@@ -30,4 +31,12 @@ func (f *fixedWindow) commit(now int64, p params, v *verdict) {
 	f.w, f.n, f.set = v.scratch, v.count+p.cost, true
 	v.remaining = p.max - v.count - p.cost
 	v.reset = (f.w+1)*p.window - now
+}
+
+// giveBack takes d units back from window receipt, never below 0, if the
+// key still counts in it.
+func (f *fixedWindow) giveBack(receipt, d int64) {
+	if f.set && f.w == receipt {
+		f.n = max(0, f.n-d)
+	}
 }

@@ -75,5 +75,14 @@ func (g *gcra) claim() {
 	}
 }
 
+// giveBack moves held, which the call claimed, d intervals earlier, but
+// never before now: a key whose arrival time has passed has nothing to give
+// back.
+func (g *gcra) giveBack(now int64, p params, d int64) {
+	if g.held > now {
+		g.held = max(now, g.held-d*ceilDiv(p.window, p.max))
+	}
+}
+
 // release ends a claim, storing held.
 func (g *gcra) release() { g.tat.Store(g.held) }

@@ -141,7 +141,8 @@ func (m *Limiter) allowN(ctx context.Context, l runtime.Limit, key string, n int
 		return runtime.Decision{}, false, err
 	}
 	if len(l.Name) > maxLiteralLen || len(key) > maxLiteralLen {
-		return m.allowLong(l, key, n)
+		v, forgot := m.decideLong(l, key, n)
+		return v.decision(), forgot, nil
 	}
 	algo, _ := algoIndexOf(l.Algorithm)
 	k := storeKey{algo: algo, name: l.Name, key: key}
@@ -150,15 +151,14 @@ func (m *Limiter) allowN(ctx context.Context, l runtime.Limit, key string, n int
 	return v.decision(), forgot, nil
 }
 
-// allowLong is allowN for a valid call whose name or key is long: it
-// hashes the long parts.
-func (m *Limiter) allowLong(l runtime.Limit, key string, n int64) (runtime.Decision, bool, error) {
+// decideLong decides a valid call whose name or key is long, for allowN:
+// it hashes the long parts.
+func (m *Limiter) decideLong(l runtime.Limit, key string, n int64) (verdict, bool) {
 	algo, _ := algoIndexOf(l.Algorithm)
 	var d keyDigests
 	k := newStoreKey(algo, l.Name, key, &d)
 	h := m.hash(&k)
-	v, forgot := m.decide(&m.shards[shardOf(h)], h, &k, l.Name, paramsOf(l, n))
-	return v.decision(), forgot, nil
+	return m.decide(&m.shards[shardOf(h)], h, &k, l.Name, paramsOf(l, n))
 }
 
 // costOf returns r's cost, 0 meaning 1.
@@ -271,6 +271,14 @@ func (m *Limiter) Decide(ctx context.Context, reqs ...runtime.Request) (runtime.
 		}
 		return runtime.Decisions{Allowed: d.Allowed || reqs[0].Limit.Mode == runtime.ModeShadow, Each: []runtime.Decision{d}, Cause: memoryFull(forgot)}, nil
 	}
+	return m.decideMany(ctx, reqs, nil, false)
+}
+
+// decideMany is Decide for any call, under the shards' locks. When
+// receipts is not nil, it receives each committed limit's receipt (see
+// hold). With peek, nothing is recorded and no key is added: each limit is
+// checked as it stands, an unknown key as an empty one.
+func (m *Limiter) decideMany(ctx context.Context, reqs []runtime.Request, receipts []int64, peek bool) (runtime.Decisions, error) {
 	if err := runtime.Validate(reqs...); err != nil {
 		return runtime.Decisions{}, err
 	}
@@ -337,13 +345,20 @@ func (m *Limiter) Decide(ctx context.Context, reqs ...runtime.Request) (runtime.
 	// then recorded in it would be lost.
 	now := m.now()
 	for _, i := range order {
-		m.shards[i].tidy(now)
+		if !peek {
+			m.shards[i].tidy(now)
+		}
 	}
 	// Making room for a new key evicts none of those already looked up.
 	forgot := false
 	for i := range reqs {
 		if reqs[i].Limit.Mode == runtime.ModeOff {
 			entries, used = append(entries, nil), append(used, false)
+			continue
+		}
+		if peek {
+			// A peek is no use of the key: its mark stays as it was.
+			entries, used = append(entries, m.shards[shardOf(hashes[i])].tab.Load().find(hashes[i], &keys[i])), append(used, false)
 			continue
 		}
 		e, created, f := m.shards[shardOf(hashes[i])].entry(hashes[i], &keys[i], reqs[i].Limit.Name, now, entries)
@@ -367,17 +382,26 @@ func (m *Limiter) Decide(ctx context.Context, reqs ...runtime.Request) (runtime.
 	now = m.now()
 	all := true
 	for i, e := range entries {
-		if e == nil {
+		switch {
+		case reqs[i].Limit.Mode == runtime.ModeOff:
 			vs = append(vs, verdict{ok: true, remaining: int64(reqs[i].Limit.Capacity())})
 			continue
+		case peek && e == nil:
+			vs = append(vs, emptyCheck(keys[i].algo, now, ps[i]))
+		case peek:
+			vs = append(vs, e.peek(now, ps[i]))
+		default:
+			vs = append(vs, e.check(now, ps[i]))
 		}
-		vs = append(vs, e.check(now, ps[i]))
 		all = all && (vs[i].ok || reqs[i].Limit.Mode != runtime.ModeEnforce)
 	}
-	if all {
+	if all && !peek {
 		for i, e := range entries {
 			if e != nil && vs[i].ok {
 				m.shards[shardOf(hashes[i])].commit(e, now, ps[i], &vs[i])
+				if receipts != nil {
+					receipts[i] = vs[i].scratch
+				}
 			}
 		}
 	}

@@ -15,7 +15,8 @@ import "slices"
 // and within a small log's smallLogEntries, and check drops them again at the next denial (or
 // admission that does not keep them): if the clock steps back meanwhile,
 // they count again, toward denial. dropped is how many the last check
-// dropped, for commit to keep.
+// dropped, for commit to keep. A commit's receipt (verdict.scratch) is
+// the time it recorded its units at.
 type slidingLog struct {
 	times []int64
 	// head and dropped are int32 (Max is at most MaxSlidingLog), so that
@@ -83,6 +84,26 @@ func (s *slidingLog) commit(now int64, p params, v *verdict) {
 	}
 	v.remaining = p.max - int64(live) - p.cost
 	v.reset = t + p.window - now
+	v.scratch = t
+}
+
+// giveBack takes back up to d of the units recorded at receipt, if they
+// still count at now. Only the call whose receipt it is recorded at that
+// time (see commit), so they are its own.
+func (s *slidingLog) giveBack(now int64, p params, receipt, d int64) {
+	if receipt <= now-p.window {
+		return
+	}
+	live := s.times[s.head:]
+	lo, found := slices.BinarySearch(live, receipt)
+	if !found {
+		return
+	}
+	hi := lo
+	for hi < len(live) && live[hi] == receipt && int64(hi-lo) < d {
+		hi++
+	}
+	s.times = slices.Delete(s.times, int(s.head)+lo, int(s.head)+hi)
 }
 
 // sameQuarter reports whether a and b fall in one quarter of a window of w

@@ -12,7 +12,8 @@ import "slices"
 const swBuckets = 10
 
 // slidingWindow is the in-memory twin of lua/sliding_window.lua: counts per
-// bucket index, sorted by index.
+// bucket index, sorted by index. A commit's receipt (verdict.scratch) is
+// the index of the bucket it counted in.
 type slidingWindow struct {
 	idx    []int64
 	counts []int64
@@ -72,4 +73,15 @@ func (s *slidingWindow) commit(now int64, p params, v *verdict) {
 	}
 	v.remaining = p.max - v.count - p.cost
 	v.reset = (into+swBuckets+1)*ceilDiv(p.window, swBuckets) - now
+}
+
+// giveBack takes d units back from bucket receipt, never below 0, if it
+// still counts at now.
+func (s *slidingWindow) giveBack(now int64, p params, receipt, d int64) {
+	if receipt < floorDiv(now, ceilDiv(p.window, swBuckets))-swBuckets {
+		return
+	}
+	if i, found := slices.BinarySearch(s.idx, receipt); found {
+		s.counts[i] = max(0, s.counts[i]-d)
+	}
 }

@@ -1,7 +1,9 @@
 package memlimit
 
 // tokenBucket is the in-memory twin of lua/token_bucket.lua. t is the level
-// in units of 1/window token at time s; a zero value is a full bucket.
+// in units of 1/window token at time s; a zero value is a full bucket. A
+// settlement that charges more than a call reserved may leave t below
+// zero: calls then wait until it has refilled to their cost.
 type tokenBucket struct {
 	t, s int64
 	set  bool
@@ -26,7 +28,9 @@ func (b *tokenBucket) check(now int64, p params) verdict {
 	capacity := p.burst * p.window
 	t, at := b.level(now, p)
 	need := p.cost * p.window
-	v := verdict{remaining: t / p.window, reset: at - now + ceilDiv(capacity-t, p.max), scratch: t, count: at}
+	// A level below zero (see giveBack's twin, settling a charge) leaves
+	// nothing; at or above it, t / window is the script's floor.
+	v := verdict{remaining: max(0, t/p.window), reset: at - now + ceilDiv(capacity-t, p.max), scratch: t, count: at}
 	if t < need {
 		v.retry = at - now + ceilDiv(need-t, p.max)
 		return v
@@ -44,4 +48,12 @@ func (b *tokenBucket) commit(now int64, p params, v *verdict) {
 	// tokens away leaves the same remainder. One division fewer.
 	v.remaining -= p.cost
 	v.reset = b.s - now + ceilDiv(capacity-t, p.max)
+}
+
+// giveBack puts d tokens back in the bucket as it was last written, up to
+// Burst, as the script's refund does; a bucket never written is full.
+func (b *tokenBucket) giveBack(p params, d int64) {
+	if b.set {
+		b.t = min(p.burst*p.window, b.t+d*p.window)
+	}
 }

@@ -1,0 +1,209 @@
+package memlimit
+
+import (
+	"context"
+	"slices"
+	"sync/atomic"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
+)
+
+var (
+	_ runtime.Holder   = (*Limiter)(nil)
+	_ runtime.Peeker   = (*Limiter)(nil)
+	_ runtime.Resetter = (*Limiter)(nil)
+)
+
+// Hold implements runtime.Holder: it decides reqs exactly as Decide does,
+// and when the call is admitted returns the Hold that settles it. The
+// Hold keeps each recording limit's receipt, as the Redis scripts do: the
+// time a sliding log recorded the call's units at, the bucket or window a
+// sliding or fixed window counted them in (a token bucket and GCRA need
+// none). An admitted call costs one allocation beyond Decide's for the
+// Hold when it has one limit, three when it has more.
+//
+// Settling a limit, under its shard's lock and its key's, reads the clock
+// once (now), and for a call that reserved r units and used u, capped at
+// the limit's capacity, gives back r-u or charges u-r as runtime.Algorithm
+// states for each algorithm. A key evicted or reset meanwhile has nothing
+// to give back, and is charged on a fresh entry. Each limit of a call is
+// settled on its own: a call on another of its limits may be decided
+// between them.
+func (m *Limiter) Hold(ctx context.Context, reqs ...runtime.Request) (runtime.Decisions, runtime.Hold, error) {
+	if len(reqs) == 1 && reqs[0].Limit.Mode != runtime.ModeOff {
+		// As Decide's lone limit: on the key's entry alone.
+		r := reqs[0]
+		if err := runtime.Validate(r); err != nil {
+			return runtime.Decisions{}, nil, err
+		}
+		if err := ctx.Err(); err != nil {
+			return runtime.Decisions{}, nil, err
+		}
+		var (
+			v      verdict
+			forgot bool
+		)
+		if len(r.Limit.Name) > maxLiteralLen || len(r.Key) > maxLiteralLen {
+			v, forgot = m.decideLong(r.Limit, r.Key, costOf(r))
+		} else {
+			algo, _ := algoIndexOf(r.Limit.Algorithm)
+			k := storeKey{algo: algo, name: r.Limit.Name, key: r.Key}
+			h := m.hash(&k)
+			v, forgot = m.decide(&m.shards[shardOf(h)], h, &k, r.Limit.Name, paramsOf(r.Limit, costOf(r)))
+		}
+		ds := runtime.Decisions{Allowed: v.ok || r.Limit.Mode == runtime.ModeShadow, Each: []runtime.Decision{v.decision()}, Cause: memoryFull(forgot)}
+		if !ds.Allowed {
+			return ds, nil, nil
+		}
+		h := &hold{m: m}
+		h.one.req[0], h.one.lim[0] = r, heldLimit{receipt: v.scratch, recorded: v.ok}
+		h.reqs, h.lims = h.one.req[:], h.one.lim[:]
+		return ds, h, nil
+	}
+	const inline = 4
+	var buf [inline]int64
+	receipts := buf[:]
+	if len(reqs) > inline {
+		receipts = make([]int64, len(reqs))
+	}
+	ds, err := m.decideMany(ctx, reqs, receipts, false)
+	if err != nil || !ds.Allowed {
+		return ds, nil, err
+	}
+	h := &hold{m: m, reqs: slices.Clone(reqs), lims: make([]heldLimit, len(reqs))}
+	for i, r := range reqs {
+		h.lims[i] = heldLimit{receipt: receipts[i], recorded: r.Limit.Mode != runtime.ModeOff && ds.Each[i].Allowed}
+	}
+	return ds, h, nil
+}
+
+// hold is a memlimit Hold: the call's requests, as decided, and what each
+// limit recorded.
+type hold struct {
+	m       *Limiter
+	settled atomic.Bool
+	reqs    []runtime.Request
+	lims    []heldLimit
+	// one holds reqs and lims for a call of one limit, in the same
+	// allocation.
+	one struct {
+		req [1]runtime.Request
+		lim [1]heldLimit
+	}
+}
+
+// heldLimit is what one limit recorded of the call: nothing, when it was
+// off or a shadow limit without room, or else its cost, under receipt.
+type heldLimit struct {
+	receipt  int64
+	recorded bool
+}
+
+// Settle implements runtime.Hold. used is checked first with
+// runtime.ValidateSettle; an invalid used, or a done ctx, returns an error
+// and leaves the Hold to be settled. Otherwise the first Settle settles
+// every limit that recorded the call and returns nil, and later ones
+// return runtime.ErrSettled.
+func (h *hold) Settle(ctx context.Context, used ...int64) error {
+	if err := runtime.ValidateSettle(h.reqs, used); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !h.settled.CompareAndSwap(false, true) {
+		return runtime.ErrSettled
+	}
+	for i, r := range h.reqs {
+		if h.lims[i].recorded {
+			h.m.settle(r, h.lims[i].receipt, used[i])
+		}
+	}
+	return nil
+}
+
+// settle settles the call r recorded under receipt at used units.
+func (m *Limiter) settle(r runtime.Request, receipt, used int64) {
+	p := paramsOf(r.Limit, costOf(r))
+	used = min(used, int64(r.Limit.Capacity()))
+	if used == p.cost {
+		return
+	}
+	var d keyDigests
+	s, h, k := m.locate(r, &d)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.tab.Load().find(h, &k)
+	created := e == nil
+	switch {
+	case !created:
+		e.acquire()
+	case used < p.cost:
+		// The key was forgotten, and the call's units with it.
+		return
+	default:
+		e, _ = s.add(h, &k, r.Limit.Name, true, m.now(), nil)
+		m.keepTidy()
+	}
+	now := m.now()
+	if used < p.cost {
+		e.giveBack(now, p, receipt, p.cost-used)
+	} else {
+		// The excess is recorded as a call of that cost would be, room or
+		// not.
+		p.cost = used - p.cost
+		v := e.check(now, p)
+		s.commit(e, now, p, &v)
+	}
+	s.expiresFrom = min(s.expiresFrom, e.expiry())
+	e.release(!created)
+}
+
+// locate returns the shard, hash and store key of r's key, hashing its long
+// parts into d.
+func (m *Limiter) locate(r runtime.Request, d *keyDigests) (*shard, uint64, storeKey) {
+	algo, _ := algoIndexOf(r.Limit.Algorithm)
+	k := newStoreKey(algo, r.Limit.Name, r.Key, d)
+	h := m.hash(&k)
+	return &m.shards[shardOf(h)], h, k
+}
+
+// Peek implements runtime.Peeker: it returns the Decisions that Decide
+// would return for reqs now, modes included, and records nothing. A key
+// the limiter does not hold reads as empty and is not added.
+func (m *Limiter) Peek(ctx context.Context, reqs ...runtime.Request) (runtime.Decisions, error) {
+	return m.decideMany(ctx, reqs, nil, true)
+}
+
+// Reset implements runtime.Resetter: it empties each request's key under
+// its limit, whatever the limit's mode, under the same locks as a
+// decision, so that the key's full capacity is available at once. A key
+// the limiter does not hold is left so. Each request is checked with
+// runtime.Validate, its Cost ignored.
+func (m *Limiter) Reset(ctx context.Context, reqs ...runtime.Request) error {
+	for _, r := range reqs {
+		if err := runtime.Validate(runtime.Request{Limit: r.Limit, Key: r.Key}); err != nil {
+			return err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	for _, r := range reqs {
+		m.reset(r)
+	}
+	return nil
+}
+
+// reset empties r's key.
+func (m *Limiter) reset(r runtime.Request) {
+	var d keyDigests
+	s, h, k := m.locate(r, &d)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.tab.Load().find(h, &k); e != nil {
+		e.acquire()
+		s.grown.Add(-e.empty())
+		e.release(false)
+	}
+}

@@ -2,7 +2,8 @@
 -- to the Unix epoch. Go twin: memory_fixedwindow.go.
 
 algos[FIXED_WINDOW] = function()
-  return {
+  local a
+  a = {
     check = function(key, p, now, v)
       local w = floordiv(now, p.window)
       local st = call('HMGET', key, 'w', 'n')
@@ -47,10 +48,28 @@ algos[FIXED_WINDOW] = function()
       call('PEXPIRE', key, string.format('%d', floordiv(v.reset + 999, 1000) + ttl_pad_ms))
     end,
 
+    -- Only while the receipt's window is the current one (the stored
+    -- window, not behind now's), and never below 0.
     refund = function(key, p, now)
-      if tonumber(call('HGET', key, 'w')) == p.receipt then
-        call('HINCRBY', key, 'n', string.format('%d', -p.cost))
+      if p.receipt < floordiv(now, p.window) then
+        return
+      end
+      local st = call('HMGET', key, 'w', 'n')
+      if tonumber(st[1]) == p.receipt then
+        local n = math.min(tonumber(st[2]) or 0, p.cost)
+        if n > 0 then
+          call('HINCRBY', key, 'n', string.format('%d', -n))
+        end
       end
     end,
+
+    -- Into the current window, as a commit of cost p.cost would, room or
+    -- none.
+    charge = function(key, p, now)
+      local v = {ok = false, remaining = 0, retry = 0, reset = 0, receipt = 0}
+      a.check(key, p, now, v)
+      a.commit(key, p, now, v)
+    end,
   }
+  return a
 end

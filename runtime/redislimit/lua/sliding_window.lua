@@ -4,7 +4,8 @@
 -- admits more than max in any window. Go twin: memory_slidingwindow.go.
 
 algos[SLIDING_WINDOW] = function()
-  return {
+  local a
+  a = {
     check = function(key, p, now, v)
       local b = floordiv(p.window + 10 - 1, 10)
       local cur = floordiv(now, b)
@@ -98,11 +99,25 @@ algos[SLIDING_WINDOW] = function()
       call('PEXPIRE', key, string.format('%d', floordiv(v.reset + 999, 1000) + ttl_pad_ms))
     end,
 
+    -- Only while the receipt's bucket still counts, and never below 0.
     refund = function(key, p, now)
+      if p.receipt < floordiv(now, floordiv(p.window + 10 - 1, 10)) - 10 then
+        return
+      end
       local f = string.format('%d', p.receipt)
-      if call('HEXISTS', key, f) == 1 then
-        call('HINCRBY', key, f, string.format('%d', -p.cost))
+      local n = math.min(tonumber(call('HGET', key, f)) or 0, p.cost)
+      if n > 0 then
+        call('HINCRBY', key, f, string.format('%d', -n))
       end
     end,
+
+    -- Into the current bucket, as a commit of cost p.cost would, room or
+    -- none.
+    charge = function(key, p, now)
+      local v = {ok = false, remaining = 0, retry = 0, reset = 0, receipt = 0}
+      a.check(key, p, now, v)
+      a.commit(key, p, now, v)
+    end,
   }
+  return a
 end

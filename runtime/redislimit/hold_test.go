@@ -554,3 +554,132 @@ func (h memHold) Settle(_ context.Context, used ...int64) error {
 	h.m.uses = append(h.m.uses, slices.Clone(used))
 	return nil
 }
+
+// TestHoldConcurrent holds and settles calls from many goroutines at once,
+// so that they share batches (a single server) or go slot by slot (a Ring
+// of two shards, each call on two keys of different shards), every one
+// admitted; the limits then count exactly the units the calls used.
+func TestHoldConcurrent(t *testing.T) {
+	one := redistest.StartServer(t)
+	a, b := redistest.StartServer(t), redistest.StartServer(t)
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": a.Addr(), "b": b.Addr()}})
+	t.Cleanup(func() { _ = ring.Close() })
+	first, second := keysInTagOrder()
+	for _, topo := range []struct {
+		name   string
+		client redis.UniversalClient
+		keys   []string
+	}{{"server", one.Client(t), []string{"k"}}, {"ring", ring, []string{first, second}}} {
+		for _, algo := range runtime.Algorithms() {
+			t.Run(topo.name+"/"+string(algo), func(t *testing.T) {
+				clock := newFakeClock()
+				lim := New(topo.client, WithClock(clock.Now), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second))
+				l := runtime.Limit{Name: "hold.many." + string(algo), Window: time.Hour, Max: 1000, Algorithm: algo}
+				const goroutines, holds = 32, 4
+				var (
+					wg   sync.WaitGroup
+					mu   sync.Mutex
+					used = make([]int64, len(topo.keys))
+				)
+				for g := range goroutines {
+					wg.Go(func() {
+						rng := rand.New(rand.NewPCG(uint64(g), 1))
+						for range holds {
+							reqs := make([]runtime.Request, len(topo.keys))
+							for i, k := range topo.keys {
+								reqs[i] = runtime.Request{Limit: l, Key: k, Cost: 3}
+							}
+							ds, h, err := lim.Hold(ctx, reqs...)
+							if err != nil || !ds.Allowed {
+								t.Errorf("hold: %+v, %v", ds, err)
+								return
+							}
+							u := make([]int64, len(reqs))
+							for i := range u {
+								u[i] = rng.Int64N(7)
+							}
+							if err := h.Settle(ctx, u...); err != nil {
+								t.Errorf("settle: %v", err)
+								return
+							}
+							mu.Lock()
+							for i := range u {
+								used[i] += u[i]
+							}
+							mu.Unlock()
+						}
+					})
+				}
+				wg.Wait()
+				for i, k := range topo.keys {
+					ds, err := lim.Peek(ctx, runtime.Request{Limit: l, Key: k})
+					require.NoError(t, err)
+					require.Equal(t, l.Max-int(used[i]), ds.Each[0].Remaining, "key %s counts what its calls used", k)
+				}
+			})
+		}
+	}
+}
+
+// TestHoldLease holds calls of a hot key that leases, on the test's clock:
+// a call a lease admitted gives back to the lease, and charges in Redis.
+func TestHoldLease(t *testing.T) {
+	srv := redistest.StartServer(t)
+	clock := newFakeClock()
+	lim := New(srv.Client(t), WithClock(clock.Now), WithLeases(10*time.Millisecond), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second))
+	l := runtime.Limit{Name: "hold.lease", Window: time.Hour, Max: 1 << 20, Algorithm: runtime.FixedWindow}
+	req := runtime.Request{Limit: l, Key: "hot", Cost: 3}
+	leased := func() *hold {
+		for range 1000 {
+			ds, h, err := lim.Hold(ctx, req)
+			require.NoError(t, err)
+			require.True(t, ds.Allowed)
+			lim.leases.settle()
+			if ds.Source == runtime.SourceLease {
+				return h.(*hold)
+			}
+			require.NoError(t, h.Settle(ctx, 3))
+			clock.Advance(time.Millisecond)
+		}
+		t.Fatal("the key never leased")
+		return nil
+	}
+	h := leased()
+	before := h.kept.lease.left.Load()
+	require.NoError(t, h.Settle(ctx, 1))
+	require.Equal(t, before+2, h.kept.lease.left.Load(), "2 units back to the lease")
+
+	h = leased()
+	ds, err := lim.Peek(ctx, req)
+	require.NoError(t, err)
+	require.NoError(t, h.Settle(ctx, 5))
+	after, err := lim.Peek(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, ds.Each[0].Remaining-2, after.Each[0].Remaining, "2 units more charged in Redis")
+}
+
+// TestGiveBackForgetsDenials fills a limit, so that the deny cache
+// remembers its denial, then settles a held call down: the next call asks
+// Redis, which admits it.
+func TestGiveBackForgetsDenials(t *testing.T) {
+	srv := redistest.StartServer(t)
+	clock := newFakeClock()
+	lim := New(srv.Client(t), WithClock(clock.Now), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second))
+	for _, algo := range runtime.Algorithms() {
+		l := runtime.Limit{Name: "hold.deny." + string(algo), Window: time.Hour, Max: 4, Algorithm: algo}
+		req := runtime.Request{Limit: l, Key: "k", Cost: 4}
+		_, h, err := lim.Hold(ctx, req)
+		require.NoError(t, err)
+		for _, source := range []runtime.Source{runtime.SourceStore, runtime.SourceDenyCache} {
+			ds, err := lim.Decide(ctx, runtime.Request{Limit: l, Key: "k"})
+			require.NoError(t, err)
+			require.False(t, ds.Allowed)
+			require.Equal(t, source, ds.Source, "%s", algo)
+		}
+		require.NoError(t, h.Settle(ctx, 2))
+		ds, err := lim.Decide(ctx, runtime.Request{Limit: l, Key: "k", Cost: 2})
+		require.NoError(t, err)
+		require.True(t, ds.Allowed, "%s: the 2 units given back admit a call", algo)
+		require.Equal(t, runtime.SourceStore, ds.Source)
+	}
+}

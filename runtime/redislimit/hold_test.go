@@ -656,6 +656,22 @@ func TestHoldLease(t *testing.T) {
 	after, err := lim.Peek(ctx, req)
 	require.NoError(t, err)
 	require.Equal(t, ds.Each[0].Remaining-2, after.Each[0].Remaining, "2 units more charged in Redis")
+
+	// A reset deletes the key's state and lease records, and this
+	// limiter's leases of it: the next call is Redis's, on a full limit.
+	require.NoError(t, lim.Reset(ctx, req))
+	n, err := srv.Client(t).Exists(ctx, lim.storageKey(l, "hot"), lim.storageKey(l, "hot")+leaseRecordsSuffix).Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "the state and lease records are gone")
+	ds, err = lim.Peek(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, l.Max, ds.Each[0].Remaining)
+	// (The key is still hot here, so this call may ask for a lease anew.)
+	ds, h2, err := lim.Hold(ctx, req)
+	require.NoError(t, err)
+	require.Equal(t, runtime.SourceStore, ds.Source, "no lease survives the reset here")
+	require.NoError(t, h2.Settle(ctx, 3))
+	lim.leases.settle()
 }
 
 // TestGiveBackForgetsDenials fills a limit, so that the deny cache
@@ -682,4 +698,36 @@ func TestGiveBackForgetsDenials(t *testing.T) {
 		require.True(t, ds.Allowed, "%s: the 2 units given back admit a call", algo)
 		require.Equal(t, runtime.SourceStore, ds.Source)
 	}
+}
+
+// TestHoldModes settles a call of an enforced limit, a shadow limit with
+// room, a shadow limit without room and an off limit: the shadow limit
+// without room recorded nothing, so its settle leaves it as it is, and the
+// off limit is never asked.
+func TestHoldModes(t *testing.T) {
+	srv := redistest.StartServer(t)
+	clock := newFakeClock()
+	lim := New(srv.Client(t), WithClock(clock.Now), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second))
+	enforced := runtime.Limit{Name: "modes.enforced", Window: time.Hour, Max: 10, Algorithm: runtime.FixedWindow}
+	roomy := runtime.Limit{Name: "modes.roomy", Window: time.Hour, Max: 10, Algorithm: runtime.SlidingLog, Mode: runtime.ModeShadow}
+	full := runtime.Limit{Name: "modes.full", Window: time.Hour, Max: 3, Algorithm: runtime.TokenBucket, Mode: runtime.ModeShadow}
+	off := runtime.Limit{Name: "modes.off", Window: time.Hour, Max: 3, Mode: runtime.ModeOff}
+	ds, err := lim.Decide(ctx, runtime.Request{Limit: full, Key: "k", Cost: 3})
+	require.NoError(t, err)
+	require.True(t, ds.Allowed)
+	fullBefore, err := lim.Peek(ctx, runtime.Request{Limit: full, Key: "k"})
+	require.NoError(t, err)
+
+	reqs := []runtime.Request{{Limit: enforced, Key: "k", Cost: 4}, {Limit: roomy, Key: "k", Cost: 4}, {Limit: full, Key: "k", Cost: 1}, {Limit: off, Key: "k", Cost: 1}}
+	ds, h, err := lim.Hold(ctx, reqs...)
+	require.NoError(t, err)
+	require.True(t, ds.Allowed)
+	require.False(t, ds.Each[2].Allowed, "the full shadow limit has no room")
+	require.NoError(t, h.Settle(ctx, 1, 9, 3, 3))
+
+	peeked, err := lim.Peek(ctx, reqs[:3]...)
+	require.NoError(t, err)
+	require.Equal(t, 9, peeked.Each[0].Remaining, "enforced: 3 of 4 given back")
+	require.Equal(t, 1, peeked.Each[1].Remaining, "shadow with room: 5 more charged")
+	require.Equal(t, fullBefore.Each[0], peeked.Each[2], "shadow without room: nothing recorded, nothing settled")
 }

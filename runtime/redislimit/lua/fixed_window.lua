@@ -2,8 +2,7 @@
 -- to the Unix epoch. Go twin: memory_fixedwindow.go.
 
 algos[FIXED_WINDOW] = function()
-  local a
-  a = {
+  return {
     check = function(key, p, now, v)
       local w = floordiv(now, p.window)
       local st = call('HMGET', key, 'w', 'n')
@@ -62,14 +61,5 @@ algos[FIXED_WINDOW] = function()
         end
       end
     end,
-
-    -- Into the current window, as a commit of cost p.cost would, room or
-    -- none.
-    charge = function(key, p, now)
-      local v = {ok = false, remaining = 0, retry = 0, reset = 0, receipt = 0}
-      a.check(key, p, now, v)
-      a.commit(key, p, now, v)
-    end,
   }
-  return a
 end

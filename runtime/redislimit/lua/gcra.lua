@@ -116,7 +116,8 @@ if not lone then
 
       -- The TAT p.cost intervals later, from now at the earliest, room or
       -- none.
-      -- (The TAT as gcra_decide1 reads it, which returns none past the
+      -- (The TAT as gcra_decide1 reads it, written out: decide1, every
+      -- lone decision, calls no Lua function, and returns no TAT past the
       -- tolerance.)
       charge = function(key, p, now)
         local interval = floordiv(p.window + p.max - 1, p.max)

@@ -24,7 +24,9 @@
 -- refund(key, p, now) gives back p.cost units of the admission that
 -- p.receipt identifies, as far as they still count; charge(key, p, now)
 -- records p.cost more units at now, with or without room (SETTLE, below).
--- Neither decides anything.
+-- Neither decides anything. An algorithm whose commit records cost units
+-- whatever check found (the token bucket's level may then go below 0)
+-- leaves charge undefined: a check and a commit then charge.
 -- settle(key, v) tidies up (deletes what stopped counting) when nothing is
 -- recorded, from check's verdict v alone (the limit's table is reused by the
 -- next call); in a batch, every settle runs after the last call, so that the batch's
@@ -285,7 +287,13 @@ local function decide_calls()
             impl[i].refund(keys[k + i], p, now)
           elseif d > 0 then
             p.cost = d
-            impl[i].charge(keys[k + i], p, now)
+            if impl[i].charge then
+              impl[i].charge(keys[k + i], p, now)
+            else
+              local v = {ok = false, remaining = 0, retry = 0, reset = 0, receipt = 0}
+              impl[i].check(keys[k + i], p, now, v)
+              impl[i].commit(keys[k + i], p, now, v)
+            end
           end
         end
         return ''

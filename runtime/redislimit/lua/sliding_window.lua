@@ -4,8 +4,7 @@
 -- admits more than max in any window. Go twin: memory_slidingwindow.go.
 
 algos[SLIDING_WINDOW] = function()
-  local a
-  a = {
+  return {
     check = function(key, p, now, v)
       local b = floordiv(p.window + 10 - 1, 10)
       local cur = floordiv(now, b)
@@ -110,14 +109,5 @@ algos[SLIDING_WINDOW] = function()
         call('HINCRBY', key, f, string.format('%d', -n))
       end
     end,
-
-    -- Into the current bucket, as a commit of cost p.cost would, room or
-    -- none.
-    charge = function(key, p, now)
-      local v = {ok = false, remaining = 0, retry = 0, reset = 0, receipt = 0}
-      a.check(key, p, now, v)
-      a.commit(key, p, now, v)
-    end,
   }
-  return a
 end

@@ -11,8 +11,7 @@
 -- for this.
 
 algos[TOKEN_BUCKET] = function()
-  local a
-  a = {
+  return {
     check = function(key, p, now, v)
       local cap = p.burst * p.window
       local st = call('HMGET', key, 't', 's')
@@ -100,15 +99,5 @@ algos[TOKEN_BUCKET] = function()
         -- toward denial.
       end
     end,
-
-    -- p.cost tokens taken after refilling to now, room or none: the
-    -- level may go below 0, and check then waits for it to refill to a
-    -- call's cost.
-    charge = function(key, p, now)
-      local v = {ok = false, remaining = 0, retry = 0, reset = 0, receipt = 0}
-      a.check(key, p, now, v)
-      a.commit(key, p, now, v)
-    end,
   }
-  return a
 end

@@ -65,9 +65,10 @@ type kept struct {
 // and charges in Redis; a call the fallback decided is settled by the
 // fallback's Hold, and a call admitted under FailOpen has nothing to
 // settle. A settle that fails returns an error wrapping
-// runtime.ErrUnavailable and leaves the reservation counted; it ignores
-// the cancellation of its context, and waits for Redis within the
-// limiter's timeout (see WithTimeout) per slot.
+// runtime.ErrUnavailable and leaves the reservation counted, unless Redis,
+// reached but silent for the timeout, still runs it later (once: see
+// above); it ignores the cancellation of its context, and waits for Redis
+// within the limiter's timeout (see WithTimeout), every slot together.
 //
 // Giving units back forgets this limiter's remembered denials of those
 // keys (see WithDenyCache); other limiters sharing Redis may deny them

@@ -731,3 +731,17 @@ func TestHoldModes(t *testing.T) {
 	require.Equal(t, 1, peeked.Each[1].Remaining, "shadow with room: 5 more charged")
 	require.Equal(t, fullBefore.Each[0], peeked.Each[2], "shadow without room: nothing recorded, nothing settled")
 }
+
+// TestSettleBoundedByTimeout settles a call while its Redis is paused: the
+// settle gives up within the limiter's timeout, with an error matching
+// runtime.ErrUnavailable, however long the caller's context allows.
+func TestSettleBoundedByTimeout(t *testing.T) {
+	srv := redistest.StartServer(t)
+	lim := New(srv.Client(t), WithFailurePolicy(FailClosed), WithTimeout(200*time.Millisecond))
+	l := runtime.Limit{Name: "hold.paused", Window: time.Hour, Max: 5}
+	_, h, err := lim.Hold(ctx, runtime.Request{Limit: l, Key: "k", Cost: 3})
+	require.NoError(t, err)
+	srv.Pause(t)
+	defer srv.Resume(t)
+	require.ErrorIs(t, h.Settle(ctx, 0), runtime.ErrUnavailable)
+}

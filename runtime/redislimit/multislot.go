@@ -117,14 +117,15 @@ func (r *Limiter) refund(ctx context.Context, d *resolvedCall, groups [][]int) {
 // one script call per group on the limiter's clock now, and returns what
 // failed. Each group's script call carries a marker key of its own, so that
 // a client resending the command after a lost reply cannot settle twice. It
-// ignores ctx's cancellation, and waits for each group within the
-// limiter's timeout at most: a settle that fails leaves the admissions
-// counted, which errs toward denial.
+// ignores ctx's cancellation, and waits for every group within the
+// limiter's timeout at most, all groups together: a settle that fails
+// leaves the admissions counted, which errs toward denial.
 func (r *Limiter) settle(ctx context.Context, d *resolvedCall, groups [][]int) error {
 	if len(groups) == 0 {
 		return nil
 	}
-	ctx = context.WithoutCancel(ctx)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.timeout)
+	defer cancel()
 	d.now = -1
 	if r.cfg.clock != nil {
 		d.now = r.cfg.clock().UnixMicro()
@@ -133,12 +134,9 @@ func (r *Limiter) settle(ctx context.Context, d *resolvedCall, groups [][]int) e
 	for _, idx := range groups {
 		s := scriptOf(d, idx)
 		args := r.callArgs(s, modeSettle, d, idx, true)
-		ctx, cancel := context.WithTimeout(ctx, r.cfg.timeout)
 		var w wait
 		r.startWait(ctx, &w)
-		_, err := r.eval(ctx, &w, s, args)
-		cancel()
-		if err != nil {
+		if _, err := r.eval(ctx, &w, s, args); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -242,10 +242,10 @@ func (r *Limiter) Peek(ctx context.Context, reqs ...runtime.Request) (runtime.De
 // and may admit from the units they hold in leases until those end, as
 // their grants were counted before the reset. When Redis does not answer
 // it returns an error wrapping runtime.ErrUnavailable, and what it
-// deleted is undetermined.
+// deleted is undetermined. With no requests it does nothing.
 func (r *Limiter) Reset(ctx context.Context, reqs ...runtime.Request) error {
 	if len(reqs) == 0 {
-		return fmt.Errorf("ratelimit: Reset needs at least one Request")
+		return nil
 	}
 	for _, q := range reqs {
 		if err := q.Limit.Validate(); err != nil {

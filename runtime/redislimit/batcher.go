@@ -152,6 +152,10 @@ func (b *batcher) newCall(d *resolvedCall, idx []int) *call {
 		c.d.asks = append(c.d.asks, d.asks[i])
 	}
 	c.d.vs = c.d.vs[:n]
+	if d.receipts != nil {
+		// A held call: its receipts come back, and it is never uniform.
+		c.d.receipts = make([]int64, n)
+	}
 	c.idx = firstN(n)
 	c.spans = false
 	if b.kind == laneNode {
@@ -221,6 +225,11 @@ func (b *batcher) decide(ctx context.Context, start time.Time, d *resolvedCall, 
 		}
 		for j, i := range idx {
 			d.vs[i] = c.d.vs[j]
+		}
+		if d.receipts != nil {
+			for j, i := range idx {
+				d.receipts[i] = c.d.receipts[j]
+			}
 		}
 		committed := c.committed
 		b.free(c)

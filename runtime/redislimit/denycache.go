@@ -17,8 +17,9 @@ import (
 // What a denial proves: Redis denied a call of cost c on (limit, key) at
 // its time T with RetryAfter r. Denials record nothing and every other
 // call only consumes room, so no call of cost c or more can be admitted on
-// that (limit, key) before T+r; only a refund, the release or end of a
-// lease (see WithLeases), Redis losing counts, or the limit's values
+// that (limit, key) before T+r; only a refund, a settle that gives units
+// back (see Limiter.Hold), a reset, the release or end of a lease (see
+// WithLeases), Redis losing counts, or the limit's values
 // changing can make room earlier: a denial then stays cached past the room
 // made, which errs toward denial. The limit's values are
 // part of a denial's identity (its Name and the key, and the numbers the

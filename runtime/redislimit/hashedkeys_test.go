@@ -232,7 +232,7 @@ func redisViews(t *testing.T, opts ...Option) map[string]string {
 	require.False(t, ds.Allowed)
 
 	views := map[string]string{"MONITOR": mon.until(t, client, "views-done")}
-	require.Contains(t, views["MONITOR"], "}refund:", "no refund ran")
+	require.Contains(t, views["MONITOR"], "}settle:", "no refund ran")
 	var scanned []string
 	iter := client.Scan(ctx, 0, "*", 1000).Iterator()
 	for iter.Next(ctx) {

@@ -116,6 +116,9 @@ type holder struct {
 type lease struct {
 	id, units, deadline int64
 	left                atomic.Int64
+	// retired says the lease is out of use: what it had left was
+	// released, or dropped.
+	retired atomic.Bool
 	// low is the left at which a spare is asked for; reset is the key's
 	// ResetAfter at the grant, in µs.
 	low, reset int64
@@ -136,17 +139,17 @@ func (l *lease) take(n int64) (int64, bool) {
 
 // admit decides the call of reqs from a lease when it is one request of a
 // limit that leases, enforced, on a key that is hot here, and a lease in
-// hand has the units: it fills vs[0] and reports true. Otherwise the call
-// is decided per call, and admit notes the demand, asking for a lease
+// hand has the units: it fills vs[0] and returns the lease. Otherwise the
+// call is decided per call, and admit notes the demand, asking for a lease
 // when the key turns hot.
-func (t *leaseTable) admit(reqs []runtime.Request, asks []ask, vs []verdict) bool {
+func (t *leaseTable) admit(reqs []runtime.Request, asks []ask, vs []verdict) *lease {
 	if t == nil || len(reqs) != 1 || !leases(asks[0].code) {
-		return false
+		return nil
 	}
 	a := &asks[0]
 	h := t.holder(leaseKey{name: reqs[0].Limit.Name, key: reqs[0].Key, code: a.code, window: a.window, max: a.max, burst: a.burst}, reqs)
 	if h == nil {
-		return false
+		return nil
 	}
 	h.demand.Add(a.cost)
 	now := t.now()
@@ -156,7 +159,7 @@ func (t *leaseTable) admit(reqs []runtime.Request, asks []ask, vs []verdict) boo
 				t.goAsk(h)
 			}
 			vs[0] = verdict{ok: true, remaining: left, reset: l.reset}
-			return true
+			return l
 		}
 	}
 	return t.refresh(h, now, a.cost, vs)
@@ -185,8 +188,9 @@ func (t *leaseTable) holder(k leaseKey, reqs []runtime.Request) *holder {
 
 // refresh is admit's slow path, with h's lock: the lease in use has ended
 // or run out, so it is retired and the spare takes its place; and a grant
-// is asked for when the key is hot and none is on its way.
-func (t *leaseTable) refresh(h *holder, now, cost int64, vs []verdict) bool {
+// is asked for when the key is hot and none is on its way. It returns the
+// lease that admitted the call, if one did.
+func (t *leaseTable) refresh(h *holder, now, cost int64, vs []verdict) *lease {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for {
@@ -194,7 +198,7 @@ func (t *leaseTable) refresh(h *holder, now, cost int64, vs []verdict) bool {
 		if l != nil && now < l.deadline {
 			if left, ok := l.take(cost); ok {
 				vs[0] = verdict{ok: true, remaining: left, reset: l.reset}
-				return true
+				return l
 			}
 		}
 		if l != nil {
@@ -210,7 +214,7 @@ func (t *leaseTable) refresh(h *holder, now, cost int64, vs []verdict) bool {
 	}
 	hot := h.rate > 0
 	if h.gone {
-		return false
+		return nil
 	}
 	if !hot {
 		// Not leasing yet: is the key asked often enough here?
@@ -223,12 +227,13 @@ func (t *leaseTable) refresh(h *holder, now, cost int64, vs []verdict) bool {
 	if hot && now >= h.notBefore && h.asking.CompareAndSwap(false, true) {
 		t.goAsk(h)
 	}
-	return false
+	return nil
 }
 
 // retire takes l out of use, with h's lock held: its units left are
 // taken, so that no call uses them once they are given back.
 func (h *holder) retire(l *lease) {
+	l.retired.Store(true)
 	h.release = append(h.release, [2]int64{l.id, l.left.Swap(0)})
 }
 
@@ -360,6 +365,55 @@ func (t *leaseTable) sweep() {
 				t.goAsk(h)
 			}
 		}
+		return true
+	})
+}
+
+// giveBack returns n units, of a call that l admitted and that used less
+// than it reserved, to l if it is still in use: its units are recorded in
+// Redis already. A lease that ended or was retired keeps nothing given
+// back: its units left were released already, or will be, and what
+// is given back after that stays counted, which errs toward denial.
+func (t *leaseTable) giveBack(l *lease, n int64) {
+	if t.now() >= l.deadline {
+		return
+	}
+	for {
+		left := l.left.Load()
+		// retire swaps left to 0; a lease out of use is not refilled.
+		if left == 0 && l.retired.Load() {
+			return
+		}
+		if l.left.CompareAndSwap(left, left+n) {
+			return
+		}
+	}
+}
+
+// drop forgets every lease of the storage key skey at this limiter, without
+// releasing them: Reset deleted their records with the key's state, so the
+// units they hold are no longer counted.
+func (t *leaseTable) drop(skey string) {
+	if t == nil {
+		return
+	}
+	t.holders.Range(func(_, v any) bool {
+		h := v.(*holder)
+		if h.skey != skey {
+			return true
+		}
+		h.mu.Lock()
+		for _, l := range [...]*lease{h.cur.Load(), h.next} {
+			if l != nil {
+				l.retired.Store(true)
+				l.left.Store(0)
+			}
+		}
+		h.cur.Store(nil)
+		h.next = nil
+		h.spare.Store(false)
+		h.release = nil
+		h.mu.Unlock()
 		return true
 	})
 }

@@ -127,7 +127,7 @@ func (r *Limiter) Allow(ctx context.Context, l runtime.Limit, key string) (runti
 		return runtime.Decision{}, err
 	}
 	var vs [1]verdict
-	ds, err := r.decide(ctx, reqs[:], vs[:])
+	ds, err := r.decide(ctx, reqs[:], vs[:], nil)
 	if err != nil {
 		return runtime.Decision{}, err
 	}
@@ -164,21 +164,28 @@ func (r *Limiter) Decide(ctx context.Context, reqs ...runtime.Request) (runtime.
 		return runtime.Decisions{}, err
 	}
 	vs := make([]verdict, len(reqs))
-	ds, err := r.decide(ctx, reqs, vs)
+	ds, err := r.decide(ctx, reqs, vs, nil)
 	if err == nil && ds.Each == nil {
-		ds.Each = make([]runtime.Decision, len(vs))
-		for i, v := range vs {
-			ds.Each[i] = v.decision()
-		}
+		ds.Each = decisions(vs)
 	}
 	return ds, err
+}
+
+// decisions returns the Decisions' Each of the verdicts vs.
+func decisions(vs []verdict) []runtime.Decision {
+	each := make([]runtime.Decision, len(vs))
+	for i, v := range vs {
+		each[i] = v.decision()
+	}
+	return each
 }
 
 // decide runs validated requests, following the failure policy when Redis
 // does not answer. When Redis decides, the Decisions it returns have no
 // Each: the verdicts are in vs, one per request, and the caller builds what
-// it returns from them, so that Allow allocates nothing for them.
-func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdict) (runtime.Decisions, error) {
+// it returns from them, so that Allow allocates nothing for them. kept is
+// nil but for Hold, whose call keeps there what settling it needs.
+func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdict, kept *kept) (runtime.Decisions, error) {
 	if err := ctx.Err(); err != nil {
 		return runtime.Decisions{}, err
 	}
@@ -187,8 +194,13 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	if !on {
 		return runtime.Decisions{Allowed: true}, nil
 	}
-	if r.leases != nil && r.leases.admit(reqs, asks, vs) {
-		return runtime.Decisions{Allowed: true, Source: runtime.SourceLease}, nil
+	if r.leases != nil {
+		if l := r.leases.admit(reqs, asks, vs); l != nil {
+			if kept != nil {
+				kept.lease = l
+			}
+			return runtime.Decisions{Allowed: true, Source: runtime.SourceLease}, nil
+		}
 	}
 	start := time.Now()
 	t0, denied := r.deny.lookup(reqs, asks, vs, start)
@@ -209,6 +221,9 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	} else {
 		r.startDue(start, reqs[0].Limit)
 		d := resolvedCall{now: -1, asks: asks, vs: vs}
+		if kept != nil {
+			d.receipts = kept.receipts
+		}
 		r.placeKeys(d.asks, reqs)
 		if r.cfg.clock != nil {
 			d.now = r.cfg.clock().UnixMicro()
@@ -234,7 +249,7 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 		cause = r.failed(err, probe, d.asks[groups[0][0]].key, reqs[0].Limit.Name)
 		ctx = context.WithoutCancel(ctx)
 	}
-	return r.degrade(ctx, reqs, asks, vs, cause)
+	return r.degrade(ctx, reqs, asks, vs, cause, kept)
 }
 
 // run asks Redis for the decision d of the requests in groups (see

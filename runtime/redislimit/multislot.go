@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -15,7 +16,9 @@ import (
 // decideSlots decides d, whose requests span the slots of groups, waiting
 // for each slot's reply as long as w allows.
 func (r *Limiter) decideSlots(ctx context.Context, w *wait, d *resolvedCall, groups [][]int) (committed bool, err error) {
-	d.receipts = make([]int64, len(d.asks))
+	if d.receipts == nil {
+		d.receipts = make([]int64, len(d.asks))
+	}
 	for gi, g := range groups {
 		committed, err := r.evalGroup(ctx, w, modeDecide, d, g)
 		if err != nil {
@@ -101,32 +104,52 @@ func (r *Limiter) slotOf(skey string) string {
 
 // refund undoes the admissions recorded for groups, best effort: if Redis
 // fails now, those admissions keep counting until they expire, which can
-// only deny calls, never admit extra ones. Each group's refund carries a
-// marker key of its own, so that a client resending the command after a
-// lost reply cannot refund twice.
+// only deny calls, never admit extra ones. A refund is a settle at 0 units
+// used (see settle).
 func (r *Limiter) refund(ctx context.Context, d *resolvedCall, groups [][]int) {
-	if len(groups) == 0 {
-		return
-	}
-	ctx = context.WithoutCancel(ctx)
 	refund := *d
-	refund.now = -1
-	for _, idx := range groups {
-		s := scriptOf(d, idx)
-		args := r.callArgs(s, modeRefund, &refund, idx, true)
-		var w wait
-		r.startWait(ctx, &w)
-		_, _ = r.eval(ctx, &w, s, args)
-	}
+	refund.used = nil
+	_ = r.settle(ctx, &refund, groups)
 }
 
-// refundMarker returns a new key in the cluster slot of the storage key
-// skey, unique to one refund.
-func (r *Limiter) refundMarker(skey string) string {
+// settle settles the admissions recorded for groups, requests of d of one
+// slot each that recorded the call, at the units d.used says (0 when nil),
+// one script call per group on the limiter's clock now, and returns what
+// failed. Each group's script call carries a marker key of its own, so that
+// a client resending the command after a lost reply cannot settle twice. It
+// ignores ctx's cancellation, and waits for every group within the
+// limiter's timeout at most, all groups together: a settle that fails
+// leaves the admissions counted, which errs toward denial.
+func (r *Limiter) settle(ctx context.Context, d *resolvedCall, groups [][]int) error {
+	if len(groups) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.timeout)
+	defer cancel()
+	d.now = -1
+	if r.cfg.clock != nil {
+		d.now = r.cfg.clock().UnixMicro()
+	}
+	var errs []error
+	for _, idx := range groups {
+		s := scriptOf(d, idx)
+		args := r.callArgs(s, modeSettle, d, idx, true)
+		var w wait
+		r.startWait(ctx, &w)
+		if _, err := r.eval(ctx, &w, s, args); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// settleMarker returns a new key in the cluster slot of the storage key
+// skey, unique to one settle.
+func (r *Limiter) settleMarker(skey string) string {
 	slot := r.slotOf(skey)
 	b := make([]byte, 0, len(slot)+32)
 	b = append(b, slot...)
-	b = append(b, "refund:"...)
+	b = append(b, "settle:"...)
 	b = strconv.AppendUint(b, rand.Uint64(), 36)
 	b = append(b, '.')
 	b = strconv.AppendUint(b, rand.Uint64(), 36)

@@ -186,7 +186,9 @@ func WithBatching(on bool) Option {
 // It can deny what Redis would admit only when room appears that no denial
 // foresees, and then for at most r: a multi-limit call on a Redis Cluster
 // or Ring refunding its admissions (this limiter forgets what its own
-// refunds contradict), Redis losing counts (a failover that loses writes,
+// refunds contradict), a held call settled below its reservation on
+// another limiter (this one forgets its denials of the keys it settles
+// down or resets), Redis losing counts (a failover that loses writes,
 // eviction, a key deleted by hand), calls under other values of the same
 // limit and key during a rolling change, or clocks that jump. A denial
 // costs about 200 bytes plus its Name and key; the least recently used go
@@ -197,7 +199,7 @@ func WithDenyCache(maxBytes int) Option {
 
 // WithHashedKeys stores each key in Redis as a keyed hash, so that no key
 // (an e-mail address, an API key, a client address) appears in Redis: not
-// in its keys (SCAN, RDB and AOF files), the refund markers, nor any
+// in its keys (SCAN, RDB and AOF files), the settle markers, nor any
 // command it runs or logs (MONITOR, SLOWLOG). A key is stored as the first
 // 128 bits of HMAC-SHA256(secret, key), 22 bytes of unpadded base64url;
 // limit names stay in the clear. Among n keys, two share a count with

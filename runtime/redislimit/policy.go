@@ -97,8 +97,9 @@ func (e *unavailableError) Is(target error) bool { return target == runtime.ErrU
 
 // degrade makes the decision Redis could not make, per the policy: the one
 // way into the policy, for a call of reqs resolved as asks, whose limits
-// in runtime.ModeOff have their verdicts in vs (see resolveLimits).
-func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, asks []ask, vs []verdict, cause error) (runtime.Decisions, error) {
+// in runtime.ModeOff have their verdicts in vs (see resolveLimits). kept is
+// decide's.
+func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, asks []ask, vs []verdict, cause error, kept *kept) (runtime.Decisions, error) {
 	ev := DegradedEvent{Limit: reqs[0].Limit, Policy: r.cfg.policy, Err: cause}
 	var (
 		ds  runtime.Decisions
@@ -117,7 +118,7 @@ func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, asks []as
 	case FailClosed:
 		err = &unavailableError{limit: reqs[0].Limit, err: cause}
 	default:
-		ds, err = r.decideShare(ctx, reqs, asks, vs)
+		ds, err = r.decideShare(ctx, reqs, asks, vs, kept)
 		if ds.Cause != nil {
 			// The fallback's own cause, such as memlimit.ErrFull,
 			// is kept beside Redis's.
@@ -144,9 +145,9 @@ func (r *Limiter) degrade(ctx context.Context, reqs []runtime.Request, asks []as
 // runtime.ModeOff are not sent either. A call left with nothing to send is
 // admitted. While the number of limiters is unknown no share is known
 // either: every limit has no room, and the call is denied unless none is
-// enforced, with ErrInstancesUnknown in the Cause. asks and vs are
+// enforced, with ErrInstancesUnknown in the Cause. asks, vs and kept are
 // degrade's.
-func (r *Limiter) decideShare(ctx context.Context, reqs []runtime.Request, asks []ask, vs []verdict) (runtime.Decisions, error) {
+func (r *Limiter) decideShare(ctx context.Context, reqs []runtime.Request, asks []ask, vs []verdict, kept *kept) (runtime.Decisions, error) {
 	// A copy, so that reqs, which the fallback could keep, stays on the
 	// caller's stack on the path that Redis decides.
 	shared := slices.Clone(reqs)
@@ -176,7 +177,7 @@ func (r *Limiter) decideShare(ctx context.Context, reqs []runtime.Request, asks 
 		}
 	}
 	if len(sent) == len(shared) {
-		return r.fallback.Decide(ctx, shared...)
+		return r.askFallback(ctx, shared, nil, kept)
 	}
 	if !ds.Allowed {
 		// Denied without asking: the other limits report their room
@@ -193,7 +194,7 @@ func (r *Limiter) decideShare(ctx context.Context, reqs []runtime.Request, asks 
 	for j, i := range sent {
 		ask[j] = shared[i]
 	}
-	asked, err := r.fallback.Decide(ctx, ask...)
+	asked, err := r.askFallback(ctx, ask, sent, kept)
 	if err != nil {
 		return asked, err
 	}
@@ -243,4 +244,21 @@ func share(l runtime.Limit, n int) runtime.Limit {
 		l.Burst = max(1, l.Burst/n)
 	}
 	return l
+}
+
+// askFallback asks the fallback to decide reqs, the requests at sent of
+// the call (nil: all of them); for a held call (kept not nil), through its
+// Hold when it is a runtime.Holder, whose Hold kept then settles the call.
+func (r *Limiter) askFallback(ctx context.Context, reqs []runtime.Request, sent []int, kept *kept) (runtime.Decisions, error) {
+	if kept == nil {
+		return r.fallback.Decide(ctx, reqs...)
+	}
+	h, ok := r.fallback.(runtime.Holder)
+	if !ok {
+		kept.fallbackErr = fmt.Errorf("ratelimit: the call was decided by the fallback %T, which is not a runtime.Holder: %w", r.fallback, errors.ErrUnsupported)
+		return r.fallback.Decide(ctx, reqs...)
+	}
+	ds, fh, err := h.Hold(ctx, reqs...)
+	kept.fallback, kept.fallbackAt = fh, sent
+	return ds, err
 }

@@ -14,13 +14,13 @@ import (
 // entry point. A script command carries:
 //
 //	KEYS     the storage keys of every limit of every call, in order; for
-//	         a refund, then a marker key unique to it, in the same slot
+//	         a settle, then a marker key unique to it, in the same slot
 //	ARGV[1]  a scriptMode
 //	ARGV[2]  numbers, little-endian 64-bit integers: for each call now (µs,
 //	         or -1 for the server's clock) and its number of limits, then
 //	         for each limit its code (plus shadowFlag in shadow mode),
-//	         window µs, max, burst, cost, and for a refund its receipt
-//	         (appendNums). modeUniform sends one limit's code, window µs,
+//	         window µs, max, burst, cost, and for a settle its receipt and
+//	         the units it used (appendNums). modeUniform sends one limit's code, window µs,
 //	         max, burst and cost, then one now shared by every call or one
 //	         per call (appendUniform).
 //
@@ -28,18 +28,19 @@ import (
 // for each call committed (1 or 0) and replyFields numbers per limit
 // (allowed, remaining, retry µs, reset µs, receipt; readCall), or for
 // modeUniform uniformFields per call (remaining*2 + allowed, retry µs,
-// reset µs; uniformVerdict). A refund's is empty. The constants the
+// reset µs; uniformVerdict). A settle's is empty. The constants the
 // scripts share with Go are written into them (luaConstants).
 
-// A scriptMode is what ARGV[1] asks: decide, check only, refund, or decide
-// calls of one limit (see uniformAsk). Each is boxed once, as the
+// A scriptMode is what ARGV[1] asks: decide, check only, settle (refund or
+// charge what earlier admissions reserved), or decide calls of one limit
+// (see uniformAsk). Each is boxed once, as the
 // command's argument.
 type scriptMode any
 
 var (
 	modeDecide  scriptMode = "a"
 	modeCheck   scriptMode = "c"
-	modeRefund  scriptMode = "r"
+	modeSettle  scriptMode = "s"
 	modeUniform scriptMode = "u"
 	// modeLease runs lua/lease.lua (leasegrant.go).
 	modeLease scriptMode = "l"
@@ -90,7 +91,7 @@ func luaConstants() map[string]string {
 	for _, m := range [...]struct {
 		name string
 		mode scriptMode
-	}{{"DECIDE", modeDecide}, {"CHECK", modeCheck}, {"REFUND", modeRefund}, {"UNIFORM", modeUniform}, {"LEASE", modeLease}} {
+	}{{"DECIDE", modeDecide}, {"CHECK", modeCheck}, {"SETTLE", modeSettle}, {"UNIFORM", modeUniform}, {"LEASE", modeLease}} {
 		c[m.name] = "'" + m.mode.(string) + "'"
 	}
 	var mark strings.Builder
@@ -104,7 +105,8 @@ func luaConstants() map[string]string {
 }
 
 // appendNums appends to nums the numbers of the requests of d at idx, in
-// the layout of ARGV[2]; with receipts, for a refund. They go as one
+// the layout of ARGV[2]; with receipts, for a settle, each limit's receipt
+// and the units it used (0 unless d.used says otherwise). They go as one
 // string of little-endian 64-bit integers: one argument per call rather
 // than six per limit, and the cheapest form for the script to read
 // (struct.unpack).
@@ -120,7 +122,12 @@ func appendNums(nums []byte, d *resolvedCall, idx []int, receipts bool) []byte {
 		nums = le.AppendUint64(nums, uint64(a.burst))
 		nums = le.AppendUint64(nums, uint64(a.cost))
 		if receipts {
+			var used int64
+			if d.used != nil {
+				used = d.used[i]
+			}
 			nums = le.AppendUint64(nums, uint64(d.receipts[i]))
+			nums = le.AppendUint64(nums, uint64(used))
 		}
 	}
 	return nums
@@ -137,11 +144,11 @@ func appendNums(nums []byte, d *resolvedCall, idx []int, receipts bool) []byte {
 // enforced, or nil if they do not.
 func uniformAsk(batch []*call) *ask {
 	a := &batch[0].d.asks[0]
-	if !a.uniform(len(batch[0].idx)) {
+	if !batch[0].d.uniform(batch[0].idx) {
 		return nil
 	}
 	for _, c := range batch[1:] {
-		if len(c.idx) != 1 || !a.sameLimit(&c.d.asks[0]) {
+		if len(c.idx) != 1 || c.d.receipts != nil || !a.sameLimit(&c.d.asks[0]) {
 			return nil
 		}
 	}
@@ -239,7 +246,7 @@ func errReply(n int) error {
 }
 
 // callArgs returns the command that runs s in mode for the requests of d
-// at idx, in lua/main.lua's layout: a refund (with receipts) carries its
+// at idx, in lua/main.lua's layout: a settle (with receipts) carries its
 // marker as its last key.
 func (r *Limiter) callArgs(s *script, mode scriptMode, d *resolvedCall, idx []int, receipts bool) []any {
 	keys := len(idx)
@@ -251,7 +258,7 @@ func (r *Limiter) callArgs(s *script, mode scriptMode, d *resolvedCall, idx []in
 		args = append(args, d.asks[i].key)
 	}
 	if receipts {
-		args = append(args, r.refundMarker(d.asks[idx[0]].key))
+		args = append(args, r.settleMarker(d.asks[idx[0]].key))
 	}
 	return finishArgs(args, mode, appendNums(nil, d, idx, receipts))
 }

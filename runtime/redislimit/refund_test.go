@@ -25,7 +25,7 @@ func isRefund(args []string) bool {
 	if err != nil || 3+n >= len(args) {
 		return false
 	}
-	return args[3+n] == "r"
+	return args[3+n] == "s"
 }
 
 // keysInTagOrder returns two keys whose hash tags sort first and second, so

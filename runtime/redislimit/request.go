@@ -25,8 +25,11 @@ type resolvedCall struct {
 	asks []ask
 	vs   []verdict
 	// receipts is nil unless the call spans cluster slots, which may
-	// need refunds.
+	// need refunds, or is held (see Limiter.Hold), to be settled.
 	receipts []int64
+	// used is, for a settle, the units each request used; nil for a
+	// refund, which settles at 0.
+	used []int64
 }
 
 // resolveLimits appends reqs' numbers to asks, and gives each request in

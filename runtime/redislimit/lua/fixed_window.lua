@@ -47,9 +47,18 @@ algos[FIXED_WINDOW] = function()
       call('PEXPIRE', key, string.format('%d', floordiv(v.reset + 999, 1000) + ttl_pad_ms))
     end,
 
+    -- Only while the receipt's window is the current one (the stored
+    -- window, not behind now's), and never below 0.
     refund = function(key, p, now)
-      if tonumber(call('HGET', key, 'w')) == p.receipt then
-        call('HINCRBY', key, 'n', string.format('%d', -p.cost))
+      if p.receipt < floordiv(now, p.window) then
+        return
+      end
+      local st = call('HMGET', key, 'w', 'n')
+      if tonumber(st[1]) == p.receipt then
+        local n = math.min(tonumber(st[2]) or 0, p.cost)
+        if n > 0 then
+          call('HINCRBY', key, 'n', string.format('%d', -n))
+        end
       end
     end,
   }

@@ -91,14 +91,51 @@ if not lone then
         v.reset = v.new - now
       end,
 
+      -- The TAT p.cost intervals earlier, never before now (now plus the
+      -- intervals out in leases while they are, lua/lease.lua).
       refund = function(key, p, now)
-        -- A leased key (not a number) keeps the admission: that errs
-        -- toward denial, by cost, until its leases end.
-        local tat = tonumber(call('GET', key))
+        local raw = call('GET', key)
+        local tat = tonumber(raw)
+        local interval = floordiv(p.window + p.max - 1, p.max)
         if tat ~= nil then
-          local interval = floordiv(p.window + p.max - 1, p.max)
-          call('SET', key, string.format('%d', tat - p.cost * interval), 'KEEPTTL')
+          if tat > now then
+            call('SET', key, string.format('%d', math.max(now, tat - p.cost * interval)), 'KEEPTTL')
+          end
+        elseif raw then
+          local a, held, untl = string.match(raw, '^(-?%d+):(%d+):(%d+)$')
+          tat, held, untl = tonumber(a), tonumber(held), tonumber(untl)
+          -- Past untl the leases have ended, and check moves the TAT to
+          -- untl plus their intervals first: the admission stays
+          -- counted, erring toward denial.
+          local floor = now + held * interval
+          if now < untl and tat > floor then
+            call('SET', key, string.format('%d:%d:%d', math.max(floor, tat - p.cost * interval), held, untl), 'KEEPTTL')
+          end
         end
+      end,
+
+      -- The TAT p.cost intervals later, from now at the earliest, room or
+      -- none.
+      -- (The TAT as gcra_decide1 reads it, written out: decide1, every
+      -- lone decision, calls no Lua function, and returns no TAT past the
+      -- tolerance.)
+      charge = function(key, p, now)
+        local interval = floordiv(p.window + p.max - 1, p.max)
+        local raw = call('GET', key)
+        local tat = tonumber(raw)
+        local held, untl = 0, nil
+        if tat == nil and raw then
+          local a, l, x = string.match(raw, '^(-?%d+):(%d+):(%d+)$')
+          tat, held, untl = tonumber(a), tonumber(l), tonumber(x)
+          if now >= untl then
+            tat = math.max(tat, untl + held * interval)
+            held, untl = 0, nil
+          end
+        end
+        if tat == nil or tat < now + held * interval then
+          tat = now + held * interval
+        end
+        gcra_write(key, now, tat + p.cost * interval, held, untl)
       end,
     }
   end

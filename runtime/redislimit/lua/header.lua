@@ -16,8 +16,8 @@
 -- table that main.lua reuses.
 
 -- The registry, by algorithm code (specsByCode in algorithm.go): algos[code]
--- builds the algorithm's table of check, commit, refund and, optionally,
--- settle; decide1s[code] is its decide1, if it has one (see main.lua), or
+-- builds the algorithm's table of check, commit, refund, charge and,
+-- optionally, settle; decide1s[code] is its decide1, if it has one (see main.lua), or
 -- false. Sized for every code (Go writes one false per code there), so
 -- registering allocates nothing more.
 local algos, decide1s = {UNREGISTERED}, {UNREGISTERED}

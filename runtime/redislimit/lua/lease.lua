@@ -156,7 +156,8 @@ if code == GCRA or code == TOKEN_BUCKET then
       retry = level + interval - tolerance - now
     end
   else
-    remaining = (level - level % window) / window
+    -- (A charge, lua/main.lua's SETTLE, may leave the level below 0.)
+    remaining = math.max((level - level % window) / window, 0)
     local fill = cap - held * window - level + max - 1
     reset = at - now + (fill - fill % max) / max
     if want > 0 and granted == 0 then

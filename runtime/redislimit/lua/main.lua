@@ -2,9 +2,9 @@
 -- last) into one script, so that one EVALSHA decides any mix of algorithms,
 -- several limits of one call at once (all or nothing), and several calls
 -- one after another. Each algorithm file registers, in `algos` under its
--- code, a function that builds its check, commit and refund functions,
--- and optionally settle; their Go twins in runtime/memory_*.go must decide
--- identically.
+-- code, a function that builds its check, commit, refund and charge
+-- functions, and optionally settle; their Go twins in runtime/memlimit must
+-- decide identically.
 --
 -- An algorithm may also register, in `decide1s`, decide1(key, now, window,
 -- max, burst, cost, alone): check and commit for a call of that one
@@ -21,6 +21,12 @@
 -- command that Redis refuses when it is out of memory (maxmemory with
 -- noeviction): Redis checks memory only at a script's first write, so any
 -- write before it, even a deletion, would let every later one through.
+-- refund(key, p, now) gives back p.cost units of the admission that
+-- p.receipt identifies, as far as they still count; charge(key, p, now)
+-- records p.cost more units at now, with or without room (SETTLE, below).
+-- Neither decides anything. An algorithm whose commit records cost units
+-- whatever check found (the token bucket's level may then go below 0)
+-- leaves charge undefined: a check and a commit then charge.
 -- settle(key, v) tidies up (deletes what stopped counting) when nothing is
 -- recorded, from check's verdict v alone (the limit's table is reused by the
 -- next call); in a batch, every settle runs after the last call, so that the batch's
@@ -33,16 +39,17 @@
 -- values stand in place of their names in the script Go assembles.
 --
 -- KEYS      the storage keys of every limit of every call, in order; for
---           REFUND, then a refund marker
+--           SETTLE, then a settle marker
 -- ARGV[1]   DECIDE ('a') to decide, CHECK ('c') to check without recording
---           anything, REFUND ('r') to refund earlier admissions (one call),
+--           anything, SETTLE ('s') to settle earlier admissions (one call),
 --           UNIFORM ('u') to decide calls of one enforced limit each, the
 --           same limit for all
 -- ARGV[2]   the calls, as little-endian 64-bit integers: for each call
 --           now (µs, or -1 for the server's clock) and its number of limits
 --           n, then for each limit: code, window µs, max, burst, cost, and
---           for REFUND the receipt. code is the algorithm's code (its key in
---           algos), plus SHADOW_FLAG for a limit in shadow mode.
+--           for SETTLE the receipt and the units used. code is the
+--           algorithm's code (its key in algos), plus SHADOW_FLAG for a
+--           limit in shadow mode.
 --           For UNIFORM: the limit's code, window µs, max, burst and cost, then
 --           one now for every call, or one per call (one per key).
 --
@@ -60,12 +67,17 @@
 -- each limit's room, shadow limits included. Calls are decided in order,
 -- each seeing what the ones before it recorded. Limits in off mode are
 -- never sent.
--- REFUND undoes the admissions identified by the receipts (used when limits on
--- different cluster slots were decided one slot after another; the caller
--- sends only the limits that recorded the call) and
--- returns ''. Its last key is a marker unique to the refund, in the same
--- slot: a client that resends the command after losing the reply finds the
--- marker and refunds nothing, so a refund applies at most once.
+-- SETTLE settles admissions recorded earlier, identified by their receipts
+-- (those DECIDE returned), at the units they used (the caller sends only
+-- the limits that recorded the call, and used at most the limit's
+-- capacity): a limit whose cost is above used refunds the difference, one
+-- whose cost is below charges it, recorded even past max. A refund is a
+-- settle at used 0 (limits on different cluster slots decided one slot
+-- after another, a later slot denying). It returns ''. Its last key is a
+-- marker unique to the settle, in the same slot, and its first write is
+-- the marker's SET NX, which Redis refuses when out of memory: a client
+-- that resends the command after losing the reply finds the marker and
+-- settles nothing, so a settle applies at most once.
 --
 -- Spread batches. On a Redis Cluster a script may declare the keys of one
 -- slot only, but may touch undeclared keys of any slot its node serves. A
@@ -139,9 +151,9 @@ else
   end
 end
 
--- A refund marker outlives any client retry of its command by far; it is
--- written only when refunding, never on the decision path.
-local refund_marker_ms = 60000
+-- A settle marker outlives any client retry of its command by far; it is
+-- written only when settling, never on the decision path.
+local settle_marker_ms = 60000
 
 -- ops returns the functions of the algorithm code (nil for an unknown
 -- code), built on their first use in this run.
@@ -167,7 +179,7 @@ if ARGV[3] then
   keys = {KEYS[1], unpack(ARGV, 3)}
 end
 
--- decide_calls decides (or checks, or refunds) the calls, filling out and
+-- decide_calls decides (or checks, or settles) the calls, filling out and
 -- settles; it returns what the script must return at once, if anything.
 local function decide_calls()
   -- The chunk's values it reads most, as locals: an upvalue costs more.
@@ -213,7 +225,7 @@ local function decide_calls()
     return
   end
 
-  local ps, impl, verdicts = {}, {}, {}
+  local ps, impl, verdicts, used = {}, {}, {}, nil
   while pos <= count do
     local now, n = clock(nums[pos]), nums[pos + 1]
     pos = pos + 2
@@ -256,18 +268,33 @@ local function decide_calls()
           ps[i] = p
         end
         p.window, p.max, p.burst, p.cost, p.receipt, p.shadow = window, max, burst, cost, 0, shadow
-        if mode == REFUND then
-          p.receipt = nums[pos]
-          pos = pos + 1
+        if mode == SETTLE then
+          used = used or {}
+          p.receipt, used[i] = nums[pos], nums[pos + 1]
+          pos = pos + 2
         end
       end
 
-      if mode == REFUND then
-        if not call('SET', keys[#keys], '1', 'NX', 'PX', refund_marker_ms) then
+      if mode == SETTLE then
+        if not call('SET', keys[#keys], '1', 'NX', 'PX', settle_marker_ms) then
           return ''
         end
         for i = 1, n do
-          impl[i].refund(keys[k + i], ps[i], now)
+          local p = ps[i]
+          local d = used[i] - p.cost
+          if d < 0 then
+            p.cost = -d
+            impl[i].refund(keys[k + i], p, now)
+          elseif d > 0 then
+            p.cost = d
+            if impl[i].charge then
+              impl[i].charge(keys[k + i], p, now)
+            else
+              local v = {ok = false, remaining = 0, retry = 0, reset = 0, receipt = 0}
+              impl[i].check(keys[k + i], p, now, v)
+              impl[i].commit(keys[k + i], p, now, v)
+            end
+          end
         end
         return ''
       end

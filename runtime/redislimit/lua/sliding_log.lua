@@ -610,9 +610,14 @@ if not lone then
       end,
 
       -- A call's admissions are the entries of its time, the receipt:
-      -- the log is written back whole without them, for the rest of its
-      -- life, and newest is what is left of it, as in the twin.
+      -- up to p.cost of them, if they still count, are taken out, and the
+      -- log is written back whole without them, for the rest of its life
+      -- (small when at most SL_SMALL entries are left), and newest is
+      -- what is left of it, as in the twin.
       refund = function(key, p, now)
+        if p.receipt <= now - p.window then
+          return
+        end
         local s = call('GET', key)
         local small = s and #s % 7 == 0
         if small then
@@ -637,19 +642,32 @@ if not lone then
         if sl_at(key, s, start, cap, n - 1) > r then
           hi = sl_first(key, s, start, cap, lo, n - 1, r)
         end
-        local k = n - (hi - lo)
+        -- Entries lo to hi-1 are of time r: the first p.cost go.
+        local cut = hi
+        if hi - lo > p.cost then
+          cut = lo + p.cost
+        end
+        local k = n - (cut - lo)
         if k == 0 then
           call('DEL', key)
           return
         end
-        if hi == n then
+        if cut == n then
           newest = sl_at(key, s, start, cap, lo - 1)
         end
-        if small then
-          call('SET', key, sl_lib.small(s, start, cap, 0, lo) .. sl_bytes(s, start, cap, hi, n), 'KEEPTTL')
+        if k <= SL_SMALL then
+          call('SET', key, sl_lib.small(s, start, cap, 0, lo) .. sl_bytes(s, start, cap, cut, n), 'KEEPTTL')
           return
         end
-        call('SET', key, struct.pack('<I4I4I4i8', 0, k, k, newest) .. sl_bytes(s, start, cap, 0, lo) .. sl_bytes(s, start, cap, hi, n), 'KEEPTTL')
+        call('SET', key, struct.pack('<I4I4I4i8', 0, k, k, newest) .. sl_bytes(s, start, cap, 0, lo) .. sl_bytes(s, start, cap, cut, n), 'KEEPTTL')
+      end,
+
+      -- p.cost entries at now (after the newest), written as a commit of
+      -- that cost would write them, room or none; the entries that
+      -- stopped counting are dropped as it drops them.
+      charge = function(key, p, now)
+        local _, remaining, _, _, s, start, n, cap, newest, f = sl_read(key, now, p.window, p.max, p.cost)
+        sl_write(key, now, p.window, p.max, p.cost, remaining, s, start, n, cap, newest, f)
       end,
     }
   end

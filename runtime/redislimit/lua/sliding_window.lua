@@ -98,10 +98,15 @@ algos[SLIDING_WINDOW] = function()
       call('PEXPIRE', key, string.format('%d', floordiv(v.reset + 999, 1000) + ttl_pad_ms))
     end,
 
+    -- Only while the receipt's bucket still counts, and never below 0.
     refund = function(key, p, now)
+      if p.receipt < floordiv(now, floordiv(p.window + 10 - 1, 10)) - 10 then
+        return
+      end
       local f = string.format('%d', p.receipt)
-      if call('HEXISTS', key, f) == 1 then
-        call('HINCRBY', key, f, string.format('%d', -p.cost))
+      local n = math.min(tonumber(call('HGET', key, f)) or 0, p.cost)
+      if n > 0 then
+        call('HINCRBY', key, f, string.format('%d', -n))
       end
     end,
   }

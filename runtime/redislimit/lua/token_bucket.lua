@@ -53,6 +53,10 @@ algos[TOKEN_BUCKET] = function()
       if t < need then
         v.ok = false
         v.retry = at - now + floordiv(need - t + p.max - 1, p.max)
+        -- A charge past the level leaves it below 0.
+        if v.remaining < 0 then
+          v.remaining = 0
+        end
       end
     end,
 
@@ -74,12 +78,25 @@ algos[TOKEN_BUCKET] = function()
       call('PEXPIRE', key, string.format('%d', floordiv(life + 999, 1000) + ttl_pad_ms))
     end,
 
+    -- p.cost tokens back, up to the top: burst, less the units out in
+    -- leases while they are (lua/lease.lua). The level is the one stored,
+    -- at its time; refilling it first to now would come to the same, as
+    -- both are capped at the top.
     refund = function(key, p, now)
-      -- A leased key (t not a number) keeps the admission: that errs
-      -- toward denial, by cost, until its leases end.
-      local t = tonumber(call('HGET', key, 't'))
+      local raw = call('HGET', key, 't')
+      local t = tonumber(raw)
       if t ~= nil then
         call('HSET', key, 't', string.format('%d', math.min(p.burst * p.window, t + p.cost * p.window)))
+      elseif raw then
+        local l, held, untl = string.match(raw, '^(-?%d+):(%d+):(%d+)$')
+        l, held, untl = tonumber(l), tonumber(held), tonumber(untl)
+        if now < untl then
+          l = math.min((p.burst - held) * p.window, l + p.cost * p.window)
+          call('HSET', key, 't', string.format('%d:%d:%d', l, held, untl))
+        end
+        -- Past untl the leases have ended, and check refills the
+        -- level to untl first: the admission stays counted, erring
+        -- toward denial.
       end
     end,
   }

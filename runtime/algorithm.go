@@ -68,8 +68,8 @@ const (
 	// taken back from that window.
 	//
 	// Settling: the receipt is the window the call counted in. A give-back
-	// subtracts d from the key's count, never below 0, if the key still
-	// counts in that window, and does nothing once a later one began. A
+	// subtracts d from the key's count, never below 0, while that window is
+	// the current one, and does nothing once it has ended. A
 	// charge adds e to the current window's count (floor(now/Window), or the
 	// key's window if later; a count of an earlier window starts again from
 	// 0).

@@ -54,7 +54,8 @@ func readmeSnippets(t *testing.T) []string {
 // TestReadmeSnippetsCompile follows the README word for word in a new
 // module: go get -tool, the Quick start's file as package notify, go
 // generate, go mod tidy. It then compiles every other snippet of the
-// generator's sections, in the README and docs/, in the context they give it: a block of
+// generator's sections, in the README and docs/, in the context they give it: a
+// snippet with a package clause is that package, generated; a block of
 // directives and a method is an interface of a package of its own, a
 // directive on a type is a package of its own with the TenantOf it uses, a func
 // is a declaration and anything else is statements, both in a main
@@ -71,6 +72,9 @@ func TestReadmeSnippetsCompile(t *testing.T) {
 		switch {
 		case strings.HasPrefix(s, "package notify\n"):
 			writeIn(t, dir, "notify/notify.go", s)
+		case strings.HasPrefix(s, "package "):
+			pkg, _, _ := strings.Cut(strings.TrimPrefix(s, "package "), "\n")
+			writeIn(t, dir, pkg+"/"+pkg+".go", s+"\n//go:generate go tool ratelimitgen\n")
 		case strings.HasPrefix(s, "//ratelimit:") && strings.Contains(s, "\ntype "):
 			pkg := "types" + string(rune('a'+i))
 			writeIn(t, dir, pkg+"/"+pkg+".go", "package "+pkg+"\n\n//go:generate go tool ratelimitgen\n\nimport \"context\"\n\n"+

@@ -21,10 +21,16 @@ const maxTypeDocLines = 3
 // resolve.
 func wrapperDoc(w *wrapper, rt string) string {
 	wait := slices.ContainsFunc(w.methods, func(wm *wrapperMethod) bool { return methodWait(wm) > 0 })
+	admit := slices.ContainsFunc(w.methods, settled)
 	owner := w.owner.Name()
 	enforce := fmt.Sprintf("[%s.Enforce] admits the call", rt)
-	if wait {
+	switch {
+	case wait && admit:
+		enforce += fmt.Sprintf(" ([%s.Wait] if it waits, [%s.Admit] if it is settled)", rt, rt)
+	case wait:
 		enforce += fmt.Sprintf(" ([%s.Wait] if it waits)", rt)
+	case admit:
+		enforce += fmt.Sprintf(" ([%s.Admit] if it is settled)", rt)
 	}
 	var docs []string
 	if w.iface {

@@ -201,16 +201,21 @@ func (e *entry) commit(now int64, p params, v *verdict) (grew int64) {
 	return grew
 }
 
-// peek is check for a call that records nothing: the sliding log's check
-// drops what stopped counting from its front, which peek puts back, so
+// peek is check for a call that records nothing, and changes nothing, as
+// the script's check mode writes nothing: the logs' checks drop what
+// stopped counting, which would count again if the clock stepped back.
+// The sliding log's check drops from its front, which peek puts back, so
 // that the next commit keeps what it would have kept (see slidingLog).
 func (e *entry) peek(now int64, p params) verdict {
-	if e.algo == algoSlidingLog {
+	switch e.algo {
+	case algoSlidingLog:
 		s := stateOf[slidingLog](e)
 		head, dropped := s.head, s.dropped
 		v := s.check(now, p)
 		s.head, s.dropped = head, dropped
 		return v
+	case algoSlidingWindow:
+		return stateOf[slidingWindow](e).look(now, p)
 	}
 	return e.check(now, p)
 }
@@ -236,7 +241,7 @@ func (e *entry) giveBack(now int64, p params, receipt, d int64) {
 	case algoSlidingWindow:
 		stateOf[slidingWindow](e).giveBack(now, p, receipt, d)
 	case algoFixedWindow:
-		stateOf[fixedWindow](e).giveBack(receipt, d)
+		stateOf[fixedWindow](e).giveBack(now, p, receipt, d)
 	case algoTokenBucket:
 		stateOf[tokenBucket](e).giveBack(p, d)
 	default:

@@ -34,9 +34,11 @@ func (f *fixedWindow) commit(now int64, p params, v *verdict) {
 }
 
 // giveBack takes d units back from window receipt, never below 0, if the
-// key still counts in it.
-func (f *fixedWindow) giveBack(receipt, d int64) {
-	if f.set && f.w == receipt {
+// key still counts in it and now's window is not past it: a window that
+// has ended gives nothing back, as in lua/fixed_window.lua, even when no
+// later call has opened the next one.
+func (f *fixedWindow) giveBack(now int64, p params, receipt, d int64) {
+	if f.set && f.w == receipt && receipt >= floorDiv(now, p.window) {
 		f.n = max(0, f.n-d)
 	}
 }

@@ -20,10 +20,8 @@ type slidingWindow struct {
 }
 
 func (s *slidingWindow) check(now int64, p params) verdict {
-	b := ceilDiv(p.window, swBuckets)
-	cur := floorDiv(now, b)
-	oldest := cur - swBuckets
 	// Drop buckets that no longer count, and empty ones (refunds).
+	oldest := floorDiv(now, ceilDiv(p.window, swBuckets)) - swBuckets
 	k := 0
 	for i, j := range s.idx {
 		if j >= oldest && s.counts[i] > 0 {
@@ -32,24 +30,40 @@ func (s *slidingWindow) check(now int64, p params) verdict {
 		}
 	}
 	s.idx, s.counts = s.idx[:k], s.counts[:k]
+	return s.look(now, p)
+}
 
+// look is check without dropping anything, for a peek: it skips the
+// buckets check would drop.
+func (s *slidingWindow) look(now int64, p params) verdict {
+	b := ceilDiv(p.window, swBuckets)
+	cur := floorDiv(now, b)
+	oldest := cur - swBuckets
+	counts := func(i int) bool { return s.idx[i] >= oldest && s.counts[i] > 0 }
 	var count int64
-	for _, n := range s.counts {
-		count += n
+	newest := int64(-1 << 63)
+	for i := range s.idx {
+		if counts(i) {
+			count += s.counts[i]
+			newest = s.idx[i]
+		}
 	}
 	into := cur
-	if k > 0 && s.idx[k-1] > into {
+	if count > 0 && newest > into {
 		// Record in the newest bucket seen, so that a clock behind another
 		// one never files an admission where it would stop counting early.
-		into = s.idx[k-1]
+		into = newest
 	}
 	v := verdict{remaining: max(0, p.max-count), scratch: into, count: count}
-	if k > 0 {
-		v.reset = (s.idx[k-1]+swBuckets+1)*b - now
+	if count > 0 {
+		v.reset = (newest+swBuckets+1)*b - now
 	}
 	if count+p.cost > p.max {
 		need := count + p.cost - p.max
 		for i, j := range s.idx {
+			if !counts(i) {
+				continue
+			}
 			need -= s.counts[i]
 			if need <= 0 {
 				// Bucket j stops counting when the current index passes j+10.

@@ -50,7 +50,7 @@ func errText(err error) string {
 
 func (h *diffHarness) mismatch(step int, what string, mem, red any) {
 	h.t.Helper()
-	tail := h.trail[max(0, len(h.trail)-20):]
+	tail := h.trail[max(0, len(h.trail)-100):]
 	h.t.Fatalf("step %d: memory and redis disagree on %s at t=%d\n memory: %+v\n redis:  %+v\nlast steps:\n%s",
 		step, what, h.clock.Now().UnixMicro(), mem, red, strings.Join(tail, "\n"))
 }
@@ -146,6 +146,62 @@ type diffScenario struct {
 	// modes gives each request after the first touches a random mode, so
 	// that a limit is enforced in one call and shadow or off in another.
 	modes bool
+	// settle makes some single calls holds, settled later on both at the
+	// same random use (none, less, as reserved, more, past the capacity),
+	// and peeks now and then.
+	settle bool
+}
+
+// diffHold is one call held on both limiters.
+type diffHold struct {
+	mem, red runtime.Hold
+	capacity int64
+	what     string // the call, for the trail
+}
+
+// hold holds one call of cost n on both and compares; it returns the
+// pair when the call was admitted.
+func (h *diffHarness) hold(step int, l runtime.Limit, key string, n int) (diffHold, bool) {
+	h.t.Helper()
+	r := runtime.Request{Limit: l, Key: key, Cost: int64(n)}
+	dm, hm, em := h.mem.Hold(ctx, r)
+	dr, hr, er := h.red.Hold(ctx, r)
+	what := fmt.Sprintf("Hold(%s/%s/%q/%d)", l.Name, algorithmOf(l), key, n)
+	h.note(fmt.Sprintf("step %d t=%d %s -> %+v err=%v", step, h.clock.Now().UnixMicro(), what, dm, em))
+	if fmt.Sprintf("%+v", dm) != fmt.Sprintf("%+v", dr) || errText(em) != errText(er) || (hm == nil) != (hr == nil) {
+		h.mismatch(step, what, fmt.Sprintf("%+v err=%v hold=%v", dm, em, hm != nil), fmt.Sprintf("%+v err=%v hold=%v", dr, er, hr != nil))
+	}
+	if hm == nil {
+		return diffHold{}, false
+	}
+	return diffHold{mem: hm, red: hr, capacity: int64(l.Capacity()), what: what}, true
+}
+
+// settle settles p on both at used and compares the errors.
+func (h *diffHarness) settle(step int, p diffHold, used int64) {
+	h.t.Helper()
+	em, er := p.mem.Settle(ctx, used), p.red.Settle(ctx, used)
+	what := fmt.Sprintf("Settle(%d) of %s", used, p.what)
+	h.note(fmt.Sprintf("step %d t=%d %s -> %v", step, h.clock.Now().UnixMicro(), what, em))
+	if errText(em) != errText(er) {
+		h.mismatch(step, what, errText(em), errText(er))
+	}
+	if em != nil {
+		h.t.Fatalf("step %d: %s: %v", step, what, em)
+	}
+}
+
+// peek peeks at one limit's key on both and compares.
+func (h *diffHarness) peek(step int, l runtime.Limit, key string, n int) {
+	h.t.Helper()
+	r := runtime.Request{Limit: l, Key: key, Cost: int64(n)}
+	dm, em := h.mem.Peek(ctx, r)
+	dr, er := h.red.Peek(ctx, r)
+	what := fmt.Sprintf("Peek(%s/%s/%q/%d)", l.Name, algorithmOf(l), key, n)
+	h.note(fmt.Sprintf("step %d t=%d %s -> %+v err=%v", step, h.clock.Now().UnixMicro(), what, dm, em))
+	if fmt.Sprintf("%+v", dm) != fmt.Sprintf("%+v", dr) || errText(em) != errText(er) {
+		h.mismatch(step, what, fmt.Sprintf("%+v err=%v", dm, em), fmt.Sprintf("%+v err=%v", dr, er))
+	}
 }
 
 // diffLimits returns a few limits of algo with different shapes. Windows
@@ -215,8 +271,25 @@ func (s diffScenario) run(h *diffHarness) {
 	}
 	// shadowed counts the admitted calls in which a shadow limit had no
 	// room.
-	var allowed, denied, errs, back, shadowed int
+	var allowed, denied, errs, back, shadowed, settled int
+	var pending []diffHold
 	for ; step < s.steps; step++ {
+		if s.settle && len(pending) > 0 && rng.Float64() < 0.3 {
+			i := rng.IntN(len(pending))
+			p := pending[i]
+			pending = slices.Delete(pending, i, i+1)
+			var used int64
+			switch rng.IntN(4) {
+			case 0:
+			case 1:
+				used = p.capacity + 1
+			default:
+				used = rng.Int64N(p.capacity + 1)
+			}
+			h.settle(step, p, used)
+			settled++
+			continue
+		}
 		// The clock moves on the scale of a random limit's window.
 		l := s.single[rng.IntN(len(s.single))]
 		w := l.Window.Microseconds()
@@ -237,6 +310,21 @@ func (s diffScenario) run(h *diffHarness) {
 			key := s.keys[rng.IntN(len(s.keys))]
 			n := cost(l)
 			l.Mode = mode()
+			if s.settle && n >= 1 && n <= l.Capacity() {
+				switch r := rng.Float64(); {
+				case r < 0.1:
+					h.peek(step, l, key, n)
+					continue
+				case r < 0.6:
+					if p, ok := h.hold(step, l, key, n); ok {
+						pending = append(pending, p)
+						allowed++
+					} else {
+						denied++
+					}
+					continue
+				}
+			}
 			d := h.single(step, l, key, n)
 			switch {
 			case n < 0 || n > l.Capacity():
@@ -274,6 +362,9 @@ func (s diffScenario) run(h *diffHarness) {
 	if s.modes {
 		require.Positive(h.t, shadowed)
 	}
+	if s.settle {
+		require.Positive(h.t, settled)
+	}
 	require.Positive(h.t, allowed)
 	require.Positive(h.t, denied)
 	require.Positive(h.t, errs)
@@ -308,6 +399,12 @@ func TestDifferential(t *testing.T) {
 		diffScenario{seed: 99, steps: 3000, single: mixedLimits(), multi: mixedLimits(),
 			keys: keys, pAll: 1, backwards: true}.run(newDiffHarness(t, client))
 	})
+	for i, algo := range runtime.Algorithms() {
+		t.Run(string(algo)+"/settled", func(t *testing.T) {
+			diffScenario{seed: uint64(i + 61), steps: 3000, single: diffLimits(algo), multi: mixedLimits(),
+				keys: keys, pAll: 0.1, backwards: true, settle: true}.run(newDiffHarness(t, client))
+		})
+	}
 	t.Run("modes", func(t *testing.T) {
 		diffScenario{seed: 41, steps: 3000, single: mixedLimits(), multi: mixedLimits(),
 			keys: keys, pAll: 0.7, backwards: true, modes: true}.run(newDiffHarness(t, client))
@@ -344,6 +441,10 @@ func TestAlgorithmsCluster(t *testing.T) {
 		require.Len(t, tags, len(keys))
 		diffScenario{seed: 7, steps: 2000, single: mixedLimits(), multi: mixedLimits(),
 			keys: keys, pAll: 0.9, backwards: false}.run(newDiffHarness(t, client))
+		t.Run("settled", func(t *testing.T) {
+			diffScenario{seed: 62, steps: 2000, single: mixedLimits(), multi: mixedLimits(),
+				keys: keys, pAll: 0.2, backwards: false, settle: true}.run(newDiffHarness(t, client))
+		})
 		t.Run("modes", func(t *testing.T) {
 			diffScenario{seed: 8, steps: 2000, single: mixedLimits(), multi: mixedLimits(),
 				keys: keys, pAll: 0.9, backwards: false, modes: true}.run(newDiffHarness(t, client))

@@ -58,7 +58,7 @@ func TestSmallLogLifetime(t *testing.T) {
 	srv := redistest.StartServer(t)
 	c := srv.Client(t)
 	clock := newFakeClock()
-	lim := New(c, WithClock(clock.Now), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithDenyCache(0))
+	lim := New(c, WithClock(clock.Now), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithDenyCache(0), WithInstances(1))
 	l := runtime.Limit{Name: "Small.Lifetime", Window: time.Minute, Max: 100}
 	skey := storageKeyOf(l, "k")
 	const pad, slack = time.Second, 500 * time.Millisecond
@@ -104,7 +104,9 @@ func TestSlidingLogLayoutFollowsEntries(t *testing.T) {
 	for _, max := range []int{129, 1000, runtime.MaxSlidingLog} {
 		t.Run(fmt.Sprint("Max ", max), func(t *testing.T) {
 			clock := newFakeClock()
-			lim := New(c, WithClock(clock.Now), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithDenyCache(0))
+			// A fixed count of instances: no beat, whose PEXPIRE would
+			// count among a decision's commands whenever it ran.
+			lim := New(c, WithClock(clock.Now), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithDenyCache(0), WithInstances(1))
 			l := runtime.Limit{Name: fmt.Sprint("Layout.", max), Window: time.Hour, Max: max}
 			skey := storageKeyOf(l, "k")
 			cmds := []string{"get", "getrange", "set", "setrange", "pexpire", "del"}

@@ -27,8 +27,8 @@ func RateLimits() []runtime.Request {
 }
 
 // RateLimitedModel wraps a Model: each limited method calls the wrapped one
-// only once [runtime.Enforce] admits the call, and returns its error
-// otherwise.
+// only once [runtime.Enforce] admits the call ([runtime.Admit] if it is
+// settled), and returns its error otherwise.
 type RateLimitedModel struct {
 	next    Model
 	limiter runtime.Limiter

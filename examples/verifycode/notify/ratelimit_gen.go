@@ -30,8 +30,8 @@ func RateLimits() []runtime.Request {
 }
 
 // RateLimitedCodeService wraps a CodeService: each limited method calls the
-// wrapped one only once [runtime.Enforce] admits the call, and returns its
-// error otherwise.
+// wrapped one only once [runtime.Enforce] admits the call ([runtime.Admit] if
+// it is settled), and returns its error otherwise.
 type RateLimitedCodeService struct {
 	next    CodeService
 	limiter runtime.Limiter

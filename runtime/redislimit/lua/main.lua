@@ -317,7 +317,9 @@ local function decide_calls()
           -- Every enforced verdict is ok here, so this is each enforced limit
           -- and each shadow limit with room.
           impl[i].commit(keys[k + i], ps[i], now, verdicts[i])
-        elseif impl[i].settle ~= nil then
+        elseif mode == DECIDE and impl[i].settle ~= nil then
+          -- A check writes nothing, not even the tidying a denial does:
+          -- its twin, a peek, leaves a sliding log as it found it.
           settles = settles or {}
           settles[#settles + 1] = {impl[i].settle, keys[k + i], verdicts[i]}
           verdicts[i].kept = true

@@ -663,8 +663,8 @@ func (r *RateLimitedCache[V]) Get(ctx context.Context, key string) (V, error) {
 }
 
 // RateLimitedGuard wraps a Guard: each limited method calls the wrapped one
-// only once [runtime.Enforce] admits the call, and returns its error
-// otherwise.
+// only once [runtime.Enforce] admits the call ([runtime.Admit] if it is
+// settled), and returns its error otherwise.
 type RateLimitedGuard struct {
 	next    Guard
 	limiter runtime.Limiter

@@ -38,7 +38,8 @@ func RateLimits() []runtime.Request {
 }
 
 // RateLimitedAuth wraps a Auth: each limited method calls the wrapped one only
-// once [runtime.Enforce] admits the call, and returns its error otherwise.
+// once [runtime.Enforce] admits the call ([runtime.Admit] if it is settled),
+// and returns its error otherwise.
 type RateLimitedAuth struct {
 	next    Auth
 	limiter runtime.Limiter
@@ -99,8 +100,8 @@ func (r *RateLimitedAuth) Verify(ctx context.Context, account string, code strin
 }
 
 // RateLimitedModel wraps a Model: each limited method calls the wrapped one
-// only once [runtime.Enforce] admits the call, and returns its error
-// otherwise.
+// only once [runtime.Enforce] admits the call ([runtime.Admit] if it is
+// settled), and returns its error otherwise.
 type RateLimitedModel struct {
 	next    Model
 	limiter runtime.Limiter

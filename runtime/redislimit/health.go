@@ -54,6 +54,13 @@ func (b *breaker) allow(now time.Time) (send, probe bool) {
 	return true, true
 }
 
+// isOpen reports whether the breaker stops calls from asking Redis at now,
+// without making any of them the probe.
+func (b *breaker) isOpen(now time.Time) bool {
+	until := b.openUntil.Load()
+	return until != 0 && monoOf(now) < until
+}
+
 // opened returns a channel that is closed when the breaker next opens.
 func (b *breaker) opened() <-chan struct{} {
 	for {

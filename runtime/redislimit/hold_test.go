@@ -520,6 +520,25 @@ func TestSettleRedisDown(t *testing.T) {
 	require.Equal(t, 2, ds.Each[0].Remaining, "the reservation stays counted")
 }
 
+// TestSettleWhileBreakerOpen settles a call Redis admitted after a later
+// decision found Redis gone and opened the breaker: the settle fails at
+// once with ErrCircuitOpen, without asking Redis, and stays the first.
+func TestSettleWhileBreakerOpen(t *testing.T) {
+	srv := redistest.StartServer(t)
+	client := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	lim := New(client, WithFailurePolicy(FailClosed), WithTimeout(time.Second), WithRetryInterval(time.Hour))
+	l := runtime.Limit{Name: "hold.open", Window: time.Hour, Max: 5}
+	_, h, err := lim.Hold(ctx, runtime.Request{Limit: l, Key: "k", Cost: 3})
+	require.NoError(t, err)
+	require.NoError(t, client.Close())
+	_, err = lim.Decide(ctx, runtime.Request{Limit: l, Key: "other"})
+	require.ErrorIs(t, err, runtime.ErrUnavailable, "Redis is gone")
+	err = h.Settle(ctx, 0)
+	require.ErrorIs(t, err, ErrCircuitOpen)
+	require.ErrorIs(t, err, runtime.ErrUnavailable)
+	require.ErrorIs(t, h.Settle(ctx, 0), runtime.ErrSettled, "a failed settle was the first")
+}
+
 // memHolder is an in-memory fallback that holds calls, recording how they
 // are settled: memlimit decides them.
 type memHolder struct {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"time"
 )
 
 // A call whose limits' keys fall on several Redis Cluster slots (see
@@ -123,6 +124,11 @@ func (r *Limiter) refund(ctx context.Context, d *resolvedCall, groups [][]int) {
 func (r *Limiter) settle(ctx context.Context, d *resolvedCall, groups [][]int) error {
 	if len(groups) == 0 {
 		return nil
+	}
+	if r.breaker.isOpen(time.Now()) {
+		// Redis failed lately: the settle fails at once rather than cost
+		// its caller the timeout, and leaves probing Redis to decisions.
+		return r.breaker.openErr()
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.timeout)
 	defer cancel()

@@ -35,13 +35,14 @@
 // gets by embedding, one row per limit in the order of the directives'
 // files and lines: its name (as in
 // the generated runtime.Limit), window, max (the literal, or the
-// expression each call computes), algorithm, burst, mode, key, cost, wait
-// and the directive's file:line, relative to the working directory. -json
+// expression each call computes), algorithm, burst, mode, key, cost, wait,
+// refund= or settle= (SETTLED) and the directive's file:line, relative to
+// the working directory. -json
 // prints a JSON array instead, whose objects have the fields name, window,
 // max (absent when each call computes it), max_expr (the max= expression,
 // absent for a literal), algorithm, burst, mode, key (an array of the
-// key's parts), cost, wait, file and line; fields a limit does not set are
-// absent.
+// key's parts), cost, wait, refund, settle, file and line; fields a limit
+// does not set are absent.
 package main
 
 import (

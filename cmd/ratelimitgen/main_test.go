@@ -396,9 +396,9 @@ type Plans interface {
 		t.Fatalf("-list: status %d, stderr:\n%s", code, stderr)
 	}
 	want := "" +
-		"NAME                                         WINDOW  MAX             ALGORITHM    BURST  MODE     KEY        COST  WAIT  DIRECTIVE\n" +
-		"example.com/cmdtest/basic.Notifier.SendCode  1m      3               sliding-log  -      enforce  req.Email  -     -     " + filepath.Join("basic", "notifier.go") + ":20\n" +
-		"example.com/cmdtest/basic.Plans.Get          1h      planLimit(ctx)  gcra         5      shadow   -          -     1s    " + filepath.Join("basic", "plans.go") + ":9\n"
+		"NAME                                         WINDOW  MAX             ALGORITHM    BURST  MODE     KEY        COST  WAIT  SETTLED  DIRECTIVE\n" +
+		"example.com/cmdtest/basic.Notifier.SendCode  1m      3               sliding-log  -      enforce  req.Email  -     -     -        " + filepath.Join("basic", "notifier.go") + ":20\n" +
+		"example.com/cmdtest/basic.Plans.Get          1h      planLimit(ctx)  gcra         5      shadow   -          -     1s    -        " + filepath.Join("basic", "plans.go") + ":9\n"
 	if stdout != want {
 		t.Errorf("-list printed:\n%s\nwant:\n%s", stdout, want)
 	}

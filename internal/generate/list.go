@@ -42,6 +42,9 @@ type Entry struct {
 	Cost string
 	// Wait is the wait= duration, or 0.
 	Wait time.Duration
+	// Refund and Settle are the refund= and settle= expressions as
+	// written, or "" without them.
+	Refund, Settle string
 	// Pos is the position of the directive.
 	Pos token.Position
 }
@@ -105,6 +108,12 @@ func (l *limit) entry() Entry {
 	if l.cost != nil {
 		e.Cost = l.cost.text
 	}
+	if l.refund != nil {
+		e.Refund = l.refund.text
+	}
+	if l.settle != nil {
+		e.Settle = l.settle.text
+	}
 	return e
 }
 
@@ -120,6 +129,8 @@ type jsonEntry struct {
 	Key       []string          `json:"key,omitempty"`
 	Cost      string            `json:"cost,omitempty"`
 	Wait      string            `json:"wait,omitempty"`
+	Refund    string            `json:"refund,omitempty"`
+	Settle    string            `json:"settle,omitempty"`
 	File      string            `json:"file"`
 	Line      int               `json:"line"`
 }
@@ -138,6 +149,8 @@ type jsonEntry struct {
 //	key        the key's parts as written, absent without key=
 //	cost       the cost= expression, absent without one
 //	wait       the wait= duration, absent without one
+//	refund     the refund= condition, absent without one
+//	settle     the settle= expression, absent without one
 //	file       the directive's file
 //	line       the directive's line
 func (man *Manifest) JSON(dir string) ([]byte, error) {
@@ -153,6 +166,8 @@ func (man *Manifest) JSON(dir string) ([]byte, error) {
 			Mode:      e.Mode,
 			Key:       e.Key,
 			Cost:      e.Cost,
+			Refund:    e.Refund,
+			Settle:    e.Settle,
 			File:      RelativePath(dir, e.Pos.Filename),
 			Line:      e.Pos.Line,
 		}
@@ -169,11 +184,12 @@ func (man *Manifest) JSON(dir string) ([]byte, error) {
 
 // Text renders the manifest as a table aligned with spaces, one row per
 // limit under a header, with "-" for what a limit does not set and file
-// names relative to dir where they lie below it.
+// names relative to dir where they lie below it. SETTLED is the refund=
+// or settle= option as written.
 func (man *Manifest) Text(dir string) []byte {
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tWINDOW\tMAX\tALGORITHM\tBURST\tMODE\tKEY\tCOST\tWAIT\tDIRECTIVE")
+	fmt.Fprintln(tw, "NAME\tWINDOW\tMAX\tALGORITHM\tBURST\tMODE\tKEY\tCOST\tWAIT\tSETTLED\tDIRECTIVE")
 	for _, e := range man.Entries {
 		max := strconv.Itoa(e.Max)
 		switch {
@@ -189,9 +205,16 @@ func (man *Manifest) Text(dir string) []byte {
 		if e.Wait > 0 {
 			wait = shortDuration(e.Wait)
 		}
+		settled := "-"
+		switch {
+		case e.Refund != "":
+			settled = "refund=" + e.Refund
+		case e.Settle != "":
+			settled = "settle=" + e.Settle
+		}
 		pos := RelativePath(dir, e.Pos.Filename) + ":" + strconv.Itoa(e.Pos.Line)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Name, shortDuration(e.Window), max, e.Algorithm, burst, e.Mode,
-			cmp.Or(strings.Join(e.Key, ","), "-"), cmp.Or(e.Cost, "-"), wait, pos)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Name, shortDuration(e.Window), max, e.Algorithm, burst, e.Mode,
+			cmp.Or(strings.Join(e.Key, ","), "-"), cmp.Or(e.Cost, "-"), wait, settled, pos)
 	}
 	tw.Flush()
 	return buf.Bytes()

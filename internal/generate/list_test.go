@@ -9,11 +9,18 @@ import (
 	"time"
 )
 
-// TestManifest lists the limits of the maxexpr case, as ratelimitgen -list
-// prints them, and compares both formats with the case's golden files. The
-// JSON must read back into the fields it documents.
+// TestManifest lists the limits of the maxexpr and outcome cases, as
+// ratelimitgen -list prints them, and compares both formats with each
+// case's golden files. The JSON must read back into the fields it
+// documents.
 func TestManifest(t *testing.T) {
-	c, mod, man, err := listCase(t, "maxexpr")
+	for _, name := range []string{"maxexpr", "outcome"} {
+		t.Run(name, func(t *testing.T) { testManifest(t, name) })
+	}
+}
+
+func testManifest(t *testing.T, name string) {
+	c, mod, man, err := listCase(t, name)
 	if err != nil {
 		var list ErrorList
 		if errors.As(err, &list) {
@@ -35,7 +42,7 @@ func TestManifest(t *testing.T) {
 	if len(back) != len(man.Entries) {
 		t.Fatalf("the JSON has %d entries; want %d", len(back), len(man.Entries))
 	}
-	known := map[string]bool{"name": true, "window": true, "max": true, "max_expr": true, "algorithm": true, "burst": true, "mode": true, "key": true, "cost": true, "wait": true, "file": true, "line": true}
+	known := map[string]bool{"name": true, "window": true, "max": true, "max_expr": true, "algorithm": true, "burst": true, "mode": true, "key": true, "cost": true, "wait": true, "refund": true, "settle": true, "file": true, "line": true}
 	for i, obj := range back {
 		for field := range obj {
 			if !known[field] {

@@ -188,7 +188,8 @@ func (s *oomServer) checkUnchanged(t *testing.T, what string) {
 // its OOM error, under FailClosed, rather than record it: on new keys, on
 // keys holding admissions (some of them too old to count, which the
 // algorithms remove when they record), and for several limits decided by
-// one script. A decision that denies still answers.
+// one script. A settle of a held call fails with it too, and changes
+// nothing. A decision that denies still answers.
 func TestOOMRecordsNothing(t *testing.T) {
 	srv := redistest.StartServer(t)
 	admin := srv.Client(t)
@@ -243,6 +244,32 @@ func TestOOMRecordsNothing(t *testing.T) {
 		return m
 	}
 	before := dumps()
+	// Two held calls per case, to be settled once memory ran out: one
+	// giving its units back, one charging more.
+	var held [][2]runtime.Hold
+	for _, c := range cases {
+		var hs [2]runtime.Hold
+		for i := range hs {
+			ds, h, err := callerTime.Hold(bg, c.requests("held")...)
+			require.NoError(t, err)
+			require.True(t, ds.Allowed, "%s: a held call", c.name)
+			hs[i] = h
+		}
+		held = append(held, hs)
+	}
+	heldDumps := func() map[string]string {
+		m := map[string]string{}
+		for _, c := range cases {
+			for _, l := range c.limits {
+				k := string(appendStorageKey(nil, defaultPrefix, algoSpecs[algorithmOf(l)].tag, l.Name, "held"))
+				v, err := admin.Dump(bg, k).Result()
+				require.NoError(t, err, "DUMP %s", k)
+				m[k] = v
+			}
+		}
+		return m
+	}
+	heldBefore := heldDumps()
 
 	s := exhaust(t, admin)
 	t.Logf("used_memory %d after the fill, maxmemory set to %d", s.usedBeforeLimit, s.maxmemory)
@@ -271,6 +298,25 @@ func TestOOMRecordsNothing(t *testing.T) {
 			s.checkUnchanged(t, c.name)
 		}
 		assert.Equal(t, before, dumps(), "keys with admissions changed while Redis was out of memory")
+	})
+
+	t.Run("settles", func(t *testing.T) {
+		// A settle's first write is its marker's SET NX, which Redis
+		// refuses: the call stays settled as it was decided, and the
+		// error says why.
+		for i, c := range cases {
+			for j, used := range []int64{0, 3} {
+				u := make([]int64, len(c.limits))
+				for k := range u {
+					u[k] = used
+				}
+				var tally oomTally
+				tally.add(runtime.Decisions{}, held[i][j].Settle(bg, u...))
+				assert.Equal(t, 1, tally.oom, "%s: a settle at %d must fail with the OOM error: %v", c.name, used, tally)
+			}
+			s.checkUnchanged(t, c.name)
+		}
+		assert.Equal(t, heldBefore, heldDumps(), "held keys changed while Redis was out of memory")
 	})
 
 	t.Run("full keys still deny", func(t *testing.T) {

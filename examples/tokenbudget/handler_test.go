@@ -43,8 +43,8 @@ func TestBudgetCountsTokensUsed(t *testing.T) {
 		require.NoError(t, json.Unmarshal(w.Body.Bytes(), &resp))
 		require.Equal(t, 6, resp.TotalTokens)
 	}
-	// 6,000 more used: 10,000 - 120 - 6,000 = 3,880 left.
-	w := complete(t, h, "ann", 3000, 10_000)
+	// 6,000 more used of 9,000 reserved: 10,000 - 120 - 6,000 = 3,880 left.
+	w := complete(t, h, "ann", 3000, 9000)
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	w = complete(t, h, "ann", 3, 3881)
 	require.Equal(t, http.StatusTooManyRequests, w.Code, w.Body.String())

@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 
 	"connectrpc.com/connect"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	verifyv1 "github.com/ratelimitgen/ratelimitgen/examples/verifyrpc/gen/verify/v1"
 	"github.com/ratelimitgen/ratelimitgen/examples/verifyrpc/gen/verify/v1/verifyv1connect"
@@ -14,6 +17,9 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitgrpc"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
+
+// rightCode is the only code VerifyCode accepts, here.
+const rightCode = "123456"
 
 // mailer is the service's work, sending codes by e-mail; here it counts
 // them, so that a test sees which calls got through.
@@ -71,6 +77,13 @@ func (v connectVerifier) WatchCodes(_ context.Context, req *connect.Request[veri
 	return stream.Send(&verifyv1.CodeEvent{Email: req.Msg.GetEmail()})
 }
 
+func (v connectVerifier) VerifyCode(_ context.Context, req *connect.Request[verifyv1.VerifyCodeRequest]) (*connect.Response[verifyv1.VerifyCodeResponse], error) {
+	if req.Msg.GetCode() != rightCode {
+		return nil, connect.NewError(connect.CodePermissionDenied, errors.New("wrong code"))
+	}
+	return connect.NewResponse(&verifyv1.VerifyCodeResponse{}), nil
+}
+
 // grpcVerifier implements verifyv1.VerifierServer, knowing nothing of
 // limits.
 type grpcVerifier struct {
@@ -85,4 +98,11 @@ func (v grpcVerifier) SendCode(_ context.Context, req *verifyv1.SendCodeRequest)
 
 func (v grpcVerifier) WatchCodes(req *verifyv1.WatchCodesRequest, stream grpc.ServerStreamingServer[verifyv1.CodeEvent]) error {
 	return stream.Send(&verifyv1.CodeEvent{Email: req.GetEmail()})
+}
+
+func (v grpcVerifier) VerifyCode(_ context.Context, req *verifyv1.VerifyCodeRequest) (*verifyv1.VerifyCodeResponse, error) {
+	if req.GetCode() != rightCode {
+		return nil, status.Error(codes.PermissionDenied, "wrong code")
+	}
+	return &verifyv1.VerifyCodeResponse{}, nil
 }

@@ -224,3 +224,42 @@ func TestOneCountForBothStacks(t *testing.T) {
 	assert.False(t, errors.As(err, &le), "a client sees a status, not the server's error")
 	assert.Equal(t, 3, m.count(email))
 }
+
+// TestOnlyWrongCodesCount: VerifyCode's limit counts only the calls that
+// end PERMISSION_DENIED, on either stack: right codes, however many, do not
+// count; the 5 wrong codes allowed in 10 minutes are shared by both; the
+// next call, right or wrong, is refused before it runs.
+func TestOnlyWrongCodesCount(t *testing.T) {
+	clock := testclock.New()
+	limiter := memlimit.New(memlimit.WithClock(clock.Now))
+	m := newMailer()
+	cc, gc := connectClient(t, m, limiter), grpcClient(t, m, limiter)
+	verifyConnect := func(code string) error {
+		_, err := cc.VerifyCode(t.Context(), connect.NewRequest(&verifyv1.VerifyCodeRequest{Email: email, Code: code}))
+		return err
+	}
+	verifyGRPC := func(code string) error {
+		_, err := gc.VerifyCode(t.Context(), &verifyv1.VerifyCodeRequest{Email: email, Code: code})
+		return err
+	}
+
+	for n := range 10 {
+		require.NoError(t, verifyConnect(rightCode), "right code %d over Connect", n+1)
+		require.NoError(t, verifyGRPC(rightCode), "right code %d over gRPC", n+1)
+	}
+	for n := range 3 {
+		err := verifyConnect("000000")
+		require.Equal(t, connect.CodePermissionDenied, connect.CodeOf(err), "wrong code %d: %v", n+1, err)
+	}
+	for n := range 2 {
+		err := verifyGRPC("000000")
+		require.Equal(t, codes.PermissionDenied, status.Code(err), "wrong code %d: %v", n+4, err)
+	}
+	err := verifyConnect(rightCode)
+	assert.Equal(t, connect.CodeResourceExhausted, connect.CodeOf(err), "after 5 wrong codes: %v", err)
+	err = verifyGRPC("000000")
+	assert.Equal(t, codes.ResourceExhausted, status.Code(err), "after 5 wrong codes: %v", err)
+
+	clock.Advance(10 * time.Minute)
+	require.NoError(t, verifyGRPC(rightCode), "the wrong codes left the window")
+}

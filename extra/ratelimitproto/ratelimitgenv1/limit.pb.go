@@ -55,7 +55,14 @@ type Limit struct {
 	// name identifies the limit in storage keys, errors and metrics; two
 	// limits of one name share their counts. Empty: the rpc's
 	// "Service.Method", which only an rpc's first limit may take.
-	Name          string `protobuf:"bytes,7,opt,name=name,proto3" json:"name,omitempty"`
+	Name string `protobuf:"bytes,7,opt,name=name,proto3" json:"name,omitempty"`
+	// count_codes, when set, counts only the calls that end with one of
+	// these status codes, by their canonical names: "UNAUTHENTICATED",
+	// "PERMISSION_DENIED", "OK" for a success. A call admitted and ending
+	// otherwise gives its units back when it returns (one that panics keeps
+	// them). Every limit of the rpc must then list the same codes. Empty:
+	// every admitted call counts.
+	CountCodes    []string `protobuf:"bytes,8,rep,name=count_codes,json=countCodes,proto3" json:"count_codes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -139,6 +146,13 @@ func (x *Limit) GetName() string {
 	return ""
 }
 
+func (x *Limit) GetCountCodes() []string {
+	if x != nil {
+		return x.CountCodes
+	}
+	return nil
+}
+
 var file_ratelimitgen_v1_limit_proto_extTypes = []protoimpl.ExtensionInfo{
 	{
 		ExtendedType:  (*descriptorpb.MethodOptions)(nil),
@@ -169,7 +183,7 @@ var File_ratelimitgen_v1_limit_proto protoreflect.FileDescriptor
 
 const file_ratelimitgen_v1_limit_proto_rawDesc = "" +
 	"\n" +
-	"\x1bratelimitgen/v1/limit.proto\x12\x0fratelimitgen.v1\x1a google/protobuf/descriptor.proto\"\x95\x01\n" +
+	"\x1bratelimitgen/v1/limit.proto\x12\x0fratelimitgen.v1\x1a google/protobuf/descriptor.proto\"\xb6\x01\n" +
 	"\x05Limit\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x16\n" +
 	"\x06window\x18\x02 \x01(\tR\x06window\x12\x10\n" +
@@ -177,7 +191,9 @@ const file_ratelimitgen_v1_limit_proto_rawDesc = "" +
 	"\x04algo\x18\x04 \x01(\tR\x04algo\x12\x14\n" +
 	"\x05burst\x18\x05 \x01(\rR\x05burst\x12\x12\n" +
 	"\x04cost\x18\x06 \x01(\tR\x04cost\x12\x12\n" +
-	"\x04name\x18\a \x01(\tR\x04name:N\n" +
+	"\x04name\x18\a \x01(\tR\x04name\x12\x1f\n" +
+	"\vcount_codes\x18\b \x03(\tR\n" +
+	"countCodes:N\n" +
 	"\x05limit\x12\x1e.google.protobuf.MethodOptions\x18É\x03 \x03(\v2\x16.ratelimitgen.v1.LimitR\x05limitBJZHgithub.com/ratelimitgen/ratelimitgen/extra/ratelimitproto/ratelimitgenv1b\x06proto3"
 
 var (

@@ -3,6 +3,7 @@ package main
 import (
 	"path"
 	"path/filepath"
+	"strings"
 
 	"google.golang.org/protobuf/compiler/protogen"
 )
@@ -48,32 +49,45 @@ func (w wrapper) connectMethod(m method, simple bool) {
 	name := m.proto.GoName
 	recv := "func (r *RateLimited" + w.iface + ") " + name
 	clientStreams, serverStreams := m.proto.Desc.IsStreamingClient(), m.proto.Desc.IsStreamingServer()
+	uncounted := w.connectUncounted
 	switch {
 	case !clientStreams && !serverStreams:
 		g.P(recv, "(ctx ", ctx, ", req ", req, ") (", res, ", error) {")
-		if len(m.limits) > 0 {
-			w.enforce(m, "ctx", msg, "nil, ")
-		}
-		g.P("return r.next.", name, "(ctx, req)")
+		w.body(m, "ctx", msg, "nil, ", "r.next."+name+"(ctx, req)", "resp, err", uncounted)
 	case serverStreams && !clientStreams:
 		g.P(recv, "(ctx ", ctx, ", req ", req, ", stream *", conn("ServerStream"), "[", out, "]) error {")
-		if len(m.limits) > 0 {
-			w.enforce(m, "ctx", msg, "")
-		}
-		g.P("return r.next.", name, "(ctx, req, stream)")
+		w.body(m, "ctx", msg, "", "r.next."+name+"(ctx, req, stream)", "err", uncounted)
 	case clientStreams && !serverStreams:
 		g.P(recv, "(ctx ", ctx, ", stream *", conn("ClientStream"), "[", in, "]) (", res, ", error) {")
-		if len(m.limits) > 0 {
-			w.enforce(m, "ctx", "", "nil, ")
-		}
-		g.P("return r.next.", name, "(ctx, stream)")
+		w.body(m, "ctx", "", "nil, ", "r.next."+name+"(ctx, stream)", "resp, err", uncounted)
 	default:
 		g.P(recv, "(ctx ", ctx, ", stream *", conn("BidiStream"), "[", in, ", ", out, "]) error {")
-		if len(m.limits) > 0 {
-			w.enforce(m, "ctx", "", "")
-		}
-		g.P("return r.next.", name, "(ctx, stream)")
+		w.body(m, "ctx", "", "", "r.next."+name+"(ctx, stream)", "err", uncounted)
 	}
 	g.P("}")
 	g.P()
+}
+
+// connectUncounted writes the condition that the call's error err ends
+// with none of codes: connect.CodeOf says CodeUnknown of a nil error, which
+// is a success, OK.
+func (w wrapper) connectUncounted(codes []statusCode) string {
+	ok := codes[0].name == "OK"
+	if ok {
+		codes = codes[1:]
+	}
+	var conds []string
+	for _, sc := range codes {
+		conds = append(conds, "c != "+w.g.QualifiedGoIdent(connectPackage.Ident(sc.connect)))
+	}
+	switch {
+	case len(conds) == 0:
+		// OK alone.
+		return "err != nil"
+	case ok:
+		return "c := " + w.g.QualifiedGoIdent(connectPackage.Ident("CodeOf")) + "(err); err != nil && " + strings.Join(conds, " && ")
+	case len(conds) == 1:
+		return "err == nil || " + w.g.QualifiedGoIdent(connectPackage.Ident("CodeOf")) + "(err) != " + w.g.QualifiedGoIdent(connectPackage.Ident(codes[0].connect))
+	}
+	return "c := " + w.g.QualifiedGoIdent(connectPackage.Ident("CodeOf")) + "(err); err == nil || (" + strings.Join(conds, " && ") + ")"
 }

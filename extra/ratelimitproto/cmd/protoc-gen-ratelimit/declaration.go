@@ -29,11 +29,23 @@ type method struct {
 	limits []limit
 }
 
+// countCodes returns the status codes of m's calls that count, which
+// every limit of m lists alike; nil when every call counts.
+func (m method) countCodes() []statusCode {
+	if len(m.limits) == 0 {
+		return nil
+	}
+	return m.limits[0].countCodes
+}
+
 // limit is one checked (ratelimitgen.v1.limit) option.
 type limit struct {
 	runtime.Limit
 	key  *fieldPath // nil: one count for every call
 	cost *fieldPath // nil: a cost of 1
+	// countCodes are the status codes of the calls that count; nil: every
+	// call counts.
+	countCodes []statusCode
 }
 
 // fieldPath is a path of fields from the request message, such as
@@ -85,6 +97,11 @@ func methodLimits(f *protogen.File, m *protogen.Method) ([]limit, []string) {
 			c.errorf("a second limit named %q: give each limit of an rpc its own name", l.Name)
 		}
 		names[l.Name] = true
+		if c.errs == nil && i > 0 && len(limits) > 0 && !slices.Equal(l.countCodes, limits[0].countCodes) {
+			// A call is settled at once on every limit: it counts or it
+			// does not.
+			c.errorf("count_codes lists %s where the rpc's first limit lists %s: every limit of an rpc counts the same calls, so list the same codes on each", orNone(l.countCodes), orNone(limits[0].countCodes))
+		}
 		if c.errs != nil {
 			errs = append(errs, c.errs...)
 			continue
@@ -181,7 +198,18 @@ func (c *checker) limit(d *ratelimitgenv1.Limit, i int) limit {
 			l.cost = c.path("cost", k, costField)
 		}
 	}
+	if cs := d.GetCountCodes(); len(cs) > 0 {
+		l.countCodes = c.countCodes(cs)
+	}
 	return l
+}
+
+// orNone is codeNames, or "none" for no codes.
+func orNone(codes []statusCode) string {
+	if len(codes) == 0 {
+		return "none"
+	}
+	return codeNames(codes)
 }
 
 // defaultName is the name of an rpc's first limit when it has none.

@@ -89,6 +89,18 @@ func TestBadDeclarations(t *testing.T) {
 			`option (ratelimitgen.v1.limit) = {window: "60s" max: 3 cost: "email"};`,
 			`bad.proto:11:5: rpc SendCode: cost "email": Req.email is a string: a cost is an integer field, or a repeated field whose length is the cost`,
 		},
+		"unknown status code": {
+			`option (ratelimitgen.v1.limit) = {window: "60s" max: 3 count_codes: ["Unauthenticated"]};`,
+			`bad.proto:11:5: rpc SendCode: count_codes: "Unauthenticated" is no status code (write "UNAUTHENTICATED"); name codes as gRPC does, e.g. "UNAUTHENTICATED", "PERMISSION_DENIED", "OK"`,
+		},
+		"status code twice": {
+			`option (ratelimitgen.v1.limit) = {window: "60s" max: 3 count_codes: ["OK", "OK"]};`,
+			`bad.proto:11:5: rpc SendCode: count_codes: "OK" is listed twice`,
+		},
+		"limits counting different codes": {
+			"option (ratelimitgen.v1.limit) = {key: \"email\" window: \"60s\" max: 3 count_codes: [\"UNAUTHENTICATED\"]};\n    option (ratelimitgen.v1.limit) = {window: \"1s\" max: 100 name: \"all\"};",
+			`bad.proto:12:5: rpc SendCode: count_codes lists none where the rpc's first limit lists UNAUTHENTICATED: every limit of an rpc counts the same calls, so list the same codes on each`,
+		},
 		"second limit without a name": {
 			"option (ratelimitgen.v1.limit) = {key: \"email\" window: \"60s\" max: 3};\n    option (ratelimitgen.v1.limit) = {window: \"1s\" max: 100};",
 			`bad.proto:12:5: rpc SendCode: every limit of an rpc after the first needs its own name, which keeps its count apart and names it in denials; add e.g. name: "Verifier.SendCode.all"`,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -122,23 +123,56 @@ func (w wrapper) requests(m method, msg string) []string {
 	return reqs
 }
 
-// enforce writes the call of runtime.Enforce for m's limits in ctx, and
-// the return of its error, whose other results are zero (none, or nil).
-func (w wrapper) enforce(m method, ctx, msg, zero string) {
+// body writes the body of m's wrapper: the call of the wrapped rpc, call,
+// once m's limits admit it in ctx (msg is the request message, a Go
+// expression, or "" for a client stream). A denial returns its error,
+// the other results zero (zero is "" or "nil, "). An rpc whose limits
+// count only some status codes is admitted with runtime.Admit and its
+// units given back unless it ends with one of them: results are the
+// call's ("resp, err" or "err"), and uncounted writes the condition that
+// the call's error err does not end with one of codes.
+func (w wrapper) body(m method, ctx, msg, zero, call, results string, uncounted func(codes []statusCode) string) {
 	g := w.g
+	if len(m.limits) == 0 {
+		g.P("return ", call)
+		return
+	}
+	codes := m.countCodes()
+	head, tail := "if err := ", "; err != nil {"
+	fn := runtimePackage.Ident("Enforce")
+	if codes != nil {
+		head, tail = "hold, err := ", ""
+		fn = runtimePackage.Ident("Admit")
+	}
 	reqs := w.requests(m, msg)
-	ret := "return " + zero + "err"
 	if len(reqs) == 1 {
-		g.P("if err := ", runtimePackage.Ident("Enforce"), "(", ctx, ", r.limiter, ", reqs[0], "); err != nil {")
+		g.P(head, fn, "(", ctx, ", r.limiter, ", reqs[0], ")", tail)
 	} else {
-		g.P("if err := ", runtimePackage.Ident("Enforce"), "(", ctx, ", r.limiter,")
+		g.P(head, fn, "(", ctx, ", r.limiter,")
 		for _, r := range reqs {
 			g.P(r, ",")
 		}
-		g.P("); err != nil {")
+		g.P(")", tail)
 	}
-	g.P(ret)
+	if codes != nil {
+		g.P("if err != nil {")
+	}
+	g.P("return ", zero, "err")
 	g.P("}")
+	if codes == nil {
+		g.P("return ", call)
+		return
+	}
+	op := ":="
+	if results == "err" {
+		op = "="
+	}
+	g.P(results, " ", op, " ", call)
+	g.P("if ", uncounted(codes), " {")
+	comment(g, "Only calls that end "+codeNames(codes)+" count.")
+	g.P("_ = hold.Settle(", ctx, strings.Repeat(", 0", len(m.limits)), ")")
+	g.P("}")
+	g.P("return ", results)
 }
 
 // getters writes the chain of getters that reads p from msg.
@@ -201,10 +235,15 @@ func describe(m method) string {
 		}
 		parts = append(parts, s+")")
 	}
-	if len(parts) == 1 {
-		return parts[0] + " admits it"
+	admit := " admits it"
+	if len(parts) > 1 {
+		parts = []string{strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]}
+		admit = " all admit it"
 	}
-	return strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1] + " all admit it"
+	if codes := m.countCodes(); codes != nil {
+		admit += ", counting only the calls that end " + codeNames(codes)
+	}
+	return parts[0] + admit
 }
 
 // shortDuration writes d as time.Duration.String does, without its zero
@@ -248,7 +287,11 @@ func comment(g *protogen.GeneratedFile, text string) {
 func (w wrapper) typeAndConstructor(embed string) {
 	g := w.g
 	typ := "RateLimited" + w.iface
-	comment(g, typ+" wraps a "+w.iface+": each limited method calls the wrapped one only once [runtime.Enforce] admits the call, and returns its error (a *runtime.LimitError when denied) otherwise.")
+	admits := "[runtime.Enforce] admits the call"
+	if slices.ContainsFunc(w.svc.methods, func(m method) bool { return m.countCodes() != nil }) {
+		admits += " ([runtime.Admit] if it counts by status code)"
+	}
+	comment(g, typ+" wraps a "+w.iface+": each limited method calls the wrapped one only once "+admits+", and returns its error (a *runtime.LimitError when denied) otherwise.")
 	g.P("type ", typ, " struct {")
 	if embed != "" {
 		comment(g, embed+" supplies the interface's unexported method, if it has one; every rpc is forwarded below.")

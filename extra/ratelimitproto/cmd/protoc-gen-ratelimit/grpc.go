@@ -1,10 +1,16 @@
 package main
 
 import (
+	"strings"
+
 	"google.golang.org/protobuf/compiler/protogen"
 )
 
-const grpcPackage = protogen.GoImportPath("google.golang.org/grpc")
+const (
+	grpcPackage   = protogen.GoImportPath("google.golang.org/grpc")
+	codesPackage  = protogen.GoImportPath("google.golang.org/grpc/codes")
+	statusPackage = protogen.GoImportPath("google.golang.org/grpc/status")
+)
 
 // generateGRPC writes the wrappers of f's gRPC server interfaces into
 // NAME_ratelimit_grpc.pb.go, beside protoc-gen-go-grpc's NAME_grpc.pb.go.
@@ -38,23 +44,28 @@ func (w wrapper) grpcMethod(m method) {
 	switch {
 	case !clientStreams && !serverStreams:
 		g.P(recv, "(ctx ", contextPackage.Ident("Context"), ", in *", in, ") (*", out, ", error) {")
-		if len(m.limits) > 0 {
-			w.enforce(m, "ctx", "in", "nil, ")
-		}
-		g.P("return r.next.", name, "(ctx, in)")
+		w.body(m, "ctx", "in", "nil, ", "r.next."+name+"(ctx, in)", "resp, err", w.grpcUncounted)
 	case serverStreams && !clientStreams:
 		g.P(recv, "(in *", in, ", stream ", stream, ") error {")
-		if len(m.limits) > 0 {
-			w.enforce(m, "stream.Context()", "in", "")
-		}
-		g.P("return r.next.", name, "(in, stream)")
+		w.body(m, "stream.Context()", "in", "", "r.next."+name+"(in, stream)", "err", w.grpcUncounted)
 	default:
 		g.P(recv, "(stream ", stream, ") error {")
-		if len(m.limits) > 0 {
-			w.enforce(m, "stream.Context()", "", "")
-		}
-		g.P("return r.next.", name, "(stream)")
+		w.body(m, "stream.Context()", "", "", "r.next."+name+"(stream)", "err", w.grpcUncounted)
 	}
 	g.P("}")
 	g.P()
+}
+
+// grpcUncounted writes the condition that err's status code, OK when nil,
+// is none of codes.
+func (w wrapper) grpcUncounted(codes []statusCode) string {
+	code := w.g.QualifiedGoIdent(statusPackage.Ident("Code")) + "(err)"
+	if len(codes) == 1 {
+		return code + " != " + w.g.QualifiedGoIdent(codesPackage.Ident(codes[0].grpc))
+	}
+	var conds []string
+	for _, sc := range codes {
+		conds = append(conds, "c != "+w.g.QualifiedGoIdent(codesPackage.Ident(sc.grpc)))
+	}
+	return "c := " + code + "; " + strings.Join(conds, " && ")
 }

@@ -199,6 +199,96 @@ func (x *CodeEvent) GetEmail() string {
 	return ""
 }
 
+// VerifyCodeRequest is a code the user typed for email.
+type VerifyCodeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Email         string                 `protobuf:"bytes,1,opt,name=email,proto3" json:"email,omitempty"`
+	Code          string                 `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyCodeRequest) Reset() {
+	*x = VerifyCodeRequest{}
+	mi := &file_verify_v1_verify_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyCodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyCodeRequest) ProtoMessage() {}
+
+func (x *VerifyCodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_verify_v1_verify_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyCodeRequest.ProtoReflect.Descriptor instead.
+func (*VerifyCodeRequest) Descriptor() ([]byte, []int) {
+	return file_verify_v1_verify_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *VerifyCodeRequest) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *VerifyCodeRequest) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+// VerifyCodeResponse is the answer to a right code.
+type VerifyCodeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VerifyCodeResponse) Reset() {
+	*x = VerifyCodeResponse{}
+	mi := &file_verify_v1_verify_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VerifyCodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VerifyCodeResponse) ProtoMessage() {}
+
+func (x *VerifyCodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_verify_v1_verify_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VerifyCodeResponse.ProtoReflect.Descriptor instead.
+func (*VerifyCodeResponse) Descriptor() ([]byte, []int) {
+	return file_verify_v1_verify_proto_rawDescGZIP(), []int{5}
+}
+
 var File_verify_v1_verify_proto protoreflect.FileDescriptor
 
 const file_verify_v1_verify_proto_rawDesc = "" +
@@ -210,13 +300,20 @@ const file_verify_v1_verify_proto_rawDesc = "" +
 	"\x11WatchCodesRequest\x12\x14\n" +
 	"\x05email\x18\x01 \x01(\tR\x05email\"!\n" +
 	"\tCodeEvent\x12\x14\n" +
-	"\x05email\x18\x01 \x01(\tR\x05email2\xda\x01\n" +
+	"\x05email\x18\x01 \x01(\tR\x05email\"=\n" +
+	"\x11VerifyCodeRequest\x12\x14\n" +
+	"\x05email\x18\x01 \x01(\tR\x05email\x12\x12\n" +
+	"\x04code\x18\x02 \x01(\tR\x04code\"\x14\n" +
+	"\x12VerifyCodeResponse2\xcc\x02\n" +
 	"\bVerifier\x12w\n" +
 	"\bSendCode\x12\x1a.verify.v1.SendCodeRequest\x1a\x1b.verify.v1.SendCodeResponse\"2\x9a\xcc\x18\r\n" +
 	"\x05email\x12\x021m\x18\x03\x9a\xcc\x18\x1d\x12\x021s\x18d:\x15Verifier.SendCode.all\x12U\n" +
 	"\n" +
 	"WatchCodes\x12\x1c.verify.v1.WatchCodesRequest\x1a\x14.verify.v1.CodeEvent\"\x11\x9a\xcc\x18\r\n" +
-	"\x05email\x12\x021m\x18\x020\x01BPZNgithub.com/ratelimitgen/ratelimitgen/examples/verifyrpc/gen/verify/v1;verifyv1b\x06proto3"
+	"\x05email\x12\x021m\x18\x020\x01\x12p\n" +
+	"\n" +
+	"VerifyCode\x12\x1c.verify.v1.VerifyCodeRequest\x1a\x1d.verify.v1.VerifyCodeResponse\"%\x9a\xcc\x18!\n" +
+	"\x05email\x12\x0310m\x18\x05B\x11PERMISSION_DENIEDBPZNgithub.com/ratelimitgen/ratelimitgen/examples/verifyrpc/gen/verify/v1;verifyv1b\x06proto3"
 
 var (
 	file_verify_v1_verify_proto_rawDescOnce sync.Once
@@ -230,20 +327,24 @@ func file_verify_v1_verify_proto_rawDescGZIP() []byte {
 	return file_verify_v1_verify_proto_rawDescData
 }
 
-var file_verify_v1_verify_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_verify_v1_verify_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_verify_v1_verify_proto_goTypes = []any{
-	(*SendCodeRequest)(nil),   // 0: verify.v1.SendCodeRequest
-	(*SendCodeResponse)(nil),  // 1: verify.v1.SendCodeResponse
-	(*WatchCodesRequest)(nil), // 2: verify.v1.WatchCodesRequest
-	(*CodeEvent)(nil),         // 3: verify.v1.CodeEvent
+	(*SendCodeRequest)(nil),    // 0: verify.v1.SendCodeRequest
+	(*SendCodeResponse)(nil),   // 1: verify.v1.SendCodeResponse
+	(*WatchCodesRequest)(nil),  // 2: verify.v1.WatchCodesRequest
+	(*CodeEvent)(nil),          // 3: verify.v1.CodeEvent
+	(*VerifyCodeRequest)(nil),  // 4: verify.v1.VerifyCodeRequest
+	(*VerifyCodeResponse)(nil), // 5: verify.v1.VerifyCodeResponse
 }
 var file_verify_v1_verify_proto_depIdxs = []int32{
 	0, // 0: verify.v1.Verifier.SendCode:input_type -> verify.v1.SendCodeRequest
 	2, // 1: verify.v1.Verifier.WatchCodes:input_type -> verify.v1.WatchCodesRequest
-	1, // 2: verify.v1.Verifier.SendCode:output_type -> verify.v1.SendCodeResponse
-	3, // 3: verify.v1.Verifier.WatchCodes:output_type -> verify.v1.CodeEvent
-	2, // [2:4] is the sub-list for method output_type
-	0, // [0:2] is the sub-list for method input_type
+	4, // 2: verify.v1.Verifier.VerifyCode:input_type -> verify.v1.VerifyCodeRequest
+	1, // 3: verify.v1.Verifier.SendCode:output_type -> verify.v1.SendCodeResponse
+	3, // 4: verify.v1.Verifier.WatchCodes:output_type -> verify.v1.CodeEvent
+	5, // 5: verify.v1.Verifier.VerifyCode:output_type -> verify.v1.VerifyCodeResponse
+	3, // [3:6] is the sub-list for method output_type
+	0, // [0:3] is the sub-list for method input_type
 	0, // [0:0] is the sub-list for extension type_name
 	0, // [0:0] is the sub-list for extension extendee
 	0, // [0:0] is the sub-list for field type_name
@@ -260,7 +361,7 @@ func file_verify_v1_verify_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_verify_v1_verify_proto_rawDesc), len(file_verify_v1_verify_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -26,6 +26,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	Verifier_SendCode_FullMethodName   = "/verify.v1.Verifier/SendCode"
 	Verifier_WatchCodes_FullMethodName = "/verify.v1.Verifier/WatchCodes"
+	Verifier_VerifyCode_FullMethodName = "/verify.v1.Verifier/VerifyCode"
 )
 
 // VerifierClient is the client API for Verifier service.
@@ -42,6 +43,11 @@ type VerifierClient interface {
 	// a minute for one address. A streaming call is decided once, before its
 	// first message.
 	WatchCodes(ctx context.Context, in *WatchCodesRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CodeEvent], error)
+	// VerifyCode checks a code sent to the address, answering
+	// PERMISSION_DENIED for a wrong one: at most 5 wrong codes in 10 minutes
+	// for one address. A right code does not count, so a customer who
+	// verifies often is never locked out.
+	VerifyCode(ctx context.Context, in *VerifyCodeRequest, opts ...grpc.CallOption) (*VerifyCodeResponse, error)
 }
 
 type verifierClient struct {
@@ -81,6 +87,16 @@ func (c *verifierClient) WatchCodes(ctx context.Context, in *WatchCodesRequest, 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Verifier_WatchCodesClient = grpc.ServerStreamingClient[CodeEvent]
 
+func (c *verifierClient) VerifyCode(ctx context.Context, in *VerifyCodeRequest, opts ...grpc.CallOption) (*VerifyCodeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(VerifyCodeResponse)
+	err := c.cc.Invoke(ctx, Verifier_VerifyCode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // VerifierServer is the server API for Verifier service.
 // All implementations must embed UnimplementedVerifierServer
 // for forward compatibility.
@@ -95,6 +111,11 @@ type VerifierServer interface {
 	// a minute for one address. A streaming call is decided once, before its
 	// first message.
 	WatchCodes(*WatchCodesRequest, grpc.ServerStreamingServer[CodeEvent]) error
+	// VerifyCode checks a code sent to the address, answering
+	// PERMISSION_DENIED for a wrong one: at most 5 wrong codes in 10 minutes
+	// for one address. A right code does not count, so a customer who
+	// verifies often is never locked out.
+	VerifyCode(context.Context, *VerifyCodeRequest) (*VerifyCodeResponse, error)
 	mustEmbedUnimplementedVerifierServer()
 }
 
@@ -110,6 +131,9 @@ func (UnimplementedVerifierServer) SendCode(context.Context, *SendCodeRequest) (
 }
 func (UnimplementedVerifierServer) WatchCodes(*WatchCodesRequest, grpc.ServerStreamingServer[CodeEvent]) error {
 	return status.Error(codes.Unimplemented, "method WatchCodes not implemented")
+}
+func (UnimplementedVerifierServer) VerifyCode(context.Context, *VerifyCodeRequest) (*VerifyCodeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method VerifyCode not implemented")
 }
 func (UnimplementedVerifierServer) mustEmbedUnimplementedVerifierServer() {}
 func (UnimplementedVerifierServer) testEmbeddedByValue()                  {}
@@ -161,6 +185,24 @@ func _Verifier_WatchCodes_Handler(srv interface{}, stream grpc.ServerStream) err
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Verifier_WatchCodesServer = grpc.ServerStreamingServer[CodeEvent]
 
+func _Verifier_VerifyCode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(VerifyCodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VerifierServer).VerifyCode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Verifier_VerifyCode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VerifierServer).VerifyCode(ctx, req.(*VerifyCodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Verifier_ServiceDesc is the grpc.ServiceDesc for Verifier service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -171,6 +213,10 @@ var Verifier_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SendCode",
 			Handler:    _Verifier_SendCode_Handler,
+		},
+		{
+			MethodName: "VerifyCode",
+			Handler:    _Verifier_VerifyCode_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

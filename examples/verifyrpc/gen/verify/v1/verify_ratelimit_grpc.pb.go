@@ -6,6 +6,8 @@ package verifyv1
 import (
 	context "context"
 	runtime "github.com/ratelimitgen/ratelimitgen/runtime"
+	codes "google.golang.org/grpc/codes"
+	status "google.golang.org/grpc/status"
 	time "time"
 )
 
@@ -15,6 +17,7 @@ var (
 	limitVerifierServerSendCode   = runtime.Limit{Name: "Verifier.SendCode", Window: time.Minute, Max: 3}
 	limitVerifierServerSendCode2  = runtime.Limit{Name: "Verifier.SendCode.all", Window: time.Second, Max: 100}
 	limitVerifierServerWatchCodes = runtime.Limit{Name: "Verifier.WatchCodes", Window: time.Minute, Max: 2}
+	limitVerifierServerVerifyCode = runtime.Limit{Name: "Verifier.VerifyCode", Window: 10 * time.Minute, Max: 5}
 )
 
 // VerifierServerRateLimits returns the limits of RateLimitedVerifierServer, for
@@ -24,12 +27,14 @@ func VerifierServerRateLimits() []runtime.Request {
 		{Limit: limitVerifierServerSendCode},
 		{Limit: limitVerifierServerSendCode2},
 		{Limit: limitVerifierServerWatchCodes},
+		{Limit: limitVerifierServerVerifyCode},
 	}
 }
 
 // RateLimitedVerifierServer wraps a VerifierServer: each limited method calls
-// the wrapped one only once [runtime.Enforce] admits the call, and returns its
-// error (a *runtime.LimitError when denied) otherwise.
+// the wrapped one only once [runtime.Enforce] admits the call ([runtime.Admit]
+// if it counts by status code), and returns its error (a *runtime.LimitError
+// when denied) otherwise.
 type RateLimitedVerifierServer struct {
 	// UnimplementedVerifierServer supplies the interface's unexported method, if it
 	// has one; every rpc is forwarded below.
@@ -66,4 +71,20 @@ func (r *RateLimitedVerifierServer) WatchCodes(in *WatchCodesRequest, stream Ver
 		return err
 	}
 	return r.next.WatchCodes(in, stream)
+}
+
+// VerifyCode calls the wrapped VerifyCode if "Verifier.VerifyCode" (5 per 10m,
+// keyed by email) admits it, counting only the calls that end
+// PERMISSION_DENIED.
+func (r *RateLimitedVerifierServer) VerifyCode(ctx context.Context, in *VerifyCodeRequest) (*VerifyCodeResponse, error) {
+	hold, err := runtime.Admit(ctx, r.limiter, runtime.Request{Limit: limitVerifierServerVerifyCode, Key: in.GetEmail()})
+	if err != nil {
+		return nil, err
+	}
+	resp, err := r.next.VerifyCode(ctx, in)
+	if status.Code(err) != codes.PermissionDenied {
+		// Only calls that end PERMISSION_DENIED count.
+		_ = hold.Settle(ctx, 0)
+	}
+	return resp, err
 }

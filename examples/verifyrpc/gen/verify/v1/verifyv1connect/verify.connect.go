@@ -42,6 +42,8 @@ const (
 	VerifierSendCodeProcedure = "/verify.v1.Verifier/SendCode"
 	// VerifierWatchCodesProcedure is the fully-qualified name of the Verifier's WatchCodes RPC.
 	VerifierWatchCodesProcedure = "/verify.v1.Verifier/WatchCodes"
+	// VerifierVerifyCodeProcedure is the fully-qualified name of the Verifier's VerifyCode RPC.
+	VerifierVerifyCodeProcedure = "/verify.v1.Verifier/VerifyCode"
 )
 
 // VerifierClient is a client for the verify.v1.Verifier service.
@@ -54,6 +56,11 @@ type VerifierClient interface {
 	// a minute for one address. A streaming call is decided once, before its
 	// first message.
 	WatchCodes(context.Context, *connect.Request[v1.WatchCodesRequest]) (*connect.ServerStreamForClient[v1.CodeEvent], error)
+	// VerifyCode checks a code sent to the address, answering
+	// PERMISSION_DENIED for a wrong one: at most 5 wrong codes in 10 minutes
+	// for one address. A right code does not count, so a customer who
+	// verifies often is never locked out.
+	VerifyCode(context.Context, *connect.Request[v1.VerifyCodeRequest]) (*connect.Response[v1.VerifyCodeResponse], error)
 }
 
 // NewVerifierClient constructs a client for the verify.v1.Verifier service. By default, it uses the
@@ -79,6 +86,12 @@ func NewVerifierClient(httpClient connect.HTTPClient, baseURL string, opts ...co
 			connect.WithSchema(verifierMethods.ByName("WatchCodes")),
 			connect.WithClientOptions(opts...),
 		),
+		verifyCode: connect.NewClient[v1.VerifyCodeRequest, v1.VerifyCodeResponse](
+			httpClient,
+			baseURL+VerifierVerifyCodeProcedure,
+			connect.WithSchema(verifierMethods.ByName("VerifyCode")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -86,6 +99,7 @@ func NewVerifierClient(httpClient connect.HTTPClient, baseURL string, opts ...co
 type verifierClient struct {
 	sendCode   *connect.Client[v1.SendCodeRequest, v1.SendCodeResponse]
 	watchCodes *connect.Client[v1.WatchCodesRequest, v1.CodeEvent]
+	verifyCode *connect.Client[v1.VerifyCodeRequest, v1.VerifyCodeResponse]
 }
 
 // SendCode calls verify.v1.Verifier.SendCode.
@@ -98,6 +112,11 @@ func (c *verifierClient) WatchCodes(ctx context.Context, req *connect.Request[v1
 	return c.watchCodes.CallServerStream(ctx, req)
 }
 
+// VerifyCode calls verify.v1.Verifier.VerifyCode.
+func (c *verifierClient) VerifyCode(ctx context.Context, req *connect.Request[v1.VerifyCodeRequest]) (*connect.Response[v1.VerifyCodeResponse], error) {
+	return c.verifyCode.CallUnary(ctx, req)
+}
+
 // VerifierHandler is an implementation of the verify.v1.Verifier service.
 type VerifierHandler interface {
 	// SendCode e-mails a fresh code to the address: at most 3 a minute to
@@ -108,6 +127,11 @@ type VerifierHandler interface {
 	// a minute for one address. A streaming call is decided once, before its
 	// first message.
 	WatchCodes(context.Context, *connect.Request[v1.WatchCodesRequest], *connect.ServerStream[v1.CodeEvent]) error
+	// VerifyCode checks a code sent to the address, answering
+	// PERMISSION_DENIED for a wrong one: at most 5 wrong codes in 10 minutes
+	// for one address. A right code does not count, so a customer who
+	// verifies often is never locked out.
+	VerifyCode(context.Context, *connect.Request[v1.VerifyCodeRequest]) (*connect.Response[v1.VerifyCodeResponse], error)
 }
 
 // NewVerifierHandler builds an HTTP handler from the service implementation. It returns the path on
@@ -129,12 +153,20 @@ func NewVerifierHandler(svc VerifierHandler, opts ...connect.HandlerOption) (str
 		connect.WithSchema(verifierMethods.ByName("WatchCodes")),
 		connect.WithHandlerOptions(opts...),
 	)
+	verifierVerifyCodeHandler := connect.NewUnaryHandler(
+		VerifierVerifyCodeProcedure,
+		svc.VerifyCode,
+		connect.WithSchema(verifierMethods.ByName("VerifyCode")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/verify.v1.Verifier/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case VerifierSendCodeProcedure:
 			verifierSendCodeHandler.ServeHTTP(w, r)
 		case VerifierWatchCodesProcedure:
 			verifierWatchCodesHandler.ServeHTTP(w, r)
+		case VerifierVerifyCodeProcedure:
+			verifierVerifyCodeHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -150,4 +182,8 @@ func (UnimplementedVerifierHandler) SendCode(context.Context, *connect.Request[v
 
 func (UnimplementedVerifierHandler) WatchCodes(context.Context, *connect.Request[v1.WatchCodesRequest], *connect.ServerStream[v1.CodeEvent]) error {
 	return connect.NewError(connect.CodeUnimplemented, errors.New("verify.v1.Verifier.WatchCodes is not implemented"))
+}
+
+func (UnimplementedVerifierHandler) VerifyCode(context.Context, *connect.Request[v1.VerifyCodeRequest]) (*connect.Response[v1.VerifyCodeResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("verify.v1.Verifier.VerifyCode is not implemented"))
 }

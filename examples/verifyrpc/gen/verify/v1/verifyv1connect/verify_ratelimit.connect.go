@@ -17,6 +17,7 @@ var (
 	limitVerifierHandlerSendCode   = runtime.Limit{Name: "Verifier.SendCode", Window: time.Minute, Max: 3}
 	limitVerifierHandlerSendCode2  = runtime.Limit{Name: "Verifier.SendCode.all", Window: time.Second, Max: 100}
 	limitVerifierHandlerWatchCodes = runtime.Limit{Name: "Verifier.WatchCodes", Window: time.Minute, Max: 2}
+	limitVerifierHandlerVerifyCode = runtime.Limit{Name: "Verifier.VerifyCode", Window: 10 * time.Minute, Max: 5}
 )
 
 // VerifierHandlerRateLimits returns the limits of RateLimitedVerifierHandler,
@@ -26,12 +27,14 @@ func VerifierHandlerRateLimits() []runtime.Request {
 		{Limit: limitVerifierHandlerSendCode},
 		{Limit: limitVerifierHandlerSendCode2},
 		{Limit: limitVerifierHandlerWatchCodes},
+		{Limit: limitVerifierHandlerVerifyCode},
 	}
 }
 
 // RateLimitedVerifierHandler wraps a VerifierHandler: each limited method calls
-// the wrapped one only once [runtime.Enforce] admits the call, and returns its
-// error (a *runtime.LimitError when denied) otherwise.
+// the wrapped one only once [runtime.Enforce] admits the call ([runtime.Admit]
+// if it counts by status code), and returns its error (a *runtime.LimitError
+// when denied) otherwise.
 type RateLimitedVerifierHandler struct {
 	next    VerifierHandler
 	limiter runtime.Limiter
@@ -64,4 +67,20 @@ func (r *RateLimitedVerifierHandler) WatchCodes(ctx context.Context, req *connec
 		return err
 	}
 	return r.next.WatchCodes(ctx, req, stream)
+}
+
+// VerifyCode calls the wrapped VerifyCode if "Verifier.VerifyCode" (5 per 10m,
+// keyed by email) admits it, counting only the calls that end
+// PERMISSION_DENIED.
+func (r *RateLimitedVerifierHandler) VerifyCode(ctx context.Context, req *connect.Request[v1.VerifyCodeRequest]) (*connect.Response[v1.VerifyCodeResponse], error) {
+	hold, err := runtime.Admit(ctx, r.limiter, runtime.Request{Limit: limitVerifierHandlerVerifyCode, Key: req.Msg.GetEmail()})
+	if err != nil {
+		return nil, err
+	}
+	resp, err := r.next.VerifyCode(ctx, req)
+	if err == nil || connect.CodeOf(err) != connect.CodePermissionDenied {
+		// Only calls that end PERMISSION_DENIED count.
+		_ = hold.Settle(ctx, 0)
+	}
+	return resp, err
 }

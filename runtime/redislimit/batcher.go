@@ -24,7 +24,8 @@ import (
 // processor twice per decision.
 //
 // A batch is one script call that decides its calls one after another,
-// each atomically, on a single server or a Sentinel-managed one. On a Redis
+// each atomically (a call may also be a check, for Peek, or a settle, for
+// Hold: see callOp), on a single server or a Sentinel-managed one. On a Redis
 // Cluster or a Ring, each node has a batcher of its own (see nodes.go), and
 // how it sends a batch is its kind's.
 type batcher struct {
@@ -96,8 +97,12 @@ type call struct {
 	// connect bounds how long its round trip may take to get a
 	// connection; see Limiter.connectBound.
 	connect connectBound
-	asks    [inlineLimits]ask
-	vs      [inlineLimits]verdict
+	// marker is a settle's marker key (see callArgs), kept here rather
+	// than in d so that the requests of a caller's d, which newCall only
+	// reads, stay on the caller's stack.
+	marker string
+	asks   [inlineLimits]ask
+	vs     [inlineLimits]verdict
 	// finished is set once the round trip has filled committed and err
 	// (and d's verdicts); wake then receives, as it does when the breaker
 	// opens and when the watch finds the wait due at due (mono).
@@ -144,7 +149,8 @@ func newBatcher(lim *Limiter, kind laneKind) *batcher {
 func (b *batcher) newCall(d *resolvedCall, idx []int) *call {
 	c := b.calls.Get().(*call)
 	n := len(idx)
-	c.d = resolvedCall{now: d.now, asks: c.asks[:0], vs: c.vs[:0]}
+	c.d = resolvedCall{now: d.now, asks: c.asks[:0], vs: c.vs[:0], op: d.op}
+	c.marker = ""
 	if n > inlineLimits {
 		c.d.asks, c.d.vs = make([]ask, 0, n), make([]verdict, 0, n)
 	}
@@ -152,8 +158,19 @@ func (b *batcher) newCall(d *resolvedCall, idx []int) *call {
 		c.d.asks = append(c.d.asks, d.asks[i])
 	}
 	c.d.vs = c.d.vs[:n]
-	if d.receipts != nil {
-		// A held call: its receipts come back, and it is never uniform.
+	switch {
+	case d.op == opSettle:
+		// What it settles: its receipts and the units used.
+		c.d.receipts, c.d.used = make([]int64, n), make([]int64, n)
+		c.marker = b.lim.settleMarker(d.asks[idx[0]].key)
+		for j, i := range idx {
+			c.d.receipts[j] = d.receipts[i]
+			if d.used != nil {
+				c.d.used[j] = d.used[i]
+			}
+		}
+	case d.receipts != nil:
+		// A held call: its receipts come back.
 		c.d.receipts = make([]int64, n)
 	}
 	c.idx = firstN(n)
@@ -223,10 +240,13 @@ func (b *batcher) decide(ctx context.Context, start time.Time, d *resolvedCall, 
 			// The error may refer to c's wait.
 			return false, c.w.outcome(c.err)
 		}
-		for j, i := range idx {
-			d.vs[i] = c.d.vs[j]
+		if d.op != opSettle {
+			// A settle's verdicts are zeros: d's stay as decided.
+			for j, i := range idx {
+				d.vs[i] = c.d.vs[j]
+			}
 		}
-		if d.receipts != nil {
+		if d.receipts != nil && d.op == opDecide {
 			for j, i := range idx {
 				d.receipts[i] = c.d.receipts[j]
 			}

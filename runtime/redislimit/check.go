@@ -219,7 +219,7 @@ func (r *Limiter) checkScripts(ctx context.Context, key string) []error {
 	groups = append(groups, all) // the script of mixed algorithms
 	for _, g := range groups {
 		s := scriptOf(&d, g)
-		res, err := s.run(ctx, r.client, r.callArgs(s, modeDecide, &d, g, false), nil)
+		res, err := s.run(ctx, r.client, r.callArgs(s, modeDecide, &d, g, ""), nil)
 		if err == nil {
 			_, _, err = readCall(res, &d, g)
 		}

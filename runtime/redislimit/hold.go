@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
@@ -59,7 +60,7 @@ type kept struct {
 
 // Hold decides reqs as Decide does and, when the call is admitted,
 // returns the runtime.Hold that settles it (see runtime.Holder). A call
-// Redis decided is settled in Redis, one script call per Cluster slot of
+// Redis decided is settled in Redis, one call (batched with others) per Cluster slot of
 // its limits (see Decide), applied once even when the client resends it;
 // a call admitted from a lease gives back to the lease while it is in use,
 // and charges in Redis; a call the fallback decided is settled by the
@@ -191,13 +192,13 @@ func (r *Limiter) forgetDenials(reqs []runtime.Request, asks []ask) {
 }
 
 // Peek returns what Decide would decide for reqs now, recording nothing
-// (see runtime.Peeker): a script call per Cluster slot, in the mode that
-// checks without committing, never answered by the deny cache or a lease,
+// (see runtime.Peeker): a check per Cluster slot, batched with other
+// calls, that commits nothing, never answered by the deny cache or a lease,
 // and never by the failure policy: when Redis does not answer, Peek
 // returns an error wrapping runtime.ErrUnavailable. Each Decision reports
 // its limit's room as it is, before the call: Remaining is what could be
 // admitted at once, and ResetAfter when the key's state empties as it
-// stands. Like a denial, a check may drop what stopped counting.
+// stands. It writes nothing, not even the tidying a denial does.
 func (r *Limiter) Peek(ctx context.Context, reqs ...runtime.Request) (runtime.Decisions, error) {
 	if err := runtime.Validate(reqs...); err != nil {
 		return runtime.Decisions{}, err
@@ -208,15 +209,14 @@ func (r *Limiter) Peek(ctx context.Context, reqs ...runtime.Request) (runtime.De
 	vs := make([]verdict, len(reqs))
 	asks, on := resolveLimits(nil, reqs, vs)
 	if on {
-		d := resolvedCall{now: -1, asks: asks, vs: vs}
+		d := resolvedCall{now: -1, asks: asks, vs: vs, op: opCheck}
 		r.placeKeys(asks, reqs)
 		if r.cfg.clock != nil {
 			d.now = r.cfg.clock().UnixMicro()
 		}
-		var w wait
-		r.startWait(ctx, &w)
+		start := time.Now()
 		for _, g := range r.groups(asks) {
-			if _, err := r.evalGroup(ctx, &w, modeCheck, &d, g); err != nil {
+			if _, err := r.runGroup(ctx, start, &d, g); err != nil {
 				if errors.Is(ctx.Err(), context.Canceled) {
 					return runtime.Decisions{}, ctx.Err()
 				}

@@ -252,6 +252,23 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	return r.degrade(ctx, reqs, asks, vs, cause, kept)
 }
 
+// runGroup asks Redis what d.op asks of the requests of d in g, one
+// slot: through the batcher that serves the slot, so that checks and
+// settles share round trips with decisions, or else in a script call of
+// its own, waiting as long as a wait from ctx, begun at start, allows.
+func (r *Limiter) runGroup(ctx context.Context, start time.Time, d *resolvedCall, g []int) (bool, error) {
+	if r.batch != nil {
+		b := r.batch
+		if r.lanes != nil {
+			b = r.lanes.of(d.asks[g[0]].key)
+		}
+		return b.decide(ctx, start, d, g)
+	}
+	var w wait
+	r.startWaitAt(ctx, &w, start)
+	return r.evalGroup(ctx, &w, d.mode(), d, g)
+}
+
 // run asks Redis for the decision d of the requests in groups (see
 // groups), waiting as long as a wait from ctx, begun at start, allows.
 func (r *Limiter) run(ctx context.Context, start time.Time, d *resolvedCall, groups [][]int) (committed bool, err error) {

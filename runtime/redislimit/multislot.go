@@ -115,8 +115,9 @@ func (r *Limiter) refund(ctx context.Context, d *resolvedCall, groups [][]int) {
 
 // settle settles the admissions recorded for groups, requests of d of one
 // slot each that recorded the call, at the units d.used says (0 when nil),
-// one script call per group on the limiter's clock now, and returns what
-// failed. Each group's script call carries a marker key of its own, so that
+// one call per group (batched with others, see batcher) on the limiter's
+// clock now, and returns what failed. Each group's call carries a marker
+// key of its own, so that
 // a client resending the command after a lost reply cannot settle twice. It
 // ignores ctx's cancellation, and waits for every group within the
 // limiter's timeout at most, all groups together: a settle that fails
@@ -130,19 +131,16 @@ func (r *Limiter) settle(ctx context.Context, d *resolvedCall, groups [][]int) e
 		// its caller the timeout, and leaves probing Redis to decisions.
 		return r.breaker.openErr()
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.timeout)
-	defer cancel()
-	d.now = -1
+	// A caller that stopped waiting still settles, within the timeout.
+	ctx = context.WithoutCancel(ctx)
+	d.now, d.op = -1, opSettle
 	if r.cfg.clock != nil {
 		d.now = r.cfg.clock().UnixMicro()
 	}
 	var errs []error
+	start := time.Now()
 	for _, idx := range groups {
-		s := scriptOf(d, idx)
-		args := r.callArgs(s, modeSettle, d, idx, true)
-		var w wait
-		r.startWait(ctx, &w)
-		if _, err := r.eval(ctx, &w, s, args); err != nil {
+		if _, err := r.runGroup(ctx, start, d, idx); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -28,7 +28,8 @@ import (
 // for each call committed (1 or 0) and replyFields numbers per limit
 // (allowed, remaining, retry µs, reset µs, receipt; readCall), or for
 // modeUniform uniformFields per call (remaining*2 + allowed, retry µs,
-// reset µs; uniformVerdict). A settle's is empty. The constants the
+// reset µs; uniformVerdict). A settle's committed says whether it applied
+// (its marker was new), and its limits' numbers are 0. The constants the
 // scripts share with Go are written into them (luaConstants).
 
 // A scriptMode is what ARGV[1] asks: decide, check only, settle (refund or
@@ -100,12 +101,14 @@ func luaConstants() map[string]string {
 	}
 	c["SL_MARK"] = "'" + mark.String() + "'"
 	c["SL_SMALL"] = strconv.Itoa(smallLogEntries)
+	c["OP_SHIFT"] = strconv.Itoa(opShift)
 	c["SL_PREFIX_LAST"] = "'" + strconv.Itoa(smallLogPrefix-1) + "'"
 	return c
 }
 
 // appendNums appends to nums the numbers of the requests of d at idx, in
-// the layout of ARGV[2]; with receipts, for a settle, each limit's receipt
+// the layout of ARGV[2], the count of limits carrying d.op; with
+// receipts, for a settle, each limit's receipt
 // and the units it used (0 unless d.used says otherwise). They go as one
 // string of little-endian 64-bit integers: one argument per call rather
 // than six per limit, and the cheapest form for the script to read
@@ -113,7 +116,7 @@ func luaConstants() map[string]string {
 func appendNums(nums []byte, d *resolvedCall, idx []int, receipts bool) []byte {
 	le := binary.LittleEndian
 	nums = le.AppendUint64(nums, uint64(d.now))
-	nums = le.AppendUint64(nums, uint64(len(idx)))
+	nums = le.AppendUint64(nums, uint64(len(idx))+uint64(d.op)*opShift)
 	for _, i := range idx {
 		a := &d.asks[i]
 		nums = le.AppendUint64(nums, uint64(a.code))
@@ -148,7 +151,7 @@ func uniformAsk(batch []*call) *ask {
 		return nil
 	}
 	for _, c := range batch[1:] {
-		if len(c.idx) != 1 || c.d.receipts != nil || !a.sameLimit(&c.d.asks[0]) {
+		if len(c.idx) != 1 || !c.d.uniform(c.idx) || !a.sameLimit(&c.d.asks[0]) {
 			return nil
 		}
 	}
@@ -212,9 +215,11 @@ func readCall(res []int64, d *resolvedCall, idx []int) (committed bool, rest []i
 }
 
 // uniform reports whether the requests of d at idx can be decided in a
-// uniform script call: one enforced limit, and no receipt to keep.
+// uniform script call: a decision of one enforced limit, and no receipt to
+// keep (a token bucket and GCRA settle without one).
 func (d *resolvedCall) uniform(idx []int) bool {
-	return d.receipts == nil && d.asks[idx[0]].uniform(len(idx))
+	a := &d.asks[idx[0]]
+	return d.op == opDecide && a.uniform(len(idx)) && (d.receipts == nil || a.code == codeTokenBucket || a.code == codeGCRA)
 }
 
 // uniformArgs returns the command that runs s to decide request i of d, in
@@ -246,9 +251,10 @@ func errReply(n int) error {
 }
 
 // callArgs returns the command that runs s in mode for the requests of d
-// at idx, in lua/main.lua's layout: a settle (with receipts) carries its
-// marker as its last key.
-func (r *Limiter) callArgs(s *script, mode scriptMode, d *resolvedCall, idx []int, receipts bool) []any {
+// at idx, in lua/main.lua's layout: a settle carries its receipts, and
+// its marker (which is "" for any other call) as its last key.
+func (r *Limiter) callArgs(s *script, mode scriptMode, d *resolvedCall, idx []int, marker string) []any {
+	receipts := marker != ""
 	keys := len(idx)
 	if receipts {
 		keys++
@@ -258,7 +264,7 @@ func (r *Limiter) callArgs(s *script, mode scriptMode, d *resolvedCall, idx []in
 		args = append(args, d.asks[i].key)
 	}
 	if receipts {
-		args = append(args, r.settleMarker(d.asks[idx[0]].key))
+		args = append(args, marker)
 	}
 	return finishArgs(args, mode, appendNums(nil, d, idx, receipts))
 }
@@ -342,18 +348,34 @@ func encodeBatch(bufs *buffers, batch []*call) (s *script, args []any, uniform b
 			// A pointer, which go-redis accepts, is not boxed anew.
 			args = append(args, &c.d.asks[j].key)
 		}
+		if c.d.op == opSettle {
+			args = append(args, &c.marker)
+		}
 	}
-	nums, mode := bufs.nums[:0], modeDecide
+	nums, mode := bufs.nums[:0], batchMode(batch)
 	if a := uniformAsk(batch); a != nil {
 		nums, mode, uniform = appendUniform(nums, a, func(i int) int64 { return batch[i].d.now }, len(batch)), modeUniform, true
 	} else {
 		for _, c := range batch {
-			nums = appendNums(nums, &c.d, c.idx, false)
+			nums = appendNums(nums, &c.d, c.idx, c.d.op == opSettle)
 		}
 	}
 	// nums is the command's until it has run; the next batch reuses it.
 	bufs.nums = nums[:0]
 	return s, finishArgs(args, mode, nums), uniform
+}
+
+// batchMode returns the mode of a batch's script call: its calls' when
+// they all ask the same (a lone settle reads as one), else modeDecide;
+// each call's count of limits says what it asks in any case.
+func batchMode(batch []*call) scriptMode {
+	op := batch[0].d.op
+	for _, c := range batch[1:] {
+		if c.d.op != op {
+			return modeDecide
+		}
+	}
+	return batch[0].d.mode()
 }
 
 // encodeSpread is encodeBatch for a batch spread over the slots of one

@@ -30,6 +30,35 @@ type resolvedCall struct {
 	// used is, for a settle, the units each request used; nil for a
 	// refund, which settles at 0.
 	used []int64
+	// op is what the call asks of the script.
+	op callOp
+}
+
+// A callOp is what one call asks of the script: a decision, a check that
+// records nothing (Peek), or a settle of a held call (Hold.Settle). Each
+// call of a batch carries its own (see appendNums), so that peeks and
+// settles share round trips with decisions.
+type callOp uint8
+
+const (
+	opDecide callOp = iota
+	opCheck
+	opSettle
+)
+
+// opShift is what a call's op is multiplied by in its count of limits,
+// which is far below it (see lua/main.lua).
+const opShift = 1 << 16
+
+// mode returns the script mode of a call of op d.op sent alone.
+func (d *resolvedCall) mode() scriptMode {
+	switch d.op {
+	case opCheck:
+		return modeCheck
+	case opSettle:
+		return modeSettle
+	}
+	return modeDecide
 }
 
 // resolveLimits appends reqs' numbers to asks, and gives each request in

@@ -39,11 +39,19 @@ func (r *Limiter) evalGroup(ctx context.Context, w *wait, mode scriptMode, d *re
 	if uniform {
 		args = uniformArgs(s, d, idx[0])
 	} else {
-		args = r.callArgs(s, mode, d, idx, false)
+		marker := ""
+		if mode == modeSettle {
+			marker = r.settleMarker(d.asks[idx[0]].key)
+		}
+		args = r.callArgs(s, mode, d, idx, marker)
 	}
 	res, err := r.eval(ctx, w, s, args)
 	if err != nil {
 		return false, err
+	}
+	if mode == modeSettle {
+		// Its verdicts are zeros: d's stay as decided.
+		return len(res) > 0 && res[0] == 1, nil
 	}
 	return readGroup(res, d, idx, uniform)
 }
@@ -142,7 +150,7 @@ func (r *Limiter) evalPipelined(ctx context.Context, batch []*call) {
 		if s := scriptOf(&c.d, c.idx); c.d.uniform(c.idx) {
 			args[i] = uniformArgs(s, &c.d, 0)
 		} else {
-			args[i] = r.callArgs(s, modeDecide, &c.d, c.idx, false)
+			args[i] = r.callArgs(s, c.d.mode(), &c.d, c.idx, c.marker)
 		}
 		cmds[i] = pipe.Do(ctx, args[i]...)
 	}

@@ -46,7 +46,9 @@
 --           same limit for all
 -- ARGV[2]   the calls, as little-endian 64-bit integers: for each call
 --           now (µs, or -1 for the server's clock) and its number of limits
---           n, then for each limit: code, window µs, max, burst, cost, and
+--           n, plus OP_SHIFT for a call to check, 2*OP_SHIFT for one to
+--           settle, whatever ARGV[1] says (a batch mixes decisions, checks
+--           and settles), then for each limit: code, window µs, max, burst, cost, and
 --           for SETTLE the receipt and the units used. code is the
 --           algorithm's code (its key in algos), plus SHADOW_FLAG for a
 --           limit in shadow mode.
@@ -73,8 +75,9 @@
 -- capacity): a limit whose cost is above used refunds the difference, one
 -- whose cost is below charges it, recorded even past max. A refund is a
 -- settle at used 0 (limits on different cluster slots decided one slot
--- after another, a later slot denying). It returns ''. Its last key is a
--- marker unique to the settle, in the same slot, and its first write is
+-- after another, a later slot denying). It returns committed 1 if it
+-- applied, 0 if not, and 0 for each limit's numbers. The key after its
+-- limits' is a marker unique to the settle, in the same slot, and its first write is
 -- the marker's SET NX, which Redis refuses when out of memory: a client
 -- that resends the command after losing the reply finds the marker and
 -- settles nothing, so a settle applies at most once.
@@ -229,9 +232,17 @@ local function decide_calls()
   while pos <= count do
     local now, n = clock(nums[pos]), nums[pos + 1]
     pos = pos + 2
+    -- A call's own mode, when its count of limits carries one (OP_SHIFT
+    -- times 1 for CHECK, 2 for SETTLE), else the script's.
+    local cmode = mode
+    if n >= OP_SHIFT then
+      local op = n - n % OP_SHIFT
+      n = n - op
+      cmode = op == OP_SHIFT and CHECK or SETTLE
+    end
 
     -- (A shadow limit's code is no key of decide1s.)
-    local one = mode == DECIDE and n == 1 and decide1s[nums[pos]]
+    local one = cmode == DECIDE and n == 1 and decide1s[nums[pos]]
     if one then
       -- A call of one enforced limit, the commonest: its algorithm's decide1
       -- checks and commits it with no table, where the general path below
@@ -268,77 +279,84 @@ local function decide_calls()
           ps[i] = p
         end
         p.window, p.max, p.burst, p.cost, p.receipt, p.shadow = window, max, burst, cost, 0, shadow
-        if mode == SETTLE then
+        if cmode == SETTLE then
           used = used or {}
           p.receipt, used[i] = nums[pos], nums[pos + 1]
           pos = pos + 2
         end
       end
 
-      if mode == SETTLE then
-        if not call('SET', keys[#keys], '1', 'NX', 'PX', settle_marker_ms) then
-          return ''
-        end
-        for i = 1, n do
-          local p = ps[i]
-          local d = used[i] - p.cost
-          if d < 0 then
-            p.cost = -d
-            impl[i].refund(keys[k + i], p, now)
-          elseif d > 0 then
-            p.cost = d
-            if impl[i].charge then
-              impl[i].charge(keys[k + i], p, now)
-            else
-              local v = {ok = false, remaining = 0, retry = 0, reset = 0, receipt = 0}
-              impl[i].check(keys[k + i], p, now, v)
-              impl[i].commit(keys[k + i], p, now, v)
+      if cmode == SETTLE then
+        -- The marker follows the call's keys.
+        local applied = call('SET', keys[k + n + 1], '1', 'NX', 'PX', settle_marker_ms)
+        if applied then
+          for i = 1, n do
+            local p = ps[i]
+            local d = used[i] - p.cost
+            if d < 0 then
+              p.cost = -d
+              impl[i].refund(keys[k + i], p, now)
+            elseif d > 0 then
+              p.cost = d
+              if impl[i].charge then
+                impl[i].charge(keys[k + i], p, now)
+              else
+                local v = {ok = false, remaining = 0, retry = 0, reset = 0, receipt = 0}
+                impl[i].check(keys[k + i], p, now, v)
+                impl[i].commit(keys[k + i], p, now, v)
+              end
             end
           end
         end
-        return ''
-      end
+        local o = #out
+        out[o + 1] = applied and 1 or 0
+        for j = o + 2, o + 1 + 5 * n do
+          out[j] = 0
+        end
+        k = k + n + 1
+        ran = ran + 1
+      else
+        local all = true
+        for i = 1, n do
+          if verdicts[i] == nil or verdicts[i].kept then
+            -- Room for the fields every verdict has and three of the
+            -- algorithm's own.
+            verdicts[i] = {ok = false, remaining = 0, retry = 0, reset = 0, receipt = 0}
+          end
+          impl[i].check(keys[k + i], ps[i], now, verdicts[i])
+          if not verdicts[i].ok and not ps[i].shadow then
+            all = false
+          end
+        end
+        local committed = all and cmode == DECIDE
+        for i = 1, n do
+          if committed and verdicts[i].ok then
+            -- Every enforced verdict is ok here, so this is each enforced limit
+            -- and each shadow limit with room.
+            impl[i].commit(keys[k + i], ps[i], now, verdicts[i])
+          elseif cmode == DECIDE and impl[i].settle ~= nil then
+            -- A check writes nothing, not even the tidying a denial does:
+            -- its twin, a peek, leaves a sliding log as it found it.
+            settles = settles or {}
+            settles[#settles + 1] = {impl[i].settle, keys[k + i], verdicts[i]}
+            verdicts[i].kept = true
+          end
+        end
 
-      local all = true
-      for i = 1, n do
-        if verdicts[i] == nil or verdicts[i].kept then
-          -- Room for the fields every verdict has and three of the
-          -- algorithm's own.
-          verdicts[i] = {ok = false, remaining = 0, retry = 0, reset = 0, receipt = 0}
+        local o = #out
+        out[o + 1] = committed and 1 or 0
+        for i = 1, n do
+          local v = verdicts[i]
+          out[o + 2] = v.ok and 1 or 0
+          out[o + 3] = v.remaining
+          out[o + 4] = v.retry
+          out[o + 5] = v.reset
+          out[o + 6] = v.receipt or 0
+          o = o + 5
         end
-        impl[i].check(keys[k + i], ps[i], now, verdicts[i])
-        if not verdicts[i].ok and not ps[i].shadow then
-          all = false
-        end
+        k = k + n
+        ran = ran + 1
       end
-      local committed = all and mode == DECIDE
-      for i = 1, n do
-        if committed and verdicts[i].ok then
-          -- Every enforced verdict is ok here, so this is each enforced limit
-          -- and each shadow limit with room.
-          impl[i].commit(keys[k + i], ps[i], now, verdicts[i])
-        elseif mode == DECIDE and impl[i].settle ~= nil then
-          -- A check writes nothing, not even the tidying a denial does:
-          -- its twin, a peek, leaves a sliding log as it found it.
-          settles = settles or {}
-          settles[#settles + 1] = {impl[i].settle, keys[k + i], verdicts[i]}
-          verdicts[i].kept = true
-        end
-      end
-
-      local o = #out
-      out[o + 1] = committed and 1 or 0
-      for i = 1, n do
-        local v = verdicts[i]
-        out[o + 2] = v.ok and 1 or 0
-        out[o + 3] = v.remaining
-        out[o + 4] = v.retry
-        out[o + 5] = v.reset
-        out[o + 6] = v.receipt or 0
-        o = o + 5
-      end
-      k = k + n
-      ran = ran + 1
     end
   end
 end

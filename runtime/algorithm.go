@@ -98,10 +98,28 @@ const (
 	// time (TAT) d intervals earlier, but not before now; a charge sets it
 	// to max(TAT, now) + e intervals.
 	GCRA Algorithm = "gcra"
+
+	// Concurrency limits calls in flight rather than a rate: at most Max
+	// calls of a key hold a permit at once, each one permit, so a call's
+	// cost must be 1. A permit is taken when the call is admitted and
+	// released when its Hold is settled (see Admit, Keep and PermitHold).
+	// Window is a permit's lease: a permit not renewed within Window of its
+	// acquisition or last renewal, on the store's clock, expires, and
+	// counts no more, so that the permits of a process that died come back
+	// within one lease. Its call's context is cancelled before then (see
+	// Keep), so at most Max calls run at once, counting a call whose
+	// context says ErrPermitLost as no longer running. A denial's
+	// RetryAfter is 0: a permit comes back when a call ends, which nothing
+	// predicts; ResetAfter is when the last permit's lease ends.
+	//
+	// A lower Max (an override) takes no permit away: calls are admitted
+	// again once fewer than the new Max hold one.
+	Concurrency Algorithm = "concurrency"
 )
 
-// Algorithms returns every Algorithm, in documentation order; the first is
-// the default.
+// Algorithms returns every Algorithm that limits a rate, in documentation
+// order; the first is the default. Concurrency, which limits calls in
+// flight, is apart.
 func Algorithms() []Algorithm {
 	return []Algorithm{SlidingLog, SlidingWindow, FixedWindow, TokenBucket, GCRA}
 }
@@ -109,7 +127,7 @@ func Algorithms() []Algorithm {
 // known reports whether a is one of Algorithms, or the zero value.
 func (a Algorithm) known() bool {
 	switch a {
-	case "", SlidingLog, SlidingWindow, FixedWindow, TokenBucket, GCRA:
+	case "", SlidingLog, SlidingWindow, FixedWindow, TokenBucket, GCRA, Concurrency:
 		return true
 	}
 	return false
@@ -135,6 +153,8 @@ func (a Algorithm) GoString() string {
 		return "runtime.TokenBucket"
 	case GCRA:
 		return "runtime.GCRA"
+	case Concurrency:
+		return "runtime.Concurrency"
 	}
 	return "runtime.Algorithm(" + strconv.Quote(string(a)) + ")"
 }
@@ -157,11 +177,13 @@ func (l Limit) burst() int {
 
 // Capacity returns the largest cost one call can ever be admitted with: the
 // bucket's size, Burst (or Max when Burst is 0), for TokenBucket and GCRA,
-// and Max for the other algorithms.
+// 1 for Concurrency, and Max for the other algorithms.
 func (l Limit) Capacity() int {
 	switch l.algorithm() {
 	case TokenBucket, GCRA:
 		return l.burst()
+	case Concurrency:
+		return 1
 	}
 	return l.Max
 }

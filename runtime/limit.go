@@ -27,10 +27,12 @@ type Limit struct {
 	// one count, so give different policies different names.
 	Name string
 	// Window is the window length: the period in which Max units are
-	// admitted. It must be at least 1µs and is used in whole microseconds.
+	// admitted; for Concurrency, a permit's lease. It must be at least 1µs
+	// and is used in whole microseconds.
 	Window time.Duration
-	// Max is the number of units admitted per Window. It must be at least 1
-	// and at most MaxUnits, or MaxSlidingLog for SlidingLog.
+	// Max is the number of units admitted per Window (for Concurrency, of
+	// calls in flight). It must be at least 1 and at most MaxUnits, or
+	// MaxSlidingLog for SlidingLog.
 	Max int
 	// Algorithm selects how admissions are counted; the zero value means
 	// SlidingLog.

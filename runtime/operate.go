@@ -138,7 +138,11 @@ func (op *operated) hold(ctx context.Context, reqs []Request) ([]Request, Decisi
 	}
 	op.observe(ctx, reqs, ds, err, time.Since(start))
 	if h != nil {
-		h = &observedHold{op: op, reqs: reqs, ctx: context.WithoutCancel(ctx), next: h}
+		oh := &observedHold{op: op, reqs: reqs, ctx: context.WithoutCancel(ctx), next: h}
+		h = oh
+		if ph, ok := oh.next.(PermitHold); ok {
+			h = observedPermitHold{oh, ph}
+		}
 	}
 	return reqs, ds, h, err
 }
@@ -151,6 +155,16 @@ type observedHold struct {
 	ctx  context.Context
 	next Hold
 }
+
+// observedPermitHold is an observedHold of a call that holds permits:
+// renewing them is its next's.
+type observedPermitHold struct {
+	*observedHold
+	next PermitHold
+}
+
+func (h observedPermitHold) Renew(ctx context.Context) error { return h.next.Renew(ctx) }
+func (h observedPermitHold) HeldUntil() time.Time            { return h.next.HeldUntil() }
 
 func (h *observedHold) Settle(ctx context.Context, used ...int64) error {
 	err := h.next.Settle(ctx, used...)

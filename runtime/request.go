@@ -60,6 +60,9 @@ func checkRequest(l Limit, n int64) error {
 	if n < 1 {
 		return costError(l, n, "the cost must be at least 1")
 	}
+	if l.algorithm() == Concurrency && n != 1 {
+		return costError(l, n, "a concurrency limit counts calls in flight, each holding one permit, so the cost must be 1")
+	}
 	if c := l.Capacity(); n > int64(c) {
 		return costError(l, n, "it is larger than the limit's capacity ("+strconv.Itoa(c)+"), so it could never be admitted")
 	}
@@ -92,6 +95,8 @@ func plainRequest(l *Limit, n int64) bool {
 	case SlidingWindow, FixedWindow:
 	case TokenBucket, GCRA:
 		capacity = burst
+	case Concurrency:
+		capacity = 1
 	default:
 		return false
 	}

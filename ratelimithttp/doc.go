@@ -42,6 +42,13 @@
 // window_seconds, which repeat Retry-After and the q and w of
 // RateLimit-Policy for clients that read only the body.
 //
+// A denial by a concurrency limit (requests in flight) has no Retry-After
+// and no t, since nothing predicts when a request in flight ends; its
+// policy says qu="concurrent-requests" in place of a window:
+//
+//	Ratelimit: "Exports";r=0
+//	Ratelimit-Policy: "Exports";q=2;qu="concurrent-requests"
+//
 // A limiter that could not decide (for example Redis unreachable under
 // redislimit.FailClosed) answers 503 Service Unavailable with an
 // "about:blank" problem body, never 429: the client did nothing wrong and

@@ -25,6 +25,8 @@ const (
 //	RateLimit: "Notifier.SendCode";r=2;t=60
 //
 // q is l.Max, w is l.Window and r is d.Remaining (clamped to [0, l.Max]).
+// For a limit of runtime.Concurrency, q is the requests it lets be in
+// flight, with qu="concurrent-requests" in place of w, and t is left out.
 // t is d.RetryAfter when d denied the call (at least 1, and equal to the
 // Retry-After of the 429), else d.ResetAfter, the time until the full
 // quota is back (left out when not positive). Durations are in seconds,
@@ -41,12 +43,23 @@ func SetHeaders(h http.Header, l runtime.Limit, d runtime.Decision) {
 	}
 	name := sfString(policyName(l.Name))
 
-	policy := name + ";q=" + strconv.Itoa(l.Max) + ";w=" + strconv.FormatInt(ceilSeconds(l.Window), 10)
+	inFlight := l.Algorithm == runtime.Concurrency
+	policy := name + ";q=" + strconv.Itoa(l.Max)
+	if inFlight {
+		// The draft's quota unit for requests in flight; a window has no
+		// meaning for them.
+		policy += `;qu="concurrent-requests"`
+	} else {
+		policy += ";w=" + strconv.FormatInt(ceilSeconds(l.Window), 10)
+	}
 	setItem(h, fieldPolicy, name, policy)
 
 	remaining := min(max(d.Remaining, 0), l.Max)
 	item := name + ";r=" + strconv.Itoa(remaining)
 	switch {
+	case inFlight:
+		// No t: a permit comes back when a request ends, which nothing
+		// predicts.
 	case !d.Allowed:
 		item += ";t=" + strconv.FormatInt(retryAfterSeconds(d.RetryAfter), 10)
 	case d.ResetAfter > 0:

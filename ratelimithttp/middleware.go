@@ -1,6 +1,7 @@
 package ratelimithttp
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
@@ -69,9 +70,19 @@ func OnKeyError(f func(w http.ResponseWriter, r *http.Request, err error)) Optio
 // CountStatus says which answers count. The key never appears in a
 // response.
 //
+// A limit of runtime.Concurrency limits requests in flight: an admitted
+// request holds a permit while the next handler runs, with the request's
+// context kept by runtime.Keep (cancelled with runtime.ErrPermitLost as
+// the cause if the permit is lost), and releases it when the handler
+// returns or panics. Its 429 carries no Retry-After, since nothing
+// predicts when a request in flight ends.
+//
 // Middleware panics if lim or key is nil or l is invalid (l.Validate), so
 // that a wiring mistake stops the program at start-up instead of failing
-// every request; the returned func panics on a nil handler.
+// every request; the returned func panics on a nil handler. It panics too
+// when CountStatus or a concurrency limit needs a runtime.Holder and lim is
+// not one, and for CountStatus on a concurrency limit, whose permits are
+// released whatever the answer.
 func Middleware(lim runtime.Limiter, l runtime.Limit, key KeyFunc, opts ...Option) func(http.Handler) http.Handler {
 	switch {
 	case lim == nil:
@@ -88,14 +99,18 @@ func Middleware(lim runtime.Limiter, l runtime.Limit, key KeyFunc, opts ...Optio
 			o(&c)
 		}
 	}
-	if _, holds := lim.(runtime.Holder); c.count != nil && !holds {
-		panic(fmt.Sprintf("ratelimithttp: Middleware for %q: CountStatus needs a runtime.Holder, which %T is not; pass a memlimit or redislimit Limiter, or runtime.Operate's", l.Name, lim))
+	inFlight := l.Algorithm == runtime.Concurrency
+	switch _, holds := lim.(runtime.Holder); {
+	case c.count != nil && inFlight:
+		panic(fmt.Sprintf("ratelimithttp: Middleware for %q: CountStatus counts answers, but a concurrency limit releases its permit whatever the answer; drop CountStatus", l.Name))
+	case (c.count != nil || inFlight) && !holds:
+		panic(fmt.Sprintf("ratelimithttp: Middleware for %q: CountStatus and concurrency limits need a runtime.Holder, which %T is not; pass a memlimit or redislimit Limiter, or runtime.Operate's", l.Name, lim))
 	}
 	return func(next http.Handler) http.Handler {
 		if next == nil {
 			panic(fmt.Sprintf("ratelimithttp: Middleware for %q applied to a nil http.Handler", l.Name))
 		}
-		return &limitHandler{lim: lim, limit: l, key: key, cfg: c, next: next}
+		return &limitHandler{lim: lim, limit: l, key: key, cfg: c, next: next, inFlight: inFlight}
 	}
 }
 
@@ -105,6 +120,8 @@ type limitHandler struct {
 	key   KeyFunc
 	cfg   middlewareConfig
 	next  http.Handler
+	// inFlight says the limit is a concurrency limit.
+	inFlight bool
 }
 
 func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -127,7 +144,7 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ds   runtime.Decisions
 		hold runtime.Hold
 	)
-	if h.cfg.count != nil {
+	if h.cfg.count != nil || h.inFlight {
 		ds, hold, err = h.lim.(runtime.Holder).Hold(r.Context(), req)
 	} else {
 		ds, err = h.lim.Decide(r.Context(), req)
@@ -153,6 +170,10 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.next.ServeHTTP(w, r)
 		return
 	}
+	if h.inFlight {
+		h.serveHolding(w, r, hold)
+		return
+	}
 	sw := &statusWriter{ResponseWriter: w}
 	h.next.ServeHTTP(sw, r)
 	if !sw.hijacked && !h.cfg.count(sw.final()) {
@@ -160,4 +181,17 @@ func (h *limitHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// an Operate limiter's observers are told.
 		_ = hold.Settle(r.Context(), 0)
 	}
+}
+
+// serveHolding serves a request admitted by a concurrency limit, holding
+// its permit until the next handler returns or panics.
+func (h *limitHandler) serveHolding(w http.ResponseWriter, r *http.Request, hold runtime.Hold) {
+	ctx, stop := runtime.Keep(r.Context(), hold)
+	defer func() {
+		stop()
+		// A permit that was lost meanwhile is released as well; the error
+		// says so, and an Operate limiter's observers are told.
+		_ = hold.Settle(context.WithoutCancel(r.Context()), 1)
+	}()
+	h.next.ServeHTTP(w, r.WithContext(ctx))
 }

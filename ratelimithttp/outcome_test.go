@@ -66,7 +66,7 @@ func TestCountStatusThroughOperate(t *testing.T) {
 // wiring mistake, reported at start-up.
 func TestCountStatusNeedsHolder(t *testing.T) {
 	require.PanicsWithValue(t,
-		`ratelimithttp: Middleware for "api.login": CountStatus needs a runtime.Holder, which ratelimithttp_test.decideOnly is not; pass a memlimit or redislimit Limiter, or runtime.Operate's`,
+		`ratelimithttp: Middleware for "api.login": CountStatus and concurrency limits need a runtime.Holder, which ratelimithttp_test.decideOnly is not; pass a memlimit or redislimit Limiter, or runtime.Operate's`,
 		func() {
 			ratelimithttp.Middleware(decideOnly{memlimit.New()}, login, ratelimithttp.ByClientIP(), ratelimithttp.CountStatus(401))
 		})

@@ -15,7 +15,8 @@ import (
 //   - a *runtime.LimitError: 429 Too Many Requests with Retry-After (the
 //     denial's RetryAfter in seconds, rounded up, at least 1), the
 //     RateLimit fields of its Limit and Decision (see SetHeaders), and a
-//     problem body naming the limit and the wait;
+//     problem body naming the limit and the wait; for a concurrency limit,
+//     with no Retry-After and no wait;
 //   - another error matching runtime.ErrLimited: 429 with a generic body
 //     and no Retry-After or RateLimit fields, as it carries no wait;
 //   - an error matching runtime.ErrUnavailable (the limiter could not
@@ -58,7 +59,8 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) bool {
 // Retry-After and whose r is the quota left (0 unless the denied call cost
 // more than one unit); and a problem body of type problemTypeQuotaExceeded.
 // A nil e, or one whose Limit is invalid, gets a 429 with what can still
-// be said: no RateLimit fields, and no Retry-After when e is nil.
+// be said: no RateLimit fields, and no Retry-After when e is nil. A denial
+// of a concurrency limit has no Retry-After (see SetHeaders).
 func writeLimited(w http.ResponseWriter, r *http.Request, e *runtime.LimitError) {
 	p := problem{
 		Type:   problemTypeQuotaExceeded,
@@ -72,6 +74,16 @@ func writeLimited(w http.ResponseWriter, r *http.Request, e *runtime.LimitError)
 	}
 	d := e.Decision
 	d.Allowed = false // a LimitError is a denial, however it was built
+	if l := e.Limit; l.Algorithm == runtime.Concurrency && l.Validate() == nil {
+		// No Retry-After: a permit comes back when a call in flight ends,
+		// which nothing predicts.
+		SetHeaders(w.Header(), l, d)
+		p.Detail = fmt.Sprintf("Too many requests in flight for %s: at most %d at once. Retry once one ends.", l.Name, l.Max)
+		p.ViolatedPolicies = []string{policyName(l.Name)}
+		p.Quota = l.Max
+		writeProblem(w, r, p)
+		return
+	}
 	retry := retryAfterSeconds(d.RetryAfter)
 	w.Header().Set(fieldRetry, strconv.FormatInt(retry, 10))
 	p.RetryAfterSeconds = retry

@@ -36,6 +36,9 @@ type LimitError struct {
 // Error returns a message such as
 // `ratelimit: "Notifier.SendCode" allows 3 calls per 1m0s; retry in 41.2s`.
 func (e *LimitError) Error() string {
+	if e.Limit.algorithm() == Concurrency {
+		return fmt.Sprintf("ratelimit: %q allows %d calls in flight; retry once one ends", e.Limit.Name, e.Limit.Max)
+	}
 	return fmt.Sprintf("ratelimit: %q allows %d calls per %v; retry in %v",
 		e.Limit.Name, e.Limit.Max, e.Limit.Window, roundUp(e.Decision.RetryAfter, time.Millisecond))
 }

@@ -159,3 +159,8 @@ func (h permitHolder) Hold(ctx context.Context, reqs ...runtime.Request) (runtim
 	ds, err := h.Decide(ctx, reqs...)
 	return ds, h.p, err
 }
+
+func TestLimitErrorOfConcurrency(t *testing.T) {
+	e := &runtime.LimitError{Limit: runtime.Limit{Name: "Exports", Window: time.Minute, Max: 2, Algorithm: runtime.Concurrency}}
+	require.Equal(t, `ratelimit: "Exports" allows 2 calls in flight; retry once one ends`, e.Error())
+}

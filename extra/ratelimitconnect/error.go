@@ -32,7 +32,8 @@ import (
 //     the RateLimit-Policy and RateLimit fields of ratelimithttp.SetHeaders.
 //     A LimitError whose Limit is invalid (Limit.Validate) gets the
 //     RetryInfo, Retry-After, a message without the limit, and no
-//     QuotaFailure;
+//     QuotaFailure. A denial by a concurrency limit has the message and
+//     details of extra/ratelimitgrpc's, and no Retry-After;
 //   - another error matching runtime.ErrLimited: CodeResourceExhausted
 //     with a generic message and no details, as it carries no wait;
 //   - an error matching runtime.ErrUnavailable (the limiter could not
@@ -65,6 +66,9 @@ func Error(err error) (*connect.Error, bool) {
 // limitedError is the CodeResourceExhausted error of the denial e; see
 // Error.
 func limitedError(e *runtime.LimitError) *connect.Error {
+	if l := e.Limit; l.Algorithm == runtime.Concurrency && l.Validate() == nil {
+		return inFlightError(e)
+	}
 	wait := max(e.Decision.RetryAfter, 0)
 	retry := retryAfterSeconds(wait)
 	msg := fmt.Sprintf("Too many requests. Retry in %d s.", retry)
@@ -85,6 +89,29 @@ func limitedError(e *runtime.LimitError) *connect.Error {
 	// response headers (Connect) or trailers (gRPC, gRPC-Web).
 	ce.Meta().Set("Retry-After", strconv.FormatInt(retry, 10))
 	ratelimithttp.SetHeaders(ce.Meta(), e.Limit, e.Decision)
+	addDetails(ce, details)
+	return ce
+}
+
+// inFlightError is the CodeResourceExhausted error of a denial by a
+// concurrency limit: no RetryInfo and no Retry-After, since a permit comes
+// back when a call in flight ends, which nothing predicts.
+func inFlightError(e *runtime.LimitError) *connect.Error {
+	l := e.Limit
+	what := fmt.Sprintf("Too many requests in flight for %s: at most %d at once.", l.Name, l.Max)
+	ce := connect.NewError(connect.CodeResourceExhausted, errors.New(what+" Retry once one ends."))
+	ratelimithttp.SetHeaders(ce.Meta(), l, e.Decision)
+	addDetails(ce, []proto.Message{&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{
+		Subject:     l.Name,
+		Description: what,
+		QuotaId:     l.Name,
+		QuotaValue:  int64(l.Max),
+	}}}})
+	return ce
+}
+
+// addDetails adds details to ce.
+func addDetails(ce *connect.Error, details []proto.Message) {
 	for _, m := range details {
 		d, err := connect.NewErrorDetail(m)
 		if err != nil {
@@ -95,7 +122,6 @@ func limitedError(e *runtime.LimitError) *connect.Error {
 		}
 		ce.AddDetail(d)
 	}
-	return ce
 }
 
 // retryAfterSeconds is d in whole seconds for the message, rounded up and

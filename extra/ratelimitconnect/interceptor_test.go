@@ -383,3 +383,28 @@ func assertNoKey(t *testing.T, ce *connect.Error) {
 		}
 	}
 }
+
+// TestErrorOfInFlightDenial: a concurrency limit's denial has no wait to
+// give: no RetryInfo and no Retry-After, and a policy in requests in flight.
+func TestErrorOfInFlightDenial(t *testing.T) {
+	exports := runtime.Limit{Name: "Exports", Window: time.Minute, Max: 2, Algorithm: runtime.Concurrency}
+	ce, ok := ratelimitconnect.Error(&runtime.LimitError{Limit: exports})
+	if !ok || ce.Code() != connect.CodeResourceExhausted {
+		t.Fatalf("Error = %v, %v", ce, ok)
+	}
+	if want := "Too many requests in flight for Exports: at most 2 at once. Retry once one ends."; ce.Message() != want {
+		t.Errorf("message %q, want %q", ce.Message(), want)
+	}
+	if _, ok := ratelimitconnect.RetryDelay(ce); ok {
+		t.Error("a RetryInfo without a wait to give")
+	}
+	if v := ce.Meta().Values("Retry-After"); len(v) != 0 {
+		t.Errorf("Retry-After %q", v)
+	}
+	if got, want := ce.Meta().Get("RateLimit-Policy"), `"Exports";q=2;qu="concurrent-requests"`; got != want {
+		t.Errorf("RateLimit-Policy %q, want %q", got, want)
+	}
+	if qf := detail[*errdetails.QuotaFailure](t, ce); qf.GetViolations()[0].GetQuotaValue() != 2 {
+		t.Errorf("QuotaFailure %v", qf)
+	}
+}

@@ -79,10 +79,11 @@ func StreamServerInterceptor() grpc.StreamServerInterceptor {
 }
 
 // pushback returns the PushbackTrailer trailer for the denial in err, and
-// false when err holds no *runtime.LimitError, whose wait alone is known.
+// false when err holds no *runtime.LimitError, whose wait alone is known,
+// or one of a concurrency limit, whose wait is not.
 func pushback(err error) (metadata.MD, bool) {
 	var le *runtime.LimitError
-	if !errors.As(err, &le) {
+	if !errors.As(err, &le) || inFlight(le) {
 		return nil, false
 	}
 	return metadata.Pairs(PushbackTrailer, strconv.FormatInt(pushbackMillis(le.Decision.RetryAfter), 10)), true

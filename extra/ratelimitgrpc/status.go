@@ -26,7 +26,11 @@ import (
 //     google.rpc.QuotaFailure detail with one violation whose subject and
 //     quota_id are the limit's name and whose quota_value is its Max. A
 //     LimitError whose Limit is invalid (Limit.Validate) gets the
-//     RetryInfo, a message without the limit, and no QuotaFailure;
+//     RetryInfo, a message without the limit, and no QuotaFailure. A
+//     denial by a concurrency limit says "Too many requests in flight for
+//     NAME: at most MAX at once. Retry once one ends.", with the
+//     QuotaFailure and no RetryInfo: nothing predicts when a call in
+//     flight ends;
 //   - another error matching runtime.ErrLimited: codes.ResourceExhausted
 //     with a generic message and no details, as it carries no wait;
 //   - an error matching runtime.ErrUnavailable (the limiter could not
@@ -55,6 +59,9 @@ func Status(err error) (*status.Status, bool) {
 // limitedStatus is the ResourceExhausted status of the denial e; see
 // Status.
 func limitedStatus(e *runtime.LimitError) *status.Status {
+	if inFlight(e) {
+		return inFlightStatus(e.Limit)
+	}
 	wait := max(e.Decision.RetryAfter, 0)
 	retry := retryAfterSeconds(wait)
 	msg := fmt.Sprintf("Too many requests. Retry in %d s.", retry)
@@ -79,6 +86,30 @@ func limitedStatus(e *runtime.LimitError) *status.Status {
 		// WithDetails fails only for a status with code OK or a detail
 		// that cannot be marshalled, neither of which can happen here;
 		// the message alone still answers the call.
+		return st
+	}
+	return withDetails
+}
+
+// inFlight reports whether e is a denial by a valid concurrency limit.
+func inFlight(e *runtime.LimitError) bool {
+	return e.Limit.Algorithm == runtime.Concurrency && e.Limit.Validate() == nil
+}
+
+// inFlightStatus is the ResourceExhausted status of a denial by the
+// concurrency limit l: no RetryInfo, since a permit comes back when a call
+// in flight ends, which nothing predicts.
+func inFlightStatus(l runtime.Limit) *status.Status {
+	what := fmt.Sprintf("Too many requests in flight for %s: at most %d at once.", l.Name, l.Max)
+	st := status.New(codes.ResourceExhausted, what+" Retry once one ends.")
+	withDetails, err := st.WithDetails(&errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{
+		Subject:     l.Name,
+		Description: what,
+		QuotaId:     l.Name,
+		QuotaValue:  int64(l.Max),
+	}}})
+	if err != nil {
+		// As in limitedStatus, this cannot fail.
 		return st
 	}
 	return withDetails

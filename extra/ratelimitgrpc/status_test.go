@@ -98,3 +98,19 @@ func TestStatusOfOtherErrors(t *testing.T) {
 		assert.Nil(t, st, "%v", err)
 	}
 }
+
+// TestStatusOfInFlightDenial: a concurrency limit's denial has no wait to
+// give, so no RetryInfo, and RetryDelay finds none.
+func TestStatusOfInFlightDenial(t *testing.T) {
+	exports := runtime.Limit{Name: "Exports", Window: time.Minute, Max: 2, Algorithm: runtime.Concurrency}
+	st, ok := ratelimitgrpc.Status(denial(exports, 0))
+	require.True(t, ok)
+	assert.Equal(t, codes.ResourceExhausted, st.Code())
+	assert.Equal(t, "Too many requests in flight for Exports: at most 2 at once. Retry once one ends.", st.Message())
+	require.Len(t, st.Details(), 1, "QuotaFailure alone")
+	qf, ok := st.Details()[0].(*errdetails.QuotaFailure)
+	require.True(t, ok, "detail %T", st.Details()[0])
+	assert.Equal(t, int64(2), qf.GetViolations()[0].GetQuotaValue())
+	_, ok = ratelimitgrpc.RetryDelay(st.Err())
+	assert.False(t, ok)
+}

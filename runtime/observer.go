@@ -78,10 +78,18 @@ const (
 	// failed, so its reservation stays counted; Event.Err says why, and
 	// Event.Cost is the reservation.
 	ResultUnsettled
+	// ResultReleased means that a call holding a permit of a Concurrency
+	// limit was settled, so it holds the permit no more; Source is where
+	// the call was decided. Err is nil when the permit was given back, wraps
+	// ErrPermitLost when it had been lost before, and otherwise says why the
+	// store did not answer: the permit then counts there until its lease
+	// ends. Allowed and shadow-limited events of a Concurrency limit less
+	// its released ones are the permits this instance's calls hold.
+	ResultReleased
 )
 
 // String returns the result's name as metrics label it: "allowed",
-// "limited", "shadow-limited", "error" or "unsettled".
+// "limited", "shadow-limited", "error", "unsettled" or "released".
 func (r Result) String() string {
 	switch r {
 	case ResultAllowed:
@@ -94,6 +102,8 @@ func (r Result) String() string {
 		return "error"
 	case ResultUnsettled:
 		return "unsettled"
+	case ResultReleased:
+		return "released"
 	}
 	return fmt.Sprintf("Result(%d)", uint8(r))
 }

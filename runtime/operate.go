@@ -138,7 +138,7 @@ func (op *operated) hold(ctx context.Context, reqs []Request) ([]Request, Decisi
 	}
 	op.observe(ctx, reqs, ds, err, time.Since(start))
 	if h != nil {
-		oh := &observedHold{op: op, reqs: reqs, ctx: context.WithoutCancel(ctx), next: h}
+		oh := &observedHold{op: op, reqs: reqs, ctx: context.WithoutCancel(ctx), next: h, source: ds.Source}
 		h = oh
 		if ph, ok := oh.next.(PermitHold); ok {
 			h = observedPermitHold{oh, ph}
@@ -147,13 +147,16 @@ func (op *operated) hold(ctx context.Context, reqs []Request) ([]Request, Decisi
 	return reqs, ds, h, err
 }
 
-// observedHold tells the observers of its settlement's failure.
+// observedHold tells the observers of its settlement's failure, and of
+// the release of its permits.
 type observedHold struct {
 	op   *operated
 	reqs []Request
 	// ctx is the decision's, for the observers' values.
 	ctx  context.Context
 	next Hold
+	// source is where the call was decided.
+	source Source
 }
 
 // observedPermitHold is an observedHold of a call that holds permits:
@@ -168,14 +171,21 @@ func (h observedPermitHold) HeldUntil() time.Time            { return h.next.Hel
 
 func (h *observedHold) Settle(ctx context.Context, used ...int64) error {
 	err := h.next.Settle(ctx, used...)
-	if err == nil || errors.Is(err, ErrSettled) {
+	if errors.Is(err, ErrSettled) {
 		return err
 	}
+	// A lost permit says nothing of the call's other limits, which were
+	// settled.
+	unsettled := err != nil && !errors.Is(err, ErrPermitLost)
 	for _, r := range h.reqs {
-		if r.Limit.Mode == ModeOff {
+		inFlight := r.Limit.algorithm() == Concurrency
+		if r.Limit.Mode == ModeOff || !inFlight && !unsettled {
 			continue
 		}
 		ev := Event{Limit: r.Limit, Result: ResultUnsettled, Cost: r.cost(), Err: err}
+		if inFlight {
+			ev.Result, ev.Source = ResultReleased, h.source
+		}
 		if h.op.label != nil {
 			ev.Label = h.op.label(h.ctx, r)
 		}

@@ -208,8 +208,9 @@ func (o *Observer) Observe(ctx context.Context, ev runtime.Event) {
 	if ev.NearLimit() {
 		o.nearLimit.Add(ctx, 1, m.add...)
 	}
-	if ev.Result != runtime.ResultUnsettled {
-		// A failed settlement is no decision: it took no decision's time.
+	if ev.Result != runtime.ResultUnsettled && ev.Result != runtime.ResultReleased {
+		// A failed settlement or a release is no decision: it took no
+		// decision's time.
 		o.duration.Record(ctx, ev.Latency.Seconds(), m.record...)
 	}
 }

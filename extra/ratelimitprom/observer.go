@@ -92,9 +92,10 @@ func WithBuckets(buckets []float64) Option {
 //     events, that is of limits decided: one per limit of each call (a
 //     limit in runtime.ModeOff is not decided and not counted). limit is
 //     Event.Limit.Name; result is Event.Result.String(): "allowed",
-//     "limited", "shadow-limited", "error" or "unsettled" (a settlement
-//     that failed, see runtime.Hold, which the duration histogram leaves
-//     out); source is Event.Source.String(): "store", "deny-cache",
+//     "limited", "shadow-limited", "error", "unsettled" (a settlement
+//     that failed, see runtime.Hold) or "released" (a call of a
+//     concurrency limit settled, see runtime.ResultReleased), which the
+//     duration histogram leaves out; source is Event.Source.String(): "store", "deny-cache",
 //     "fallback", "fail-open" or "lease", or SourceNone ("none") when the
 //     result is "error" or "unsettled". It
 //     counts events, not units: a call of Cost 5 adds 1.
@@ -110,8 +111,14 @@ func WithBuckets(buckets []float64) Option {
 //     Event.NearLimit reports true: an admitted hit that left at most a
 //     fifth of the limit's capacity, as envoy's near_limit counts.
 //     Denials, shadow denials and errors do not count.
+//   - ratelimit_permits_in_use{limit}: a gauge, for each concurrency limit
+//     (runtime.Concurrency), of the permits this instance's calls hold: its
+//     admitted and shadow-limited events less its released ones, leaving
+//     out calls admitted without a decision (source "fail-open"). Summed
+//     over instances, it is the calls in flight, which never exceeds the
+//     limit's Max but for calls whose context says runtime.ErrPermitLost.
 //
-// WithLabel adds one label to the two counters. A series appears with the
+// WithLabel adds one label to the two counters and the gauge. A series appears with the
 // first event it counts, and then remains; the near-limit counter of a limit
 // (and label) appears with the limit's first event, at 0 if that event was
 // not near the limit.
@@ -124,6 +131,7 @@ type Observer struct {
 	decisions *prometheus.CounterVec
 	durations *prometheus.HistogramVec
 	nearLimit *prometheus.CounterVec
+	inUse     *prometheus.GaugeVec
 	// children holds a map from every seriesKey seen to its series. The
 	// map is never written once stored: newSeries stores a copy with one
 	// more entry, under mu. Reads take no lock and hash the key with the
@@ -146,6 +154,8 @@ type series struct {
 	decision  prometheus.Counter
 	duration  prometheus.Observer
 	nearLimit prometheus.Counter
+	// inUse is nil but for a concurrency limit.
+	inUse prometheus.Gauge
 }
 
 var (
@@ -189,6 +199,11 @@ func NewObserver(opts ...Option) *Observer {
 			Name:      "near_limit_total",
 			Help:      "Admitted rate-limit decisions that left at most a fifth of the limit's capacity.",
 		}, nearLabels),
+		inUse: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: c.namespace,
+			Name:      "permits_in_use",
+			Help:      "Permits of concurrency limits that this instance's calls hold.",
+		}, nearLabels),
 	}
 }
 
@@ -206,12 +221,22 @@ func (o *Observer) Observe(_ context.Context, ev runtime.Event) {
 	}
 	s := o.lookup(k)
 	if s == nil {
-		s = o.newSeries(k)
+		s = o.newSeries(k, ev.Limit.Algorithm == runtime.Concurrency)
 	}
 	s.decision.Inc()
-	if ev.Result != runtime.ResultUnsettled {
-		// A failed settlement is no decision: it took no decision's time.
+	if ev.Result != runtime.ResultUnsettled && ev.Result != runtime.ResultReleased {
+		// A failed settlement or a release is no decision: it took no
+		// decision's time.
 		s.duration.Observe(ev.Latency.Seconds())
+	}
+	if s.inUse != nil && ev.Source != runtime.SourceFailOpen {
+		// A call admitted without a decision holds no permit.
+		switch ev.Result {
+		case runtime.ResultAllowed, runtime.ResultShadowLimited:
+			s.inUse.Inc()
+		case runtime.ResultReleased:
+			s.inUse.Dec()
+		}
 	}
 	if ev.NearLimit() {
 		s.nearLimit.Inc()
@@ -226,8 +251,9 @@ func (o *Observer) lookup(k seriesKey) *series {
 	return nil
 }
 
-// newSeries resolves the children of k and stores them for lookup.
-func (o *Observer) newSeries(k seriesKey) *series {
+// newSeries resolves the children of k, a concurrency limit's if inFlight,
+// and stores them for lookup.
+func (o *Observer) newSeries(k seriesKey, inFlight bool) *series {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if s := o.lookup(k); s != nil {
@@ -248,6 +274,9 @@ func (o *Observer) newSeries(k seriesKey) *series {
 		duration:  o.durations.WithLabelValues(k.limit),
 		nearLimit: o.nearLimit.WithLabelValues(nearValues...),
 	}
+	if inFlight {
+		s.inUse = o.inUse.WithLabelValues(nearValues...)
+	}
 	var m map[seriesKey]*series
 	if old := o.children.Load(); old != nil {
 		m = make(map[seriesKey]*series, len(*old)+1)
@@ -261,11 +290,12 @@ func (o *Observer) newSeries(k seriesKey) *series {
 }
 
 // Describe implements prometheus.Collector: it sends the descriptors of the
-// three metrics.
+// four metrics.
 func (o *Observer) Describe(ch chan<- *prometheus.Desc) {
 	o.decisions.Describe(ch)
 	o.durations.Describe(ch)
 	o.nearLimit.Describe(ch)
+	o.inUse.Describe(ch)
 }
 
 // Collect implements prometheus.Collector: it sends every series observed
@@ -274,4 +304,5 @@ func (o *Observer) Collect(ch chan<- prometheus.Metric) {
 	o.decisions.Collect(ch)
 	o.durations.Collect(ch)
 	o.nearLimit.Collect(ch)
+	o.inUse.Collect(ch)
 }

@@ -417,3 +417,29 @@ func TestConcurrent(t *testing.T) {
 		t.Errorf("%d series of ratelimit_decisions_total, want %d", series, want)
 	}
 }
+
+// TestPermitsInUse: the gauge follows a concurrency limit's admissions and
+// releases, leaves out calls admitted without a decision, and rate limits
+// have none.
+func TestPermitsInUse(t *testing.T) {
+	obs, reg := register(t)
+	exports := runtime.Limit{Name: "Exports", Window: time.Minute, Max: 2, Algorithm: runtime.Concurrency}
+	ctx := context.Background()
+	for _, ev := range []runtime.Event{
+		{Limit: exports, Result: runtime.ResultAllowed},
+		{Limit: exports, Result: runtime.ResultAllowed},
+		{Limit: exports, Result: runtime.ResultShadowLimited},
+		{Limit: exports, Result: runtime.ResultReleased},
+		{Limit: exports, Result: runtime.ResultLimited},
+		{Limit: exports, Result: runtime.ResultAllowed, Source: runtime.SourceFailOpen},
+		{Limit: exports, Result: runtime.ResultReleased, Source: runtime.SourceFailOpen},
+		{Limit: perMinute, Result: runtime.ResultAllowed},
+	} {
+		obs.Observe(ctx, ev)
+	}
+	gatherCompare(t, reg, `
+# HELP ratelimit_permits_in_use Permits of concurrency limits that this instance's calls hold.
+# TYPE ratelimit_permits_in_use gauge
+ratelimit_permits_in_use{limit="Exports"} 2
+`, "ratelimit_permits_in_use")
+}

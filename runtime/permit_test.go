@@ -19,6 +19,9 @@ type permits struct {
 	// renew says what each renewal returns.
 	renew func(n int) error
 
+	// settleErr is what Settle returns.
+	settleErr error
+
 	mu      sync.Mutex
 	until   time.Time
 	renewed chan int
@@ -29,7 +32,8 @@ func newPermits(lease time.Duration, renew func(n int) error) *permits {
 	return &permits{lease: lease, renew: renew, until: time.Now().Add(lease), renewed: make(chan int, 100)}
 }
 
-func (p *permits) Settle(context.Context, ...int64) error { return nil }
+// Settle returns settleErr.
+func (p *permits) Settle(context.Context, ...int64) error { return p.settleErr }
 
 func (p *permits) Renew(context.Context) error {
 	sent := time.Now()
@@ -163,4 +167,41 @@ func (h permitHolder) Hold(ctx context.Context, reqs ...runtime.Request) (runtim
 func TestLimitErrorOfConcurrency(t *testing.T) {
 	e := &runtime.LimitError{Limit: runtime.Limit{Name: "Exports", Window: time.Minute, Max: 2, Algorithm: runtime.Concurrency}}
 	require.Equal(t, `ratelimit: "Exports" allows 2 calls in flight; retry once one ends`, e.Error())
+}
+
+// TestReleasedEvents: observers see each concurrency limit of a settled
+// call released, with the permit's loss if it was lost, and a rate limit
+// of the call unsettled only when the store failed.
+func TestReleasedEvents(t *testing.T) {
+	exports := runtime.Limit{Name: "exports", Window: time.Hour, Max: 2, Algorithm: runtime.Concurrency}
+	hourly := runtime.Limit{Name: "hourly", Window: time.Hour, Max: 10}
+	down := errors.New("store down")
+	for _, tc := range []struct {
+		name    string
+		settle  error
+		results map[string]int
+	}{
+		{"released", nil, map[string]int{"exports released": 1}},
+		{"lost", runtime.ErrPermitLost, map[string]int{"exports released": 1}},
+		{"store down", down, map[string]int{"exports released": 1, "hourly unsettled": 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newPermits(time.Hour, func(int) error { return nil })
+			p.settleErr = tc.settle
+			rec := &recorder{}
+			lim := runtime.Operate(permitHolder{p}, runtime.WithObserver(rec))
+			h, err := runtime.Admit(context.Background(), lim, runtime.Request{Limit: exports, Key: "k"}, runtime.Request{Limit: hourly, Key: "k"})
+			require.NoError(t, err)
+			rec.take()
+			require.ErrorIs(t, h.Settle(context.Background(), 1, 1), tc.settle)
+			evs := rec.take()
+			require.Equal(t, tc.results, results(evs))
+			for _, ev := range evs {
+				if ev.Result == runtime.ResultReleased {
+					require.Equal(t, runtime.SourceStore, ev.Source)
+					require.ErrorIs(t, ev.Err, tc.settle)
+				}
+			}
+		})
+	}
 }

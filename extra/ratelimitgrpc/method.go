@@ -81,6 +81,13 @@ func ByMetadata(name string) KeyFunc {
 //   - key error: INVALID_ARGUMENT with the KeyFunc's error as its message,
 //     and the call is neither counted nor served.
 //
+// A limit of runtime.Concurrency limits calls in flight: an admitted call
+// holds a permit while its handler runs, in a context kept by runtime.Keep
+// (cancelled with runtime.ErrPermitLost as the cause if the permit is
+// lost), and releases it when the handler returns or panics, whatever
+// CountCodes says; its denial carries no RetryInfo and no pushback (see
+// Status). Such a limit needs a runtime.Holder.
+//
 // Calls of other methods go to the handler untouched. A streaming call is
 // decided once, when it starts. Errors the handler returns are left as
 // they are: chain UnaryServerInterceptor too for generated wrappers.
@@ -145,8 +152,15 @@ func NewMethodLimiter(lim runtime.Limiter, limits map[string]runtime.Limit, key 
 			o(m)
 		}
 	}
-	if _, holds := lim.(runtime.Holder); m.count != nil && !holds {
-		return nil, fmt.Errorf("ratelimitgrpc: NewMethodLimiter: CountCodes needs a runtime.Holder, which %T is not; pass a memlimit or redislimit Limiter, or runtime.Operate's", lim)
+	if _, holds := lim.(runtime.Holder); !holds {
+		if m.count != nil {
+			return nil, fmt.Errorf("ratelimitgrpc: NewMethodLimiter: CountCodes needs a runtime.Holder, which %T is not; pass a memlimit or redislimit Limiter, or runtime.Operate's", lim)
+		}
+		for method, l := range m.limits {
+			if l.Algorithm == runtime.Concurrency {
+				return nil, fmt.Errorf("ratelimitgrpc: NewMethodLimiter: the concurrency limit of %s needs a runtime.Holder, which %T is not; pass a memlimit or redislimit Limiter, or runtime.Operate's", method, lim)
+			}
+		}
 	}
 	return m, nil
 }
@@ -164,8 +178,13 @@ func (m *MethodLimiter) Unary() grpc.UnaryServerInterceptor {
 			}
 			return nil, err
 		}
+		if hold.inFlight {
+			kept, stop := runtime.Keep(ctx, hold.Hold)
+			defer m.release(ctx, hold.Hold, stop)
+			return handler(kept, req)
+		}
 		resp, err := handler(ctx, req)
-		m.settle(ctx, hold, err)
+		m.settle(ctx, hold.Hold, err)
 		return resp, err
 	}
 }
@@ -181,10 +200,40 @@ func (m *MethodLimiter) Stream() grpc.StreamServerInterceptor {
 			}
 			return err
 		}
+		if hold.inFlight {
+			kept, stop := runtime.Keep(ss.Context(), hold.Hold)
+			defer m.release(ss.Context(), hold.Hold, stop)
+			return handler(srv, keptStream{ss, kept})
+		}
 		err = handler(srv, ss)
-		m.settle(ss.Context(), hold, err)
+		m.settle(ss.Context(), hold.Hold, err)
 		return err
 	}
+}
+
+// keptStream is a ServerStream whose context is the call's, kept by
+// runtime.Keep while the call holds a permit.
+type keptStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s keptStream) Context() context.Context { return s.ctx }
+
+// release ends the renewals of a call that held a permit and gives the
+// permit back, when its handler returns or panics. A permit lost meanwhile
+// is released too; an Operate limiter's observers are told.
+func (m *MethodLimiter) release(ctx context.Context, hold runtime.Hold, stop func()) {
+	stop()
+	_ = hold.Settle(context.WithoutCancel(ctx), 1)
+}
+
+// admission is what admit returns for a call it admitted.
+type admission struct {
+	// Hold is the call's, when it is settled: by its code, or, if
+	// inFlight, when it ends, to release its permit.
+	runtime.Hold
+	inFlight bool
 }
 
 // settle gives back the unit of a held call whose code, from the
@@ -199,24 +248,24 @@ func (m *MethodLimiter) settle(ctx context.Context, hold runtime.Hold, err error
 // admit decides a call of method and returns nil to serve it, with the
 // call's Hold when it is settled by its code, or the status error that
 // answers it with, for a denial, the pushback trailer.
-func (m *MethodLimiter) admit(ctx context.Context, method string) (runtime.Hold, metadata.MD, error) {
+func (m *MethodLimiter) admit(ctx context.Context, method string) (admission, metadata.MD, error) {
 	l, ok := m.limits[method]
 	if !ok {
-		return nil, nil, nil
+		return admission{}, nil, nil
 	}
 	k, err := m.key(ctx)
 	if err != nil {
-		return nil, nil, status.Error(codes.InvalidArgument, err.Error())
+		return admission{}, nil, status.Error(codes.InvalidArgument, err.Error())
 	}
-	var hold runtime.Hold
+	var a admission
 	req := runtime.Request{Limit: l, Key: k}
-	if m.count != nil {
-		hold, err = runtime.Admit(ctx, m.lim, req)
+	if a.inFlight = l.Algorithm == runtime.Concurrency; a.inFlight || m.count != nil {
+		a.Hold, err = runtime.Admit(ctx, m.lim, req)
 	} else {
 		err = runtime.Enforce(ctx, m.lim, req)
 	}
 	if err == nil {
-		return hold, nil, nil
+		return a, nil, nil
 	}
 	var le *runtime.LimitError
 	if !errors.As(err, &le) {
@@ -226,5 +275,5 @@ func (m *MethodLimiter) admit(ctx context.Context, method string) (runtime.Hold,
 	}
 	st, _ := Status(err)
 	md, _ := pushback(err)
-	return nil, md, st.Err()
+	return admission{}, md, st.Err()
 }

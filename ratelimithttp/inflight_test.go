@@ -55,7 +55,13 @@ func (b *blocking) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	b.entered <- r.Context()
+	select {
+	case b.entered <- r.Context():
+	case <-time.After(time.Minute):
+		// No one expected this request to be served.
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
 	<-b.release
 	w.WriteHeader(http.StatusNoContent)
 }

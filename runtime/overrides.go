@@ -28,6 +28,10 @@ type Override struct {
 	Mode *Mode
 }
 
+// For a Concurrency limit, an Override's Max is the calls in flight and its
+// Window the permits' lease, which permits take on their next renewal; a
+// lower Max takes no permit away from a running call.
+
 // Overrides holds the overrides in force, by limit name, for Operate
 // (WithOverrides). Its zero value holds none and is ready to use. Set and
 // WatchFile replace the whole set at once; a decision reads one set,

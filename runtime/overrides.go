@@ -14,6 +14,10 @@ import (
 // Override changes a limit at run time, by the limit's Name. A zero field
 // keeps the limit's own value, so an override of Max alone leaves Window,
 // Burst and Mode as the code declares them.
+//
+// For a Concurrency limit, Max is the calls in flight and Window the
+// permits' lease, which permits take on their next renewal; a lower Max
+// takes no permit away from a running call.
 type Override struct {
 	// Max replaces Limit.Max when positive. It also replaces a Max computed
 	// per call (a directive's max= expression).
@@ -27,10 +31,6 @@ type Override struct {
 	// a limit the code declares in shadow mode.
 	Mode *Mode
 }
-
-// For a Concurrency limit, an Override's Max is the calls in flight and its
-// Window the permits' lease, which permits take on their next renewal; a
-// lower Max takes no permit away from a running call.
 
 // Overrides holds the overrides in force, by limit name, for Operate
 // (WithOverrides). Its zero value holds none and is ready to use. Set and

@@ -16,8 +16,8 @@ import (
 // Burst and Mode as the code declares them.
 //
 // For a Concurrency limit, Max is the calls in flight and Window the
-// permits' lease, which permits take on their next renewal; a lower Max
-// takes no permit away from a running call.
+// permits' lease; a permit keeps the lease it was taken with, and a lower
+// Max takes no permit away from a running call.
 type Override struct {
 	// Max replaces Limit.Max when positive. It also replaces a Max computed
 	// per call (a directive's max= expression).

@@ -231,7 +231,23 @@ func TestLeasesWhileRedisIsDown(t *testing.T) {
 	mu.Unlock()
 	srv.Stop(t)
 	srv.Start(t)
+	// Decide on the restarted Redis for at least 200ms and until it
+	// admitted leaseRunDecisions units, however slowly a loaded machine
+	// lets the goroutines call.
+	restarted := time.Now()
 	time.Sleep(200 * time.Millisecond)
+	for {
+		mu.Lock()
+		n := len(after)
+		mu.Unlock()
+		if n >= leaseRunDecisions {
+			break
+		}
+		if time.Since(restarted) > leaseRunBound {
+			t.Fatalf("%d units admitted within %v of Redis's restart, short of %d", n, leaseRunBound, leaseRunDecisions)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	close(stop)
 	wg.Wait()
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"strconv"
@@ -28,8 +29,14 @@ import (
 // one line per unit admitted as it goes ("a lo hi source", lo and hi in µs
 // of the wall clock just before and just after the call, which Redis's TIME
 // reads on the same host), so that a parent that kills it has every
-// admission but those of calls under way. It ends with "done" and the
-// count of its decisions by source as JSON.
+// admission but those of calls under way. Every leaseProgressEvery while
+// it decides it writes "p" and the count of its decisions so far by source
+// as JSON (as the source's name; "denied", "error"), so that a test can
+// run until the instances have got somewhere, however slowly a loaded
+// machine lets them call. It ends with "done" and the same counts, final.
+
+// leaseProgressEvery is how often an instance reports its decisions.
+const leaseProgressEvery = 10 * time.Millisecond
 
 // leaseInstanceEnv holds the JSON leaseInstanceConfig of an instance.
 const leaseInstanceEnv = "REDISLIMIT_TEST_LEASE_INSTANCE"
@@ -105,15 +112,32 @@ func runLeaseInstance(cfgJSON string) int {
 			}
 		})
 	}
+	report := func(prefix string) {
+		counts := map[string]int64{}
+		bySource.Range(func(k, v any) bool {
+			counts[k.(string)] = v.(*atomic.Int64).Load()
+			return true
+		})
+		b, _ := json.Marshal(counts)
+		out.Lock()
+		fmt.Fprintf(os.Stdout, "%s %s\n", prefix, b)
+		out.Unlock()
+	}
+	wg.Go(func() {
+		tick := time.NewTicker(leaseProgressEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				report("p")
+			}
+		}
+	})
 	<-stop
 	wg.Wait()
-	counts := map[string]int64{}
-	bySource.Range(func(k, v any) bool {
-		counts[k.(string)] = v.(*atomic.Int64).Load()
-		return true
-	})
-	b, _ := json.Marshal(counts)
-	fmt.Printf("done %s\n", b)
+	report("done")
 	return 0
 }
 
@@ -124,6 +148,7 @@ type leaseInstance struct {
 	// mu guards what the instance reported so far.
 	mu        sync.Mutex
 	admitted  []admitted
+	progress  map[string]int64 // the last counts reported, done or not
 	bySource  map[string]int64 // once done
 	stderr    *syncBuffer
 	ready     chan struct{}
@@ -207,10 +232,18 @@ func (in *leaseInstance) read(stdout io.Reader) {
 			in.admitted = append(in.admitted, admitted{lo, hi})
 			in.mu.Unlock()
 			in.lineCount.Add(1)
+		case strings.HasPrefix(line, "p "):
+			var m map[string]int64
+			if json.Unmarshal([]byte(line[2:]), &m) == nil {
+				in.mu.Lock()
+				in.progress = m
+				in.mu.Unlock()
+			}
 		case strings.HasPrefix(line, "done "):
 			var m map[string]int64
 			if json.Unmarshal([]byte(line[5:]), &m) == nil {
 				in.mu.Lock()
+				in.progress = m
 				in.bySource = m
 				in.mu.Unlock()
 			}
@@ -245,6 +278,29 @@ func (in *leaseInstance) finish(t *testing.T) map[string]int64 {
 	defer in.mu.Unlock()
 	require.NotNil(t, in.bySource, "lease instance's report; stderr: %s", in.stderr.String())
 	return in.bySource
+}
+
+// decided returns the counts of the instance's decisions by source as it
+// last reported them (nil before its first report): its decisions so far
+// but those of the last leaseProgressEvery or so.
+func (in *leaseInstance) decided() map[string]int64 {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return maps.Clone(in.progress)
+}
+
+// admittedSince returns the units the instance reported admitted in calls
+// it began at us (µs of the wall clock) or later.
+func (in *leaseInstance) admittedSince(us int64) int {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	n := 0
+	for _, a := range in.admitted {
+		if a.lo >= us {
+			n++
+		}
+	}
+	return n
 }
 
 // admissions returns what the instance reported admitted so far.

@@ -50,6 +50,10 @@ func (p *parser) checkAlgo(v value) {
 			return
 		}
 	}
+	if s == string(runtime.Concurrency) {
+		p.errorf(v.off, "a limit of calls in flight is written concurrency=N (with lease=, not window= or max=), e.g. concurrency=2")
+		return
+	}
 	list := algorithmList()
 	if a, ok := suggestAlgorithm(s); ok {
 		p.errorf(v.off, "unknown algorithm %q; did you mean %q? The algorithms are %s", s, a, list)

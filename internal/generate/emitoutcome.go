@@ -92,22 +92,8 @@ func (e *emitter) outcomeBody(mc methodCall, call *jen.Statement) []jen.Code {
 		settlement = []jen.Code{e.outcomeIf(ls[0], refs, errVar, settle)}
 	} else {
 		used := scope.fresh("used")
-		costs := make([]jen.Code, len(ls))
-		for i, l := range ls {
-			costs[i] = jen.Lit(1)
-			if l.cost != nil {
-				n, _ := constant.Int64Val(constant.ToInt(l.cost.value))
-				costs[i] = jen.Lit(int(n))
-			}
-		}
-		settlement = append(settlement, jen.Id(used).Op(":=").Index(jen.Lit(len(ls))).Int64().Values(costs...))
-		for i, l := range ls {
-			if l.hasOutcome() {
-				settlement = append(settlement, e.outcomeIf(l, refs, errVar, func(u jen.Code) jen.Code {
-					return jen.Id(used).Index(jen.Lit(i)).Op("=").Add(u)
-				}))
-			}
-		}
+		settlement = append(settlement, jen.Id(used).Op(":=").Index(jen.Lit(len(ls))).Int64().Values(reservations(ls)...))
+		settlement = append(settlement, e.outcomes(ls, used, refs, errVar)...)
 		settlement = append(settlement, settle(jen.Id(used).Index(jen.Op(":")).Op("...")))
 	}
 	if guarded {
@@ -115,6 +101,36 @@ func (e *emitter) outcomeBody(mc methodCall, call *jen.Statement) []jen.Code {
 	}
 	body = append(body, settlement...)
 	return append(body, jen.Return(results...))
+}
+
+// reservations spells what each limit of ls reserved for a call, its
+// constant cost or 1, as the units it counts unless its outcome says
+// otherwise; a concurrency limit's permit is 1.
+func reservations(ls []*limit) []jen.Code {
+	costs := make([]jen.Code, len(ls))
+	for i, l := range ls {
+		costs[i] = jen.Lit(1)
+		if l.cost != nil {
+			n, _ := constant.Int64Val(constant.ToInt(l.cost.value))
+			costs[i] = jen.Lit(int(n))
+		}
+	}
+	return costs
+}
+
+// outcomes returns the statements that set used[i], the units the i-th
+// limit of ls counts, from its refund= or settle= once the call has
+// returned.
+func (e *emitter) outcomes(ls []*limit, used string, refs []string, errVar string) []jen.Code {
+	var stmts []jen.Code
+	for i, l := range ls {
+		if l.hasOutcome() {
+			stmts = append(stmts, e.outcomeIf(l, refs, errVar, func(u jen.Code) jen.Code {
+				return jen.Id(used).Index(jen.Lit(i)).Op("=").Add(u)
+			}))
+		}
+	}
+	return stmts
 }
 
 // admit spells the runtime.Admit call of mc for reqs.

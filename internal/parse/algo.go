@@ -13,9 +13,10 @@ import (
 
 // BurstApplies reports whether burst= sizes a bucket of algorithm a: as the
 // runtime computes capacities, a limit of a with a burst of 1 below its max
-// admits at most 1 unit at once.
+// admits at most 1 unit at once. Concurrency, whose capacity is always 1,
+// has none.
 func BurstApplies(a runtime.Algorithm) bool {
-	return runtime.Limit{Max: 2, Burst: 1, Algorithm: a}.Capacity() == 1
+	return a != runtime.Concurrency && runtime.Limit{Max: 2, Burst: 1, Algorithm: a}.Capacity() == 1
 }
 
 // algoSynonyms maps names other rate limiters use to the algorithm that

@@ -21,30 +21,9 @@ func (e *emitter) permitBody(mc methodCall) []jen.Code {
 	sig := mc.wm.sig
 	scope := mc.scope
 	hold := scope.fresh("hold")
-	var vars []string
-	for _, name := range resultNames(sig) {
-		if name == "" {
-			name = "res"
-		}
-		vars = append(vars, scope.fresh(name))
-	}
+	vars := resultVars(scope, sig)
 	errVar := vars[len(vars)-1]
-
-	var body []jen.Code
-	all := make([]int, len(ls))
-	for i := range all {
-		all[i] = i
-	}
-	lims := e.limitValues(mc, scope, all, &body)
-	keys := e.keys(mc, scope, all, &body)
-	reqs := make([]jen.Code, len(ls))
-	for i, l := range ls {
-		reqs[i] = e.request(lims[i], keys[i], e.constantCost(l.cost, mc.params))
-	}
-	body = append(body,
-		jen.List(jen.Id(hold), jen.Id(errVar)).Op(":=").Add(e.admit(mc, reqs...)),
-		jen.If(jen.Id(errVar).Op("!=").Nil()).Block(e.returnZero(sig, scope, jen.Id(errVar))...),
-	)
+	body := e.admitAll(mc, hold, errVar)
 
 	// What the deferred Settle gives each limit: the reservations, in an
 	// array that the outcomes overwrite once the method has returned.
@@ -78,15 +57,8 @@ func (e *emitter) permitBody(mc methodCall) []jen.Code {
 		return append(body, jen.Return(call))
 	}
 
-	results := make([]jen.Code, len(vars))
-	for i, v := range vars {
-		results[i] = jen.Id(v)
-	}
-	declare := jen.Op(":=")
-	if len(vars) == 1 {
-		declare = jen.Op("=")
-	}
-	body = append(body, jen.List(results...).Add(declare).Add(call))
+	assign, results := callInto(vars, call, true)
+	body = append(body, assign)
 	refs := append(append([]string(nil), mc.params...), vars...)
 	body = append(body, e.outcomes(ls, usedVar, refs, errVar)...)
 	return append(body, jen.Return(results...))

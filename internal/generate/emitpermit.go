@@ -20,10 +20,18 @@ func (e *emitter) permitBody(mc methodCall) []jen.Code {
 	ls := mc.wm.limits
 	sig := mc.wm.sig
 	scope := mc.scope
+	var body []jen.Code
+	if !hasContextParam(sig) {
+		// The context of a stream or of none is asked for once, for the
+		// admission, Keep and the release.
+		ctx := scope.fresh("ctx")
+		body = append(body, jen.Id(ctx).Op(":=").Add(mc.ctx))
+		mc.ctx = jen.Id(ctx)
+	}
 	hold := scope.fresh("hold")
 	vars := resultVars(scope, sig)
 	errVar := vars[len(vars)-1]
-	body := e.admitAll(mc, hold, errVar)
+	body = append(body, e.admitAll(mc, hold, errVar)...)
 
 	// What the deferred Settle gives each limit: the reservations, in an
 	// array that the outcomes overwrite once the method has returned.

@@ -50,6 +50,18 @@ type Jobs interface {
 	//ratelimit:concurrency=1 lease=10s
 	Ping() error
 
+	// Upload takes its context from its stream, which the wrapper cannot
+	// replace by Keep's.
+	//
+	//ratelimit:concurrency=4
+	Upload(stream Stream) error
+
 	// Status is not limited.
 	Status(ctx context.Context) (string, error)
+}
+
+// Stream is a client's stream of uploads.
+type Stream interface {
+	Context() context.Context
+	Recv() ([]byte, error)
 }

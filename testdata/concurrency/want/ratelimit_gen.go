@@ -22,6 +22,7 @@ var (
 	limitJobsSummarize         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/concurrency.Jobs.Summarize", Window: time.Minute, Max: 10000, Algorithm: runtime.TokenBucket}
 	limitJobsSummarizeInflight = runtime.Limit{Name: "Jobs.Summarize.inflight", Window: 30 * time.Second, Max: 8, Algorithm: runtime.Concurrency}
 	limitJobsPing              = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/concurrency.Jobs.Ping", Window: 10 * time.Second, Max: 1, Algorithm: runtime.Concurrency}
+	limitJobsUpload            = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/concurrency.Jobs.Upload", Window: 30 * time.Second, Max: 4, Algorithm: runtime.Concurrency}
 )
 
 // RateLimits returns the limits of this package's wrappers, for
@@ -38,6 +39,7 @@ func RateLimits() []runtime.Request {
 		{Limit: limitJobsSummarize, Cost: 100},
 		{Limit: limitJobsSummarizeInflight},
 		{Limit: limitJobsPing},
+		{Limit: limitJobsUpload},
 	}
 }
 
@@ -81,14 +83,15 @@ func (r *RateLimitedJobs) Export(ctx context.Context, req Request, w io.Writer) 
 // "github.com/ratelimitgen/ratelimitgen/testmod/concurrency.Jobs.Ping" admits
 // it: at most 1 in flight on a 10s lease.
 func (r *RateLimitedJobs) Ping() error {
-	hold, err := runtime.Admit(context.Background(), r.limiter, runtime.Request{Limit: limitJobsPing})
+	ctx := context.Background()
+	hold, err := runtime.Admit(ctx, r.limiter, runtime.Request{Limit: limitJobsPing})
 	if err != nil {
 		return err
 	}
-	_, stop := runtime.Keep(context.Background(), hold)
+	_, stop := runtime.Keep(ctx, hold)
 	defer func() {
 		stop()
-		_ = hold.Settle(context.Background(), 1)
+		_ = hold.Settle(ctx, 1)
 	}()
 	return r.next.Ping()
 }
@@ -165,4 +168,21 @@ func (r *RateLimitedJobs) Train(ctx context.Context, req Request) error {
 		used[0] = 0
 	}
 	return err
+}
+
+// Upload calls the wrapped Upload if
+// "github.com/ratelimitgen/ratelimitgen/testmod/concurrency.Jobs.Upload"
+// admits it: at most 4 in flight.
+func (r *RateLimitedJobs) Upload(stream Stream) error {
+	ctx := stream.Context()
+	hold, err := runtime.Admit(ctx, r.limiter, runtime.Request{Limit: limitJobsUpload})
+	if err != nil {
+		return err
+	}
+	_, stop := runtime.Keep(ctx, hold)
+	defer func() {
+		stop()
+		_ = hold.Settle(ctx, 1)
+	}()
+	return r.next.Upload(stream)
 }

@@ -66,3 +66,12 @@ type Svc interface {
 type Typed interface {
 	Get(ctx context.Context) error
 }
+
+// Waiting has a type-level limit that waits, which a call holding a permit
+// cannot.
+//
+//ratelimit:window=1m max=3 wait=1s
+type Waiting interface {
+	//ratelimit:key=id concurrency=2
+	Get(ctx context.Context, id string) error
+}

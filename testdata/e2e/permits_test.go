@@ -61,7 +61,7 @@ func render(w Renderer, tenant string) <-chan error {
 
 var errPanicked = errors.New("the call panicked")
 
-// started waits for a call of r to run, and returns its context.
+// waitStarted waits for a call of r to run, and returns its context.
 func (r *renderer) waitStarted(t *testing.T) context.Context {
 	t.Helper()
 	select {
@@ -73,6 +73,7 @@ func (r *renderer) waitStarted(t *testing.T) context.Context {
 	}
 }
 
+// wait waits for the call of done to return, and returns its error.
 func wait(t *testing.T, done <-chan error) error {
 	t.Helper()
 	select {
@@ -152,6 +153,16 @@ func TestConcurrencyMemory(t *testing.T) {
 	}
 	if err := wait(t, done); !errors.Is(err, runtime.ErrPermitLost) {
 		t.Fatalf("the call returned %v; want ErrPermitLost", err)
+	}
+	first, second = render(w, "cy"), render(w, "cy")
+	r.waitStarted(t)
+	r.waitStarted(t)
+	r.release <- struct{}{}
+	r.release <- struct{}{}
+	for _, done := range []<-chan error{first, second} {
+		if err := wait(t, done); err != nil {
+			t.Fatalf("a call after a permit was lost: %v", err)
+		}
 	}
 }
 

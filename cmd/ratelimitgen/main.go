@@ -37,12 +37,14 @@
 // the generated runtime.Limit), window, max (the literal, or the
 // expression each call computes), algorithm, burst, mode, key, cost, wait,
 // refund= or settle= (SETTLED) and the directive's file:line, relative to
-// the working directory. -json
+// the working directory; a limit of calls in flight (concurrency=) reads
+// "lease 30s" as its window and "2 in flight" as its max. -json
 // prints a JSON array instead, whose objects have the fields name, window,
 // max (absent when each call computes it), max_expr (the max= expression,
-// absent for a literal), algorithm, burst, mode, key (an array of the
-// key's parts), cost, wait, refund, settle, file and line; fields a limit
-// does not set are absent.
+// absent for a literal), concurrency and lease (in place of window and
+// max for a limit of calls in flight), algorithm, burst, mode, key (an
+// array of the key's parts), cost, wait, refund, settle, file and line;
+// fields a limit does not set are absent.
 package main
 
 import (

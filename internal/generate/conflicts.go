@@ -40,7 +40,12 @@ func limitRules(l *limit) string {
 	if l.perCallMax() {
 		max = "max=" + l.maxText
 	}
-	fmt.Fprintf(&b, "%s %s, %s", max, windowWords(l.window), l.algorithm())
+	switch {
+	case l.concurrency():
+		fmt.Fprintf(&b, "at most %d in flight on a lease of %s", l.max, shortDuration(l.window))
+	default:
+		fmt.Fprintf(&b, "%s %s, %s", max, windowWords(l.window), l.algorithm())
+	}
 	switch {
 	case l.burstApplies() && l.perCallMax() && l.burst == 0:
 		b.WriteString(" with a burst of max")

@@ -621,11 +621,21 @@ func (e *emitter) method(w *wrapper, wm *wrapperMethod, id wrapperIdents) {
 	} else if i := contextMethodParam(sig); i >= 0 {
 		ctx = jen.Id(params[i]).Dot("Context").Call()
 	}
-	mc := methodCall{wm: wm, recv: recv, id: id, scope: scope, params: params, ctx: ctx}
+	callWith := func(ctx jen.Code) *jen.Statement {
+		args := slices.Clone(args)
+		if ctx != nil {
+			args[0] = ctx
+		}
+		return jen.Id(recv).Dot(id.next).Dot(wm.name).Call(args...)
+	}
+	mc := methodCall{wm: wm, recv: recv, id: id, scope: scope, params: params, ctx: ctx, callWith: callWith}
 	var body []jen.Code
-	if settled(wm) {
+	switch {
+	case holdsPermit(wm):
+		body = e.permitBody(mc)
+	case settled(wm):
 		body = e.outcomeBody(mc, call)
-	} else {
+	default:
 		body = append(e.limitedBody(mc), forward)
 	}
 	e.f.Func().Params(jen.Id(recv).Add(recvType)).Id(wm.name).Add(e.signature(sig, params)).Block(body...)

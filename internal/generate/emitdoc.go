@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ratelimitgen/ratelimitgen/internal/parse"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
@@ -22,15 +23,25 @@ const maxTypeDocLines = 3
 func wrapperDoc(w *wrapper, rt string) string {
 	wait := slices.ContainsFunc(w.methods, func(wm *wrapperMethod) bool { return methodWait(wm) > 0 })
 	admit := slices.ContainsFunc(w.methods, settled)
+	permit := slices.ContainsFunc(w.methods, holdsPermit)
 	owner := w.owner.Name()
 	enforce := fmt.Sprintf("[%s.Enforce] admits the call", rt)
+	held := ""
 	switch {
-	case wait && admit:
-		enforce += fmt.Sprintf(" ([%s.Wait] if it waits, [%s.Admit] if it is settled)", rt, rt)
+	case admit && permit:
+		held = fmt.Sprintf("[%s.Admit] if it is settled or holds a permit", rt)
+	case admit:
+		held = fmt.Sprintf("[%s.Admit] if it is settled", rt)
+	case permit:
+		held = fmt.Sprintf("[%s.Admit] if it holds a permit", rt)
+	}
+	switch {
+	case wait && held != "":
+		enforce += fmt.Sprintf(" ([%s.Wait] if it waits, %s)", rt, held)
 	case wait:
 		enforce += fmt.Sprintf(" ([%s.Wait] if it waits)", rt)
-	case admit:
-		enforce += fmt.Sprintf(" ([%s.Admit] if it is settled)", rt)
+	case held != "":
+		enforce += " (" + held + ")"
 	}
 	var docs []string
 	if w.iface {
@@ -92,6 +103,9 @@ func methodDoc(w *wrapper, wm *wrapperMethod) string {
 // parentheses, so that a method with several limits can list each one's
 // in parentheses.
 func ruleWords(l *limit) string {
+	if l.concurrency() {
+		return permitWords(l)
+	}
 	max := strconv.Itoa(l.max)
 	if l.perCallMax() {
 		max = l.maxText
@@ -119,6 +133,23 @@ func ruleWords(l *limit) string {
 	}
 	if l.settle != nil {
 		s += ", settled at " + l.settle.text + " when the call returns no error"
+	}
+	if l.mode == runtime.ModeShadow {
+		s += ", in shadow mode"
+	}
+	return s
+}
+
+// permitWords is ruleWords for a concurrency limit: "at most 2 in
+// flight, keyed by req.TenantID", with its lease when it is not the
+// default.
+func permitWords(l *limit) string {
+	s := "at most " + strconv.Itoa(l.max) + " in flight"
+	if l.window != parse.DefaultLease {
+		s += " on a " + shortDuration(l.window) + " lease"
+	}
+	if len(l.key) > 0 {
+		s += ", keyed by " + keyWords(l.key)
 	}
 	if l.mode == runtime.ModeShadow {
 		s += ", in shadow mode"

@@ -21,6 +21,9 @@ type methodCall struct {
 	params []string
 	// ctx is the context passed to the limiter.
 	ctx jen.Code
+	// callWith spells the call of the wrapped method, with ctx in place
+	// of its context parameter when ctx is not nil.
+	callWith func(ctx jen.Code) *jen.Statement
 }
 
 // costGroup is the limits of a method whose cost is computed by one

@@ -2,6 +2,7 @@ package generate
 
 import (
 	"go/constant"
+	"go/types"
 
 	"github.com/dave/jennifer/jen"
 )
@@ -24,14 +25,6 @@ func (e *emitter) outcomeBody(mc methodCall, call *jen.Statement) []jen.Code {
 	// The results, as the outcome expressions name them; named once the
 	// names of the admission are chosen, which then need not avoid them.
 	var vars []string
-	nameResults := func() {
-		for _, name := range resultNames(sig) {
-			if name == "" {
-				name = "res"
-			}
-			vars = append(vars, scope.fresh(name))
-		}
-	}
 
 	var body []jen.Code
 	all := make([]int, len(ls))
@@ -39,7 +32,6 @@ func (e *emitter) outcomeBody(mc methodCall, call *jen.Statement) []jen.Code {
 		all[i] = i
 	}
 	guarded := len(ls) == 1 && computedCost(ls[0])
-	declare := jen.Op(":=")
 	if guarded {
 		// A call of cost 0 is not limited, and has nothing to settle.
 		inner := scope.child()
@@ -57,32 +49,16 @@ func (e *emitter) outcomeBody(mc methodCall, call *jen.Statement) []jen.Code {
 			jen.Var().Id(hold).Qual(RuntimePath, "Hold"),
 			jen.If(test...).Block(block...),
 		)
-		nameResults()
+		vars = resultVars(scope, sig)
 	} else {
-		nameResults()
-		lims := e.limitValues(mc, scope, all, &body)
-		keys := e.keys(mc, scope, all, &body)
-		reqs := make([]jen.Code, len(ls))
-		for i, l := range ls {
-			reqs[i] = e.request(lims[i], keys[i], e.constantCost(l.cost, mc.params))
-		}
-		errVar := vars[len(vars)-1]
-		body = append(body,
-			jen.List(jen.Id(hold), jen.Id(errVar)).Op(":=").Add(e.admit(mc, reqs...)),
-			jen.If(jen.Id(errVar).Op("!=").Nil()).Block(e.returnZero(sig, scope, jen.Id(errVar))...),
-		)
-		if len(vars) == 1 {
-			declare = jen.Op("=")
-		}
+		vars = resultVars(scope, sig)
+		body = e.admitAll(mc, hold, vars[len(vars)-1])
 	}
 
 	errVar := vars[len(vars)-1]
 	refs := append(append([]string(nil), mc.params...), vars...)
-	results := make([]jen.Code, len(vars))
-	for i, v := range vars {
-		results[i] = jen.Id(v)
-	}
-	body = append(body, jen.List(results...).Add(declare).Add(call))
+	assign, results := callInto(vars, call, !guarded)
+	body = append(body, assign)
 
 	settle := func(used jen.Code) jen.Code {
 		return jen.Id("_").Op("=").Id(hold).Dot("Settle").Call(mc.ctx, used)
@@ -92,22 +68,8 @@ func (e *emitter) outcomeBody(mc methodCall, call *jen.Statement) []jen.Code {
 		settlement = []jen.Code{e.outcomeIf(ls[0], refs, errVar, settle)}
 	} else {
 		used := scope.fresh("used")
-		costs := make([]jen.Code, len(ls))
-		for i, l := range ls {
-			costs[i] = jen.Lit(1)
-			if l.cost != nil {
-				n, _ := constant.Int64Val(constant.ToInt(l.cost.value))
-				costs[i] = jen.Lit(int(n))
-			}
-		}
-		settlement = append(settlement, jen.Id(used).Op(":=").Index(jen.Lit(len(ls))).Int64().Values(costs...))
-		for i, l := range ls {
-			if l.hasOutcome() {
-				settlement = append(settlement, e.outcomeIf(l, refs, errVar, func(u jen.Code) jen.Code {
-					return jen.Id(used).Index(jen.Lit(i)).Op("=").Add(u)
-				}))
-			}
-		}
+		settlement = append(settlement, jen.Id(used).Op(":=").Index(jen.Lit(len(ls))).Int64().Values(reservations(ls)...))
+		settlement = append(settlement, e.outcomes(ls, used, refs, errVar)...)
 		settlement = append(settlement, settle(jen.Id(used).Index(jen.Op(":")).Op("...")))
 	}
 	if guarded {
@@ -115,6 +77,86 @@ func (e *emitter) outcomeBody(mc methodCall, call *jen.Statement) []jen.Code {
 	}
 	body = append(body, settlement...)
 	return append(body, jen.Return(results...))
+}
+
+// resultVars names the results of sig in scope as the outcome expressions
+// name them (see resultNames), res for one they cannot name.
+func resultVars(scope *names, sig *types.Signature) []string {
+	var vars []string
+	for _, name := range resultNames(sig) {
+		if name == "" {
+			name = "res"
+		}
+		vars = append(vars, scope.fresh(name))
+	}
+	return vars
+}
+
+// admitAll returns the statements that admit a call of mc under all its
+// limits, each at its constant cost, into hold and errVar, and return
+// errVar when it is not nil.
+func (e *emitter) admitAll(mc methodCall, hold, errVar string) []jen.Code {
+	ls := mc.wm.limits
+	all := make([]int, len(ls))
+	for i := range all {
+		all[i] = i
+	}
+	var body []jen.Code
+	lims := e.limitValues(mc, mc.scope, all, &body)
+	keys := e.keys(mc, mc.scope, all, &body)
+	reqs := make([]jen.Code, len(ls))
+	for i, l := range ls {
+		reqs[i] = e.request(lims[i], keys[i], e.constantCost(l.cost, mc.params))
+	}
+	return append(body,
+		jen.List(jen.Id(hold), jen.Id(errVar)).Op(":=").Add(e.admit(mc, reqs...)),
+		jen.If(jen.Id(errVar).Op("!=").Nil()).Block(e.returnZero(mc.wm.sig, mc.scope, jen.Id(errVar))...),
+	)
+}
+
+// callInto returns the statement that calls the wrapped method into
+// vars, the results, and the results as expressions. errDeclared says
+// that the last, the error, is declared already (by admitAll).
+func callInto(vars []string, call jen.Code, errDeclared bool) (jen.Code, []jen.Code) {
+	results := make([]jen.Code, len(vars))
+	for i, v := range vars {
+		results[i] = jen.Id(v)
+	}
+	declare := ":="
+	if errDeclared && len(vars) == 1 {
+		declare = "="
+	}
+	return jen.List(results...).Op(declare).Add(call), results
+}
+
+// reservations spells what each limit of ls reserved for a call, its
+// constant cost or 1, as the units it counts unless its outcome says
+// otherwise; a concurrency limit's permit is 1.
+func reservations(ls []*limit) []jen.Code {
+	costs := make([]jen.Code, len(ls))
+	for i, l := range ls {
+		costs[i] = jen.Lit(1)
+		if l.cost != nil {
+			n, _ := constant.Int64Val(constant.ToInt(l.cost.value))
+			costs[i] = jen.Lit(int(n))
+		}
+	}
+	return costs
+}
+
+// outcomes returns the statements that set used[i], the units the i-th
+// limit of ls counts, from its refund= or settle= once the call has
+// returned.
+func (e *emitter) outcomes(ls []*limit, used string, refs []string, errVar string) []jen.Code {
+	var stmts []jen.Code
+	for i, l := range ls {
+		if l.hasOutcome() {
+			stmts = append(stmts, e.outcomeIf(l, refs, errVar, func(u jen.Code) jen.Code {
+				return jen.Id(used).Index(jen.Lit(i)).Op("=").Add(u)
+			}))
+		}
+	}
+	return stmts
 }
 
 // admit spells the runtime.Admit call of mc for reqs.

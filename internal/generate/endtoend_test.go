@@ -52,6 +52,10 @@ func TestE2EOverridesOfGeneratedLimits(t *testing.T)  { runE2E(t, "TestOverrides
 func TestE2EOutcomeMemory(t *testing.T)               { runE2E(t, "TestOutcomeMemory") }
 func TestE2EOutcomeRedis(t *testing.T)                { runE2E(t, "TestOutcomeRedis") }
 
+// TestE2EConcurrencyMemory needs memlimit's Concurrency.
+func TestE2EConcurrencyMemory(t *testing.T)     { runE2E(t, "TestConcurrencyMemory") }
+func TestE2EConcurrencyPermitLost(t *testing.T) { runE2E(t, "TestConcurrencyPermitLost") }
+
 // TestE2EListComplete fails when a test of testdata/e2e has no TestE2E
 // test here, or one here names a test that is gone.
 func TestE2EListComplete(t *testing.T) {

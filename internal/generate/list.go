@@ -20,10 +20,12 @@ import (
 type Entry struct {
 	// Name is the limit's name, its runtime.Limit's Name.
 	Name string
-	// Window is the window= duration.
+	// Window is the window= duration; for a concurrency limit
+	// (Algorithm runtime.Concurrency), the lease.
 	Window time.Duration
 	// Max is the limit's max, known at generate time from a literal or a
-	// constant expression, or 0 when each call computes it. MaxExpr is the
+	// constant expression, or 0 when each call computes it; for a
+	// concurrency limit, the calls in flight. MaxExpr is the
 	// max= expression as written, or "" for a literal.
 	Max     int
 	MaxExpr string
@@ -119,40 +121,46 @@ func (l *limit) entry() Entry {
 
 // jsonEntry is the JSON form of an Entry: the fields of -list -json.
 type jsonEntry struct {
-	Name      string            `json:"name"`
-	Window    string            `json:"window"`
-	Max       int               `json:"max,omitempty"`
-	MaxExpr   string            `json:"max_expr,omitempty"`
-	Algorithm runtime.Algorithm `json:"algorithm"`
-	Burst     int               `json:"burst,omitempty"`
-	Mode      runtime.Mode      `json:"mode"`
-	Key       []string          `json:"key,omitempty"`
-	Cost      string            `json:"cost,omitempty"`
-	Wait      string            `json:"wait,omitempty"`
-	Refund    string            `json:"refund,omitempty"`
-	Settle    string            `json:"settle,omitempty"`
-	File      string            `json:"file"`
-	Line      int               `json:"line"`
+	Name        string            `json:"name"`
+	Window      string            `json:"window,omitempty"`
+	Max         int               `json:"max,omitempty"`
+	MaxExpr     string            `json:"max_expr,omitempty"`
+	Concurrency int               `json:"concurrency,omitempty"`
+	Lease       string            `json:"lease,omitempty"`
+	Algorithm   runtime.Algorithm `json:"algorithm"`
+	Burst       int               `json:"burst,omitempty"`
+	Mode        runtime.Mode      `json:"mode"`
+	Key         []string          `json:"key,omitempty"`
+	Cost        string            `json:"cost,omitempty"`
+	Wait        string            `json:"wait,omitempty"`
+	Refund      string            `json:"refund,omitempty"`
+	Settle      string            `json:"settle,omitempty"`
+	File        string            `json:"file"`
+	Line        int               `json:"line"`
 }
 
 // JSON renders the manifest as a JSON array with one object per limit,
 // indented, with file names relative to dir where they lie below it. The
 // fields are:
 //
-//	name       the limit's name (runtime.Limit.Name)
-//	window     a Go duration, as short as it reads: "1m", "1h30m", "500ms"
-//	max        the max, absent when each call computes it from max_expr
-//	max_expr   the max= expression as written, absent for a literal
-//	algorithm  sliding-log, sliding-window, fixed-window, token-bucket or gcra
-//	burst      the burst= value, absent without one
-//	mode       enforce or shadow
-//	key        the key's parts as written, absent without key=
-//	cost       the cost= expression, absent without one
-//	wait       the wait= duration, absent without one
-//	refund     the refund= condition, absent without one
-//	settle     the settle= expression, absent without one
-//	file       the directive's file
-//	line       the directive's line
+//	name         the limit's name (runtime.Limit.Name)
+//	window       a Go duration, as short as it reads: "1m", "1h30m", "500ms"
+//	max          the max, absent when each call computes it from max_expr
+//	max_expr     the max= expression as written, absent for a literal
+//	concurrency  for a limit of calls in flight, the most in flight (in
+//	             place of window and max)
+//	lease        for a limit of calls in flight, a permit's lease
+//	algorithm    sliding-log, sliding-window, fixed-window, token-bucket,
+//	             gcra, or concurrency for a limit of calls in flight
+//	burst        the burst= value, absent without one
+//	mode         enforce or shadow
+//	key          the key's parts as written, absent without key=
+//	cost         the cost= expression, absent without one
+//	wait         the wait= duration, absent without one
+//	refund       the refund= condition, absent without one
+//	settle       the settle= expression, absent without one
+//	file         the directive's file
+//	line         the directive's line
 func (man *Manifest) JSON(dir string) ([]byte, error) {
 	out := make([]jsonEntry, len(man.Entries))
 	for i, e := range man.Entries {
@@ -174,6 +182,10 @@ func (man *Manifest) JSON(dir string) ([]byte, error) {
 		if e.Wait > 0 {
 			out[i].Wait = shortDuration(e.Wait)
 		}
+		if e.Algorithm == runtime.Concurrency {
+			out[i].Window, out[i].Max = "", 0
+			out[i].Concurrency, out[i].Lease = e.Max, shortDuration(e.Window)
+		}
 	}
 	b, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
@@ -185,7 +197,8 @@ func (man *Manifest) JSON(dir string) ([]byte, error) {
 // Text renders the manifest as a table aligned with spaces, one row per
 // limit under a header, with "-" for what a limit does not set and file
 // names relative to dir where they lie below it. SETTLED is the refund=
-// or settle= option as written.
+// or settle= option as written. A limit of calls in flight reads "lease
+// 30s" under WINDOW and "2 in flight" under MAX.
 func (man *Manifest) Text(dir string) []byte {
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
@@ -197,6 +210,10 @@ func (man *Manifest) Text(dir string) []byte {
 			max = e.MaxExpr + " (" + max + ")"
 		case e.MaxExpr != "":
 			max = e.MaxExpr
+		}
+		window := shortDuration(e.Window)
+		if e.Algorithm == runtime.Concurrency {
+			window, max = "lease "+window, max+" in flight"
 		}
 		burst, wait := "-", "-"
 		if e.Burst > 0 {
@@ -213,7 +230,7 @@ func (man *Manifest) Text(dir string) []byte {
 			settled = "settle=" + e.Settle
 		}
 		pos := RelativePath(dir, e.Pos.Filename) + ":" + strconv.Itoa(e.Pos.Line)
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Name, shortDuration(e.Window), max, e.Algorithm, burst, e.Mode,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Name, window, max, e.Algorithm, burst, e.Mode,
 			cmp.Or(strings.Join(e.Key, ","), "-"), cmp.Or(e.Cost, "-"), wait, settled, pos)
 	}
 	tw.Flush()

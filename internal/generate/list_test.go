@@ -9,12 +9,13 @@ import (
 	"time"
 )
 
-// TestManifest lists the limits of the maxexpr and outcome cases, as
+// TestManifest lists the limits of the maxexpr, outcome and concurrency
+// cases, as
 // ratelimitgen -list prints them, and compares both formats with each
 // case's golden files. The JSON must read back into the fields it
 // documents.
 func TestManifest(t *testing.T) {
-	for _, name := range []string{"maxexpr", "outcome"} {
+	for _, name := range []string{"maxexpr", "outcome", "concurrency"} {
 		t.Run(name, func(t *testing.T) { testManifest(t, name) })
 	}
 }
@@ -42,14 +43,19 @@ func testManifest(t *testing.T, name string) {
 	if len(back) != len(man.Entries) {
 		t.Fatalf("the JSON has %d entries; want %d", len(back), len(man.Entries))
 	}
-	known := map[string]bool{"name": true, "window": true, "max": true, "max_expr": true, "algorithm": true, "burst": true, "mode": true, "key": true, "cost": true, "wait": true, "refund": true, "settle": true, "file": true, "line": true}
+	known := map[string]bool{"name": true, "window": true, "max": true, "max_expr": true, "algorithm": true, "burst": true, "mode": true, "key": true, "cost": true, "wait": true, "refund": true, "settle": true, "file": true, "line": true, "concurrency": true, "lease": true}
 	for i, obj := range back {
 		for field := range obj {
 			if !known[field] {
 				t.Errorf("entry %d has the undocumented field %q", i, field)
 			}
 		}
-		if obj["max"] == nil && obj["max_expr"] == nil {
+		switch {
+		case obj["algorithm"] == "concurrency":
+			if obj["concurrency"] == nil || obj["lease"] == nil || obj["window"] != nil || obj["max"] != nil {
+				t.Errorf("entry %d, of calls in flight, has not concurrency and lease in place of window and max", i)
+			}
+		case obj["max"] == nil && obj["max_expr"] == nil:
 			t.Errorf("entry %d has neither max nor max_expr", i)
 		}
 	}

@@ -215,6 +215,9 @@ func buildWrappers(m *pkgModel, index *limitIndex, ds *diagnostics) {
 			ds.errorf(tl.a.directives[0].pos, "type %s has a type-level //ratelimit: directive but no method it could limit: declare methods on %s, or put the directive on the type whose methods it should count", owner.Name(), owner.Name())
 			continue
 		}
+		if !checkHeldWithTypeLimits(w, ds) {
+			continue
+		}
 		exprs := []constraint.Expr{m.constraints[pkg.Fset.Position(owner.Pos()).Filename]}
 		for _, wm := range w.methods {
 			for _, l := range wm.limits {
@@ -237,6 +240,22 @@ func buildWrappers(m *pkgModel, index *limitIndex, ds *diagnostics) {
 	if obj := pkg.Types.Scope().Lookup(limitsFunc); obj != nil && m.declaresLimitsFunc() {
 		ds.errorf(pkg.Fset.Position(obj.Pos()), "cannot generate %s, which returns the package's limits for runtime.Overrides.AddLimits: the package already declares %s here; rename it", limitsFunc, limitsFunc)
 	}
+}
+
+// checkHeldWithTypeLimits checks the methods of w whose own limits are
+// settled once the call returns (refund=, settle=, concurrency=) against
+// the type-level limits they also count against, which buildLimits did
+// not see: none may have wait=, which such a call cannot honour. It
+// returns false if any does.
+func checkHeldWithTypeLimits(w *wrapper, ds *diagnostics) bool {
+	ok := true
+	for _, wm := range w.methods {
+		typeLevel := slices.ContainsFunc(wm.limits, func(l *limit) bool { return l.canonical != nil })
+		if typeLevel && (settled(wm) || holdsPermit(wm)) && !checkOutcomeLimits(wm.limits, ds) {
+			ok = false
+		}
+	}
+	return ok
 }
 
 // countDirectives counts the comments of file that start with the

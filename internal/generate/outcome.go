@@ -3,9 +3,11 @@ package generate
 import (
 	"go/token"
 	"go/types"
+	"slices"
 	"strconv"
 
 	"github.com/ratelimitgen/ratelimitgen/internal/parse"
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 // A limit's outcome options, refund= and settle=, are expressions over the
@@ -127,30 +129,43 @@ func settled(wm *wrapperMethod) bool {
 	return false
 }
 
-// checkOutcomeLimits reports the limits of one method that outcome options
-// cannot be combined with: wait=, which decides a call several times, and,
-// beside other limits, a cost computed per call, which may leave a limit
-// out of the call. It returns false if there are any.
+// checkOutcomeLimits reports the limits of one method that a limit
+// settled once its call returns (refund=, settle=, or a concurrency
+// limit, whose permit is released then) cannot be combined with: wait=,
+// which decides a call several times, and, beside other limits, a cost
+// computed per call, which may leave a limit out of the call. It returns
+// false if there are any.
 func checkOutcomeLimits(ls []*limit, ds *diagnostics) bool {
+	// The first limit with an outcome, else the first concurrency limit.
 	var with *limit
 	for _, l := range ls {
-		if l.hasOutcome() {
+		if l.hasOutcome() && (with == nil || !with.hasOutcome()) || l.concurrency() && with == nil {
 			with = l
-			break
 		}
 	}
 	if with == nil {
 		return true
 	}
+	what, option, call, apart := "has refund= or settle=", "one has refund= or settle=", "a call settled by its outcome", "the limit settled by its outcome"
+	if !with.hasOutcome() {
+		what, option, call, apart = "is a concurrency limit", "one is a concurrency limit", "a call that holds a permit", "the rate limit"
+	}
 	for _, l := range ls {
 		switch {
 		case l.wait > 0:
-			ds.errorf(l.pos, "the method's limit at %s has refund= or settle=, so no limit of the method can have wait=: a call settled by its outcome is decided once, without waiting; remove wait=", with.pos)
+			ds.errorf(l.pos, "the method's limit at %s %s, so no limit of the method can have wait=: %s is decided once, without waiting; remove wait=", with.pos, what, call)
 			return false
 		case len(ls) > 1 && computedCost(l):
-			ds.errorf(l.pos, "cost %s is computed per call, but the method has several limits and one has refund= or settle=: give each limit a constant cost, or put the limit settled by its outcome on a method of its own", l.cost.text)
+			ds.errorf(l.pos, "cost %s is computed per call, but the method has several limits and %s: give each limit a constant cost, or put %s on a method of its own", l.cost.text, option, apart)
 			return false
 		}
 	}
 	return true
 }
+
+// concurrency reports whether l limits calls in flight (concurrency=): a
+// call holds one permit of it until it returns.
+func (l *limit) concurrency() bool { return l.algo == runtime.Concurrency }
+
+// holdsPermit reports whether a call of wm holds a permit while it runs.
+func holdsPermit(wm *wrapperMethod) bool { return slices.ContainsFunc(wm.limits, (*limit).concurrency) }

@@ -44,6 +44,10 @@ func buildTypeLimits(pkg *packages.Package, a *annotated, file *ast.File, import
 			ds.errorf(opt.NamePos, "cost= cannot be on a type-level directive: the type's methods differ in what a call costs; put cost= on a method's own directive")
 			ok = false
 		}
+		if opt, has := d.parsed.Lookup("concurrency"); has {
+			ds.errorf(opt.NamePos, "concurrency= cannot be on a type-level directive yet: put it on each method's own directive, with one name= to share the permits")
+			ok = false
+		}
 		for _, name := range []string{"refund", "settle"} {
 			if opt, has := d.parsed.Lookup(name); has {
 				ds.errorf(opt.NamePos, "%s= cannot be on a type-level directive: the type's methods differ in their results; put %s= on a method's own directive", name, name)

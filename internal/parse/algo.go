@@ -13,9 +13,10 @@ import (
 
 // BurstApplies reports whether burst= sizes a bucket of algorithm a: as the
 // runtime computes capacities, a limit of a with a burst of 1 below its max
-// admits at most 1 unit at once.
+// admits at most 1 unit at once. Concurrency, whose capacity is always 1,
+// has none.
 func BurstApplies(a runtime.Algorithm) bool {
-	return runtime.Limit{Max: 2, Burst: 1, Algorithm: a}.Capacity() == 1
+	return a != runtime.Concurrency && runtime.Limit{Max: 2, Burst: 1, Algorithm: a}.Capacity() == 1
 }
 
 // algoSynonyms maps names other rate limiters use to the algorithm that
@@ -49,6 +50,10 @@ func (p *parser) checkAlgo(v value) {
 			p.errorf(v.off, "write the algorithm without quotes: algo=%s", u)
 			return
 		}
+	}
+	if s == string(runtime.Concurrency) {
+		p.errorf(v.off, "a limit of calls in flight is written concurrency=N (with lease=, not window= or max=), e.g. concurrency=2")
+		return
 	}
 	list := algorithmList()
 	if a, ok := suggestAlgorithm(s); ok {

@@ -32,16 +32,19 @@ type Directive struct {
 	// It is nil when the directive has no key= option (one limit shared by
 	// every caller).
 	Key []Expr
-	// Window is the window= duration, > 0.
+	// Window is the window= duration, > 0; for a concurrency directive,
+	// the permit's lease (lease=, or DefaultLease).
 	Window time.Duration
 	// Max is the max= count, >= 1, when max= is an integer literal, or 0
-	// when it is an expression (MaxExpr).
+	// when it is an expression (MaxExpr); for a concurrency directive, the
+	// concurrency= count.
 	Max int
 	// MaxExpr is the max= expression, evaluated on every call, or nil when
 	// max= is an integer literal (Max).
 	MaxExpr *Expr
 	// Algorithm is the algo= value, one of runtime.Algorithms(), or ""
-	// when absent (the runtime's default).
+	// when absent (the runtime's default); runtime.Concurrency for a
+	// concurrency directive.
 	Algorithm runtime.Algorithm
 	// Burst is the burst= value, >= 1, or 0 when absent. It is only ever
 	// set with algo=token-bucket or algo=gcra.

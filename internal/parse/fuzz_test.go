@@ -67,6 +67,7 @@ var fuzzSeeds = []string{
 	"window=1s max=3 mode=\"shadow\"",
 	"key=req.Tenant window=1m max=planLimit(ctx, \"a b\")",
 	"window=1s max=req.Plan.Max*2 algo=gcra",
+	"key=req.TenantID concurrency=2 lease=10s",
 	"window=1s max=a, b",
 }
 
@@ -155,7 +156,11 @@ func checkLine(t *testing.T, text string) {
 		if _, ok := d.Lookup("name"); ok && (d.Name == "" || strings.ContainsAny(d.Name, " \t\n")) {
 			t.Fatalf("Line(%q): no errors but name %q", text, d.Name)
 		}
-		if _, ok := d.Lookup("algo"); ok != (d.Algorithm != "") || ok && !slices.Contains(runtime.Algorithms(), d.Algorithm) {
+		if _, ok := d.Lookup("concurrency"); ok {
+			if d.Algorithm != runtime.Concurrency || d.Window < MinLease || d.Window > MaxLease {
+				t.Fatalf("Line(%q): no errors but a concurrency directive of algorithm %q, lease %v", text, d.Algorithm, d.Window)
+			}
+		} else if _, ok := d.Lookup("algo"); ok != (d.Algorithm != "") || ok && !slices.Contains(runtime.Algorithms(), d.Algorithm) {
 			t.Fatalf("Line(%q): no errors but algorithm %q", text, d.Algorithm)
 		}
 		if _, ok := d.Lookup("burst"); ok != (d.Burst != 0) || ok && (d.Burst < 1 || d.Burst > math.MaxInt32 || !BurstApplies(d.Algorithm)) {

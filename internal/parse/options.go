@@ -27,6 +27,8 @@ var optionTable = []optionSpec{
 	{name: "mode", mode: flat, example: "mode=shadow", check: (*parser).checkMode},
 	{name: "refund", mode: expr, example: "refund=err == nil", check: (*parser).checkRefund},
 	{name: "settle", mode: expr, example: "settle=resp.Usage.TotalTokens", check: (*parser).checkSettle},
+	{name: "concurrency", mode: flat, example: "concurrency=2", check: (*parser).checkConcurrency},
+	{name: "lease", mode: flat, example: "lease=30s", check: (*parser).checkLease},
 }
 
 // Options lists the names of the supported options, in documentation order.

@@ -113,6 +113,11 @@ func (p *parser) parse() {
 		i = p.stray(i, afterKey)
 		afterKey = false
 	}
+	if p.seen["concurrency"] {
+		p.checkConcurrencyOptions()
+		return
+	}
+	p.checkLeaseAlone()
 	p.checkMissing()
 	p.checkBurstAlgo()
 	p.checkOutcomeWait()

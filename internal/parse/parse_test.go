@@ -282,7 +282,7 @@ func TestLineErrors(t *testing.T) {
 		{"//ratelimit:Key=a window=60s max=3", []wantErr{{"Key", 0, `unknown option "Key"; did you mean "key"?`}}},
 		{"//ratelimit:key=a window=60s limit=3", []wantErr{{"limit=", 0, `unknown option "limit"; did you mean "max"?`}}},
 		{"//ratelimit:key=a per=1s max=3", []wantErr{{"per", 0, `unknown option "per"; did you mean "window"?`}}},
-		{"//ratelimit:key=a window=1s max=3 foo=bar", []wantErr{{"foo", 0, `unknown option "foo"; the options are key, window, max, algo, burst, cost, name, wait, mode, refund, settle`}}},
+		{"//ratelimit:key=a window=1s max=3 foo=bar", []wantErr{{"foo", 0, `unknown option "foo"; the options are key, window, max, algo, burst, cost, name, wait, mode, refund, settle, concurrency, lease`}}},
 		{"//ratelimit:key=a window=1s max=3 algorithm=gcra", []wantErr{{"algorithm", 0, `unknown option "algorithm"; did you mean "algo"?`}}},
 		{"//ratelimit:key=a window=1s max=3 weight=2", []wantErr{{"weight", 0, `unknown option "weight"; did you mean "cost"?`}}},
 		{"//ratelimit:key=a window=1s max=3 capacity=5 algo=gcra", []wantErr{{"capacity", 0, `unknown option "capacity"; did you mean "burst"?`}}},
@@ -480,23 +480,76 @@ func TestLinePositionWithoutBase(t *testing.T) {
 }
 
 func TestOptions(t *testing.T) {
-	assert.Equal(t, []string{"key", "window", "max", "algo", "burst", "cost", "name", "wait", "mode", "refund", "settle"}, Options)
+	assert.Equal(t, []string{"key", "window", "max", "algo", "burst", "cost", "name", "wait", "mode", "refund", "settle", "concurrency", "lease"}, Options)
 	// The examples quoted in messages must themselves be valid: all in
 	// one directive, but for wait=, which a call settled by its outcome
-	// cannot have.
+	// cannot have, and the options of a concurrency directive.
 	var examples []string
 	for _, o := range optionTable {
-		if o.name != "wait" {
+		if o.name != "wait" && o.name != "concurrency" && o.name != "lease" {
 			examples = append(examples, o.example)
 		}
 	}
 	d, errs := Line(Prefix+strings.Join(examples, " "), base)
 	assert.Nil(t, errs)
-	assert.Len(t, d.Options, len(Options)-1)
+	assert.Len(t, d.Options, len(Options)-3)
 	assert.Equal(t, "err == nil", d.Refund.Text)
 	assert.Equal(t, "resp.Usage.TotalTokens", d.Settle.Text)
 	_, errs = Line(Prefix+"window=1s max=3 wait=2s", base)
 	assert.Nil(t, errs)
+	_, errs = Line(Prefix+"concurrency=2 lease=30s", base)
+	assert.Nil(t, errs)
+}
+
+func TestConcurrency(t *testing.T) {
+	for _, tc := range []struct {
+		text  string
+		lease time.Duration
+		max   int
+	}{
+		{"//ratelimit:key=req.TenantID concurrency=2", DefaultLease, 2},
+		{"//ratelimit:concurrency=1_000 lease=1m name=Svc.Call.inflight mode=shadow", time.Minute, 1000},
+		{"//ratelimit:lease=1s concurrency=1", time.Second, 1},
+		{"//ratelimit:concurrency=3 lease=1h", time.Hour, 3},
+	} {
+		d, errs := Line(tc.text, base)
+		require.Nil(t, errs, tc.text)
+		assert.Equal(t, runtime.Concurrency, d.Algorithm, tc.text)
+		assert.Equal(t, tc.lease, d.Window, tc.text)
+		assert.Equal(t, tc.max, d.Max, tc.text)
+		assert.Nil(t, d.MaxExpr, tc.text)
+	}
+}
+
+func TestConcurrencyErrors(t *testing.T) {
+	for _, tc := range []struct{ text, at, msg string }{
+		{"//ratelimit:concurrency=0", "0", "concurrency must be at least 1; got 0"},
+		{"//ratelimit:concurrency=-2", "-2", "concurrency must be at least 1; got -2"},
+		{"//ratelimit:concurrency=req.N", "req", `concurrency "req.N" is not a whole number; write e.g. concurrency=2`},
+		{"//ratelimit:concurrency=2.5", "2.5", `concurrency "2.5" is not a whole number; write e.g. concurrency=2`},
+		{"//ratelimit:concurrency=3000000000", "3000", `concurrency "3000000000" is too large; it can be at most 2147483647`},
+		{"//ratelimit:concurrency=2 concurrency=3", "concurrency", `duplicate option "concurrency"; it is already set at svc.go:12:14: remove one`},
+		{"//ratelimit:concurrency=2 lease=30", "30", `lease "30" is not a Go duration; write e.g. lease=30s`},
+		{"//ratelimit:concurrency=2 lease=500ms", "500ms", `lease "500ms" is out of bounds: a permit's lease is from 1s (renewed every third of it) to 1h0m0s (a crashed process keeps its permits that long)`},
+		{"//ratelimit:concurrency=2 lease=2h", "2h", `lease "2h" is out of bounds: a permit's lease is from 1s (renewed every third of it) to 1h0m0s (a crashed process keeps its permits that long)`},
+		{"//ratelimit:concurrency=2 lease=1.0001s", "1.0001s", `lease "1.0001s" is not a whole number of milliseconds; write e.g. lease=1s`},
+		{"//ratelimit:concurrency=2 window=1m", "window", "concurrency= cannot be combined with window=: a permit has a lease, not a window; write lease= (default 30s), or remove window="},
+		{"//ratelimit:concurrency=2 max=3", "max", "concurrency= cannot be combined with max=: concurrency= is the most calls in flight; remove max=, or put a rate limit on a //ratelimit: line of its own"},
+		{"//ratelimit:concurrency=2 algo=gcra", "algo", "concurrency= cannot be combined with algo=: concurrency= is an algorithm of its own; remove algo=, or put a rate limit on a //ratelimit: line of its own"},
+		{"//ratelimit:algo=concurrency max=2 window=1s", "concurrency", "a limit of calls in flight is written concurrency=N (with lease=, not window= or max=), e.g. concurrency=2"},
+		{"//ratelimit:concurrency=2 burst=4", "burst", "concurrency= cannot be combined with burst=: calls in flight have no burst; remove burst="},
+		{"//ratelimit:concurrency=2 cost=len(items)", "cost", "concurrency= cannot be combined with cost=: each call in flight holds one permit; remove cost=, or put a cost on a rate limit on a //ratelimit: line of its own"},
+		{"//ratelimit:concurrency=2 wait=1s", "wait", "concurrency= cannot be combined with wait=: a permit comes back when some call ends, which nothing predicts, so a call cannot wait for one; remove wait="},
+		{"//ratelimit:concurrency=2 refund=err == nil", "refund", "concurrency= cannot be combined with refund=: a permit is always released when the call returns, or panics; remove refund=, or put it on a rate limit of the method"},
+		{"//ratelimit:concurrency=2 settle=n", "settle", "concurrency= cannot be combined with settle=: a call in flight holds one permit whatever it did; remove settle=, or put it on a rate limit of the method"},
+		{"//ratelimit:window=1s max=2 lease=30s", "lease", "lease= applies only to concurrency=, the permit of a call in flight; a rate limit counts over window=: remove lease="},
+		{"//ratelimit:concurrency=2 concurency=3", "concurency", `unknown option "concurency"; did you mean "concurrency"?`},
+	} {
+		_, errs := Line(tc.text, base)
+		require.Len(t, errs, 1, tc.text)
+		assert.Equal(t, tc.msg, errs[0].Msg, tc.text)
+		assert.Equal(t, base.Column+strings.LastIndex(tc.text, tc.at), errs[0].Pos.Column, tc.text)
+	}
 }
 
 func TestOutcomeErrors(t *testing.T) {

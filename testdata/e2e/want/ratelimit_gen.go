@@ -48,6 +48,8 @@ var (
 	limitGuardFetch         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Guard.Fetch", Window: time.Hour, Max: 2, Algorithm: runtime.SlidingWindow}
 	limitGuardFetchAll      = runtime.Limit{Name: "Guard.Fetch.all", Window: time.Hour, Max: 3, Algorithm: runtime.TokenBucket}
 	limitExportsRun         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Exports.Run", Window: time.Minute, Max: 12, Algorithm: runtime.TokenBucket}
+	limitRendererRender     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Renderer.Render", Window: time.Second, Max: 2, Algorithm: runtime.Concurrency}
+	limitRendererRenderRate = runtime.Limit{Name: "Renderer.Render.rate", Window: time.Minute, Max: 100}
 	// limitReportsRun's Max is set by each call, to PlanLimit(ctx).
 	limitReportsRun = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Reports.Run", Window: time.Minute}
 	// limitReportsExport's Max is set by each call, to q.Max.
@@ -99,6 +101,8 @@ func RateLimits() []runtime.Request {
 		{Limit: limitGuardFetch},
 		{Limit: limitGuardFetchAll},
 		{Limit: limitExportsRun, Cost: exportCost},
+		{Limit: limitRendererRender},
+		{Limit: limitRendererRenderRate},
 		{Limit: limitReportsRun},
 		{Limit: limitReportsExport},
 		{Limit: limitStoreRead},
@@ -775,6 +779,47 @@ func (r *RateLimitedExports) Run(ctx context.Context, tenant string) error {
 		return err
 	}
 	return r.next.Run(ctx, tenant)
+}
+
+// RateLimitedRenderer wraps a Renderer: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call ([runtime.Admit] if it is
+// settled or holds a permit), and returns its error otherwise.
+type RateLimitedRenderer struct {
+	next    Renderer
+	limiter runtime.Limiter
+}
+
+var _ Renderer = (*RateLimitedRenderer)(nil)
+
+// NewRateLimitedRenderer returns a RateLimitedRenderer that forwards to next
+// the calls that limiter admits.
+func NewRateLimitedRenderer(next Renderer, limiter runtime.Limiter) *RateLimitedRenderer {
+	return &RateLimitedRenderer{next: next, limiter: limiter}
+}
+
+// Render calls the wrapped Render if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Renderer.Render" (at most
+// 2 in flight on a 1s lease, keyed by tenant) and "Renderer.Render.rate" (100
+// per 1m, keyed by tenant, given back when err != nil) all admit it.
+func (r *RateLimitedRenderer) Render(ctx context.Context, tenant string) (int, error) {
+	hold, err := runtime.Admit(ctx, r.limiter,
+		runtime.Request{Limit: limitRendererRender, Key: tenant},
+		runtime.Request{Limit: limitRendererRenderRate, Key: tenant},
+	)
+	if err != nil {
+		return 0, err
+	}
+	used := [2]int64{1, 1}
+	callCtx, stop := runtime.Keep(ctx, hold)
+	defer func() {
+		stop()
+		_ = hold.Settle(ctx, used[:]...)
+	}()
+	pages, err := r.next.Render(callCtx, tenant)
+	if err != nil {
+		used[1] = 0
+	}
+	return pages, err
 }
 
 // RateLimitedReports wraps a Reports: each limited method calls the wrapped

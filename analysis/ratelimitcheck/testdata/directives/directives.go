@@ -1,8 +1,8 @@
 // want package:"hasDirectives"
 
 // Package directives has one mistake per method, taken from the
-// generator's error cases (testdata/errkey, errparse, errmax, errplace and
-// nearmiss of the repository).
+// generator's error cases (testdata/errkey, errparse, errmax, errplace,
+// errconcurrency and nearmiss of the repository).
 package directives
 
 import "context"
@@ -50,6 +50,19 @@ type Service interface {
 	// want +1 `^settle resp.ID has type string, but settle= must be an integer: `
 	//ratelimit:key=id window=1m max=3 settle=resp.ID
 	Settle(ctx context.Context, id string) (*Order, error)
+
+	// want +1 `^concurrency= cannot be combined with refund=: a permit is always released when the call returns, or panics; `
+	//ratelimit:key=id concurrency=2 refund=err == nil
+	ConcurrencyRefund(ctx context.Context, id string) error
+
+	// want +1 `^lease "100ms" is out of bounds: `
+	//ratelimit:key=id concurrency=2 lease=100ms
+	Lease(ctx context.Context, id string) error
+
+	// want +1 `^cost len\(id\) is computed per call, but the method has several limits and one is a concurrency limit: `
+	//ratelimit:key=id window=1m max=100 cost=len(id)
+	//ratelimit:key=id concurrency=2 name=Service.Cost.inflight
+	Cost(ctx context.Context, id string) error
 }
 
 // want +2 `^//ratelimit: is on function Plain, which is not a method: `

@@ -1,0 +1,14 @@
+package e2e
+
+import "context"
+
+// Renderer renders tenants' documents, a few at a time.
+type Renderer interface {
+	// Render holds one of a tenant's 2 permits while it runs, and counts
+	// against 100 renders a minute, of which a failed one gives its unit
+	// back.
+	//
+	//ratelimit:key=tenant concurrency=2 lease=1s
+	//ratelimit:key=tenant window=1m max=100 name=Renderer.Render.rate refund=err != nil
+	Render(ctx context.Context, tenant string) (pages int, err error)
+}

@@ -205,6 +205,12 @@ func (es *exprScope) check(e parse.Expr, role exprRole, ds *diagnostics) (*check
 	}
 
 	tv := info.Types[expr]
+	if tv.Type == nil || tv.Type == types.Typ[types.Invalid] {
+		// A type of the package that does not compile (an undefined
+		// parameter type): the checker reported it there, not here.
+		ds.errorf(e.Pos, "%s %s has no type: a type it uses does not compile; fix the package's errors first", role.what, e.Text)
+		return nil, nil
+	}
 	switch {
 	case tv.IsType():
 		ds.errorf(e.Pos, "%s %s is a type, not a value: name a parameter or an expression, e.g. %s", role.what, e.Text, role.example)

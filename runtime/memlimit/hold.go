@@ -2,8 +2,10 @@ package memlimit
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
@@ -29,8 +31,13 @@ var (
 // to give back, and is charged on a fresh entry. Each limit of a call is
 // settled on its own: a call on another of its limits may be decided
 // between them.
+//
+// A call that took a permit of a runtime.Concurrency limit gets a
+// runtime.PermitHold (see permitHold): run it under runtime.Keep. A call
+// whose concurrency limits took none (off, or shadow without room) gets a
+// plain Hold, as there is nothing to renew.
 func (m *Limiter) Hold(ctx context.Context, reqs ...runtime.Request) (runtime.Decisions, runtime.Hold, error) {
-	if len(reqs) == 1 && reqs[0].Limit.Mode != runtime.ModeOff {
+	if len(reqs) == 1 && reqs[0].Limit.Mode != runtime.ModeOff && reqs[0].Limit.Algorithm != runtime.Concurrency {
 		// As Decide's lone limit: on the key's entry alone.
 		r := reqs[0]
 		if err := runtime.Validate(r); err != nil {
@@ -61,18 +68,21 @@ func (m *Limiter) Hold(ctx context.Context, reqs ...runtime.Request) (runtime.De
 		return ds, h, nil
 	}
 	const inline = 4
-	var buf [inline]int64
-	receipts := buf[:]
+	var buf [inline]heldLimit
+	held := buf[:]
 	if len(reqs) > inline {
-		receipts = make([]int64, len(reqs))
+		held = make([]heldLimit, len(reqs))
 	}
-	ds, err := m.decideMany(ctx, reqs, receipts, false)
+	// HeldUntil counts from before the permits were asked for.
+	start := time.Since(m.epoch)
+	ds, err := m.decideMany(ctx, reqs, held, false)
 	if err != nil || !ds.Allowed {
 		return ds, nil, err
 	}
-	h := &hold{m: m, reqs: slices.Clone(reqs), lims: make([]heldLimit, len(reqs))}
-	for i, r := range reqs {
-		h.lims[i] = heldLimit{receipt: receipts[i], recorded: r.Limit.Mode != runtime.ModeOff && ds.Each[i].Allowed}
+	h := &hold{m: m, reqs: slices.Clone(reqs), lims: slices.Clone(held[:len(reqs)])}
+	if lease, ok := h.lease(); ok {
+		h.until.Store(int64(start + lease))
+		return ds, (*permitHold)(h), nil
 	}
 	return ds, h, nil
 }
@@ -82,8 +92,11 @@ func (m *Limiter) Hold(ctx context.Context, reqs ...runtime.Request) (runtime.De
 type hold struct {
 	m       *Limiter
 	settled atomic.Bool
-	reqs    []runtime.Request
-	lims    []heldLimit
+	// until is a permitHold's HeldUntil, as a time since m.epoch, so that
+	// it keeps the monotonic clock's reading.
+	until atomic.Int64
+	reqs  []runtime.Request
+	lims  []heldLimit
 	// one holds reqs and lims for a call of one limit, in the same
 	// allocation.
 	one struct {
@@ -93,9 +106,13 @@ type hold struct {
 }
 
 // heldLimit is what one limit recorded of the call: nothing, when it was
-// off or a shadow limit without room, or else its cost, under receipt.
+// off or a shadow limit without room, or else its cost, under receipt. For
+// a concurrency limit, receipt is the permit's id, and permit the entry
+// that holds it, in the shard of that index.
 type heldLimit struct {
 	receipt  int64
+	permit   *entry
+	shard    uint8
 	recorded bool
 }
 
@@ -114,12 +131,18 @@ func (h *hold) Settle(ctx context.Context, used ...int64) error {
 	if !h.settled.CompareAndSwap(false, true) {
 		return runtime.ErrSettled
 	}
+	var lost []error
 	for i, r := range h.reqs {
-		if h.lims[i].recorded {
-			h.m.settle(r, h.lims[i].receipt, used[i])
+		switch l := &h.lims[i]; {
+		case l.permit != nil:
+			if err := h.m.releasePermit(r.Limit, l); err != nil {
+				lost = append(lost, err)
+			}
+		case l.recorded:
+			h.m.settle(r, l.receipt, used[i])
 		}
 	}
-	return nil
+	return errors.Join(lost...)
 }
 
 // settle settles the call r recorded under receipt at used units.

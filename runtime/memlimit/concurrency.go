@@ -63,8 +63,8 @@ func (c *concurrency) commit(now int64, p params, v *verdict) {
 	if len(c.permits) == cap(c.permits) {
 		// check admitted the call, so the permits live are fewer than
 		// Max: grow by doubling, up to Max.
-		n := len(c.permits) + 1
-		c.permits = slices.Grow(c.permits, max(n, min(2*cap(c.permits), int(p.max)))-len(c.permits))
+		n := max(len(c.permits)+1, min(2*cap(c.permits), int(p.max)))
+		c.permits = append(make([]permit, 0, n), c.permits...)
 	}
 	c.next++
 	c.permits = append(c.permits, permit{id: c.next, until: now + p.window})

@@ -17,12 +17,12 @@ var (
 )
 
 // Hold implements runtime.Holder: it decides reqs exactly as Decide does,
-// and when the call is admitted returns the Hold that settles it. The
+// runtime.Concurrency limits included, which Decide refuses, and when the call is admitted returns the Hold that settles it. The
 // Hold keeps each recording limit's receipt, as the Redis scripts do: the
 // time a sliding log recorded the call's units at, the bucket or window a
 // sliding or fixed window counted them in (a token bucket and GCRA need
 // none). An admitted call costs one allocation beyond Decide's for the
-// Hold when it has one limit, three when it has more.
+// Hold when it has one limit, three when it has more or holds a permit.
 //
 // Settling a limit, under its shard's lock and its key's, reads the clock
 // once (now), and for a call that reserved r units and used u, capped at
@@ -33,7 +33,8 @@ var (
 // between them.
 //
 // A call that took a permit of a runtime.Concurrency limit gets a
-// runtime.PermitHold (see permitHold): run it under runtime.Keep. A call
+// runtime.PermitHold (see Concurrency limits in the package doc): run it
+// under runtime.Keep. A call
 // whose concurrency limits took none (off, or shadow without room) gets a
 // plain Hold, as there is nothing to renew.
 func (m *Limiter) Hold(ctx context.Context, reqs ...runtime.Request) (runtime.Decisions, runtime.Hold, error) {
@@ -119,8 +120,9 @@ type heldLimit struct {
 // Settle implements runtime.Hold. used is checked first with
 // runtime.ValidateSettle; an invalid used, or a done ctx, returns an error
 // and leaves the Hold to be settled. Otherwise the first Settle settles
-// every limit that recorded the call and returns nil, and later ones
-// return runtime.ErrSettled.
+// every limit that recorded the call, releases its permits (see
+// permitHold), and returns nil, or the errors of the permits it found
+// gone; later ones return runtime.ErrSettled.
 func (h *hold) Settle(ctx context.Context, used ...int64) error {
 	if err := runtime.ValidateSettle(h.reqs, used); err != nil {
 		return err

@@ -6,8 +6,9 @@ import (
 )
 
 // concurrency is a key's permits of a runtime.Concurrency limit: the live
-// ones, each with its id and the time (µs) its lease ends, in no order, as
-// a renewal moves one's end later. Each permit takes 16 bytes; a call adds
+// ones, and those whose lease ended since an operation last dropped them
+// (Peek drops none), each with its id and the time (µs) its lease ends, in
+// no order, as a renewal moves one's end later. Each permit takes 16 bytes; a call adds
 // one only when fewer than Max are live, so a key holds at most the
 // largest Max it was admitted under, and release shrinks the slice once a
 // quarter of it is in use. A commit's receipt (verdict.scratch) is the id
@@ -77,8 +78,15 @@ func (c *concurrency) commit(now int64, p params, v *verdict) {
 // of permit id, or -1 when it is not live.
 func (c *concurrency) live(now, id int64) int {
 	c.drop(now)
+	return c.index(id)
+}
+
+func (c *concurrency) index(id int64) int {
 	return slices.IndexFunc(c.permits, func(q permit) bool { return q.id == id })
 }
+
+// renew moves the end of live permit id's lease to until.
+func (c *concurrency) renew(id, until int64) { c.permits[c.index(id)].until = until }
 
 // release forgets permit i, shrinking the slice when a quarter of it is in
 // use, so that a key's memory follows the calls it holds.
@@ -91,12 +99,13 @@ func (c *concurrency) release(i int) {
 	}
 }
 
-// end returns when the last permit's lease ends, or min when none is live.
-func (c *concurrency) end(min int64) int64 {
+// end returns when the last permit's lease ends, or floor if that is
+// later.
+func (c *concurrency) end(floor int64) int64 {
 	for _, q := range c.permits {
-		min = max(min, q.until)
+		floor = max(floor, q.until)
 	}
-	return min
+	return floor
 }
 
 // permitBytes is what a permit costs.

@@ -64,53 +64,12 @@ func (p *permitHold) Renew(ctx context.Context) error {
 	for _, i := range order {
 		h.m.shards[i].mu.Lock()
 	}
-	defer func() {
-		for _, i := range order {
-			h.m.shards[i].mu.Unlock()
-		}
-	}()
-	// Under its shard's lock, an entry is dead exactly when it was
-	// evicted: lock then fails. The entries are distinct, as Validate
-	// allows a limit once per key.
-	var lost error
-	locked := 0
-	for i, l := range h.lims {
-		if l.permit == nil {
-			continue
-		}
-		if !l.permit.w.lock() {
-			lost = permitEvicted(h.reqs[i].Limit)
-			break
-		}
-		locked++
+	err := h.renewLocked()
+	for _, i := range order {
+		h.m.shards[i].mu.Unlock()
 	}
-	now := h.m.now()
-	if lost == nil {
-		for i, l := range h.lims {
-			if l.permit != nil && stateOf[concurrency](l.permit).live(now, l.receipt) < 0 {
-				lost = permitExpired(h.reqs[i].Limit)
-				break
-			}
-		}
-	}
-	for i, l := range h.lims {
-		if l.permit == nil {
-			continue
-		}
-		if locked == 0 {
-			break
-		}
-		locked--
-		if lost == nil {
-			c := stateOf[concurrency](l.permit)
-			until := now + paramsOf(h.reqs[i].Limit, 1).window
-			c.permits[c.live(now, l.receipt)].until = until
-			l.permit.expireAt = max(l.permit.expireAt, until)
-		}
-		l.permit.w.unlock()
-	}
-	if lost != nil {
-		return lost
+	if err != nil {
+		return err
 	}
 	lease, _ := h.lease()
 	for next := int64(start + lease); ; {
@@ -119,6 +78,43 @@ func (p *permitHold) Renew(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// renewLocked is Renew under the locks of the permits' shards: it holds
+// every permit's entry, checks that every permit is live, and only then
+// extends them all.
+func (h *hold) renewLocked() error {
+	// Under its shard's lock, an entry is dead exactly when it was
+	// evicted: lock then fails. The entries are distinct, as Validate
+	// allows a limit once per key.
+	locked := 0 // the entries of h.lims[:locked] are held
+	defer func() {
+		for _, l := range h.lims[:locked] {
+			if l.permit != nil {
+				l.permit.w.unlock()
+			}
+		}
+	}()
+	for i, l := range h.lims {
+		if l.permit != nil && !l.permit.w.lock() {
+			return permitEvicted(h.reqs[i].Limit)
+		}
+		locked = i + 1
+	}
+	now := h.m.now()
+	for i, l := range h.lims {
+		if l.permit != nil && stateOf[concurrency](l.permit).live(now, l.receipt) < 0 {
+			return permitExpired(h.reqs[i].Limit)
+		}
+	}
+	for i, l := range h.lims {
+		if l.permit != nil {
+			until := now + paramsOf(h.reqs[i].Limit, 1).window
+			stateOf[concurrency](l.permit).renew(l.receipt, until)
+			l.permit.expireAt = max(l.permit.expireAt, until)
+		}
+	}
+	return nil
 }
 
 // lease returns the shortest Window among h's permits; ok is false when

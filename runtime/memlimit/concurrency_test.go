@@ -194,7 +194,8 @@ func TestConcurrencyResetLosesPermits(t *testing.T) {
 }
 
 func TestConcurrencyEvictionLosesPermits(t *testing.T) {
-	// Under a small budget, keys nobody uses go, permits and all; the
+	// Under a small budget, keys nobody uses go, permits and all, once
+	// the eviction hand has passed them twice; the
 	// key's next entry numbers its permits from 1 again, and the old
 	// Hold, which names its entry, releases none of them.
 	clock := newFakeClock()
@@ -203,6 +204,7 @@ func TestConcurrencyEvictionLosesPermits(t *testing.T) {
 	r := runtime.Request{Limit: l, Key: "k"}
 	old := mustPermits(t, lim, r)
 	e := (*hold)(old.(*permitHold)).lims[0].permit
+	require.NotZero(t, e.w.v.Load()&wordVisited, "a key made by taking a permit counts as used")
 	rate := runtime.Limit{Name: "flood", Window: time.Hour, Max: 1}
 	full := false
 	for i := 0; e.w.v.Load()&wordDead == 0; i++ {

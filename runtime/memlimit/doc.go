@@ -48,7 +48,8 @@
 // whose leases have all ended. Under the WithMaxMemory budget it may be
 // evicted, as any key whose admissions still count, when no call took,
 // renewed or released one of its permits since the eviction hand last
-// passed (runtime.Keep renews every third of a lease, which keeps it). Its
+// passed (runtime.Keep renews every third of a lease, which keeps it); a
+// key made by a call that took a permit counts as used by it. Its
 // permits are then forgotten: the call that made room for a new key says
 // ErrFull, its holders' Renew and Settle return runtime.ErrPermitLost, and
 // runtime.Keep cancels their calls at their next renewal; until then up to

@@ -432,7 +432,10 @@ func (m *Limiter) decideMany(ctx context.Context, reqs []runtime.Request, held [
 		if e != nil && !slices.Contains(entries[:i], e) {
 			s := &m.shards[shardOf(hashes[i])]
 			s.expiresFrom = min(s.expiresFrom, e.expiry())
-			e.release(used[i])
+			// A key that just took a permit is in use until the call
+			// ends, even if the call made it: it is marked as used, so
+			// that the eviction hand passes it once before it may go.
+			e.release(used[i] || all && !peek && keys[i].algo == algoConcurrency && vs[i].ok)
 		}
 	}
 	ds := runtime.Decisions{Allowed: all, Each: make([]runtime.Decision, len(vs)), Cause: memoryFull(forgot)}

@@ -22,15 +22,16 @@
 // A runtime.Concurrency limit is decided through Hold only: Decide and
 // Allow refuse it with an error, as the permit they would take has no Hold
 // to release it. A key's entry holds its live permits, each an id and the
-// end of its lease on the limiter's clock (16 bytes), so at most Max
-// permits, beside an 80-byte entry; the slice doubles as permits are
-// taken, up to Max, and shrinks to twice the permits live once at most a
+// end of its lease on the limiter's clock (16 bytes), beside an 80-byte
+// entry: at most Max permits, the largest Max the key was admitted under
+// when an override lowered it. The slice doubles as permits are taken, up
+// to that Max, and shrinks to twice the permits live once at most a
 // quarter of it is in use. Every operation on the key first drops the
 // permits whose lease has ended (but Peek, which changes nothing), in time
-// linear in the permits it holds.
-// Ids count from 1 in each entry and are never given twice, Reset
-// included; a Hold names its permit by the entry and the id, so a Hold
-// outliving its permit never releases another call's.
+// linear in the permits it holds. Ids count from 1 in each entry and are
+// never given twice, Reset included; a Hold names its permit by the entry
+// and the id, so a Hold outliving its permit never releases another
+// call's.
 //
 // The Hold of a call that took a permit is a runtime.PermitHold. Renew
 // extends every permit of the call to the limiter's now plus the limit's

@@ -16,6 +16,7 @@ const (
 	algoFixedWindow
 	algoTokenBucket
 	algoGCRA
+	algoConcurrency
 	algoCount
 )
 
@@ -33,6 +34,8 @@ func algoIndexOf(a runtime.Algorithm) (_ algoIndex, ok bool) {
 		return algoTokenBucket, true
 	case runtime.GCRA:
 		return algoGCRA, true
+	case runtime.Concurrency:
+		return algoConcurrency, true
 	}
 	return 0, false
 }

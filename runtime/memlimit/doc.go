@@ -16,4 +16,44 @@
 // it used (runtime.Algorithm states how, per algorithm), a runtime.Peeker,
 // and a runtime.Resetter. Hold decides as Decide does; it costs one
 // allocation more, and settling takes the key's shard lock.
+//
+// # Concurrency limits
+//
+// A runtime.Concurrency limit is decided through Hold only: Decide and
+// Allow refuse it with an error, as the permit they would take has no Hold
+// to release it. A key's entry holds its live permits, each an id and the
+// end of its lease on the limiter's clock (16 bytes), beside an 80-byte
+// entry: at most Max permits, the largest Max the key was admitted under
+// when an override lowered it. The slice doubles as permits are taken, up
+// to that Max, and shrinks to twice the permits live once at most a
+// quarter of it is in use. Every operation on the key first drops the
+// permits whose lease has ended (but Peek, which changes nothing), in time
+// linear in the permits it holds. Ids count from 1 in each entry and are
+// never given twice, Reset included; a Hold names its permit by the entry
+// and the id, so a Hold outliving its permit never releases another
+// call's.
+//
+// The Hold of a call that took a permit is a runtime.PermitHold. Renew
+// extends every permit of the call to the limiter's now plus the limit's
+// Window, under the locks of all their keys at once, or extends none and
+// returns an error wrapping runtime.ErrPermitLost when one has expired or
+// was reset or evicted. HeldUntil is the local time at which the
+// acquisition or the last successful renewal started, plus the shortest
+// lease. Settle releases the permits whatever used says, settles the other
+// limits as usual, and then reports a permit it found gone with
+// runtime.ErrPermitLost. Peek counts the permits live; Reset drops them
+// all. ModeShadow takes a permit when one is free and never refuses;
+// ModeOff takes none. A lower Max takes no permit away.
+//
+// A key whose permits are live is never swept: a sweep forgets only keys
+// whose leases have all ended. Under the WithMaxMemory budget it may be
+// evicted, as any key whose admissions still count, when no call took,
+// renewed or released one of its permits since the eviction hand last
+// passed (runtime.Keep renews every third of a lease, which keeps it); a
+// key made by a call that took a permit counts as used by it. Its
+// permits are then forgotten: the call that made room for a new key says
+// ErrFull, its holders' Renew and Settle return runtime.ErrPermitLost, and
+// runtime.Keep cancels their calls at their next renewal; until then up to
+// twice Max calls may run. A Hold keeps its key's entry from being
+// collected until it is dropped, outside the budget.
 package memlimit

@@ -144,6 +144,8 @@ func newEntry(algo algoIndex) *entry {
 		return &new(entryOf[fixedWindow]).entry
 	case algoTokenBucket:
 		return &new(entryOf[tokenBucket]).entry
+	case algoConcurrency:
+		return &new(entryOf[concurrency]).entry
 	}
 	g := new(entryOf[gcra])
 	g.s.tat.Store(gcraEmpty)
@@ -168,6 +170,8 @@ func (e *entry) check(now int64, p params) verdict {
 		return stateOf[fixedWindow](e).check(now, p)
 	case algoTokenBucket:
 		return stateOf[tokenBucket](e).check(now, p)
+	case algoConcurrency:
+		return stateOf[concurrency](e).check(now, p)
 	}
 	return stateOf[gcra](e).check(now, p)
 }
@@ -192,6 +196,11 @@ func (e *entry) commit(now int64, p params, v *verdict) (grew int64) {
 		stateOf[fixedWindow](e).commit(now, p, v)
 	case algoTokenBucket:
 		stateOf[tokenBucket](e).commit(now, p, v)
+	case algoConcurrency:
+		s := stateOf[concurrency](e)
+		b := s.bytes()
+		s.commit(now, p, v)
+		grew = s.bytes() - b
 	default:
 		// GCRA's state is its expiry.
 		stateOf[gcra](e).commit(now, p, v)
@@ -216,6 +225,8 @@ func (e *entry) peek(now int64, p params) verdict {
 		return v
 	case algoSlidingWindow:
 		return stateOf[slidingWindow](e).look(now, p)
+	case algoConcurrency:
+		return stateOf[concurrency](e).look(now, p)
 	}
 	return e.check(now, p)
 }
@@ -244,6 +255,8 @@ func (e *entry) giveBack(now int64, p params, receipt, d int64) {
 		stateOf[fixedWindow](e).giveBack(now, p, receipt, d)
 	case algoTokenBucket:
 		stateOf[tokenBucket](e).giveBack(p, d)
+	case algoConcurrency:
+		// A permit is released whole, by its id (see releasePermit).
 	default:
 		stateOf[gcra](e).giveBack(now, p, d)
 	}
@@ -262,6 +275,11 @@ func (e *entry) empty() (state int64) {
 		*stateOf[fixedWindow](e) = fixedWindow{}
 	case algoTokenBucket:
 		*stateOf[tokenBucket](e) = tokenBucket{}
+	case algoConcurrency:
+		// Ids go on from where they were, so that a Hold of a permit
+		// reset finds it gone even once the key has new ones.
+		c := stateOf[concurrency](e)
+		*c = concurrency{next: c.next}
 	default:
 		stateOf[gcra](e).held = gcraEmpty
 	}
@@ -279,6 +297,8 @@ func (e *entry) stateBytes() int64 {
 	case algoSlidingWindow:
 		s := stateOf[slidingWindow](e)
 		return sliceBytes(cap(s.idx)) + sliceBytes(cap(s.counts))
+	case algoConcurrency:
+		return stateOf[concurrency](e).bytes()
 	}
 	return 0
 }
@@ -316,6 +336,7 @@ var entrySizes = [algoCount]int64{
 	algoFixedWindow:   roundAlloc(int(unsafe.Sizeof(entryOf[fixedWindow]{}))),
 	algoTokenBucket:   roundAlloc(int(unsafe.Sizeof(entryOf[tokenBucket]{}))),
 	algoGCRA:          roundAlloc(int(unsafe.Sizeof(entryOf[gcra]{}))),
+	algoConcurrency:   roundAlloc(int(unsafe.Sizeof(entryOf[concurrency]{}))),
 }
 
 // acquire takes e for a call under its shard's lock, so that check and
@@ -382,7 +403,7 @@ func (e *entry) expiry() int64 {
 
 // firstState is what a new entry's state grows by on its first admission
 // of cost 1, charged before it is added.
-var firstState = [algoCount]int64{algoSlidingLog: sliceBytes(1), algoSlidingWindow: 2 * sliceBytes(1)}
+var firstState = [algoCount]int64{algoSlidingLog: sliceBytes(1), algoSlidingWindow: 2 * sliceBytes(1), algoConcurrency: permitBytes}
 
 // pass is the eviction hand's step on e (see shard.evictOne): it evicts
 // e if nothing in it counts at now, or else if no call used it since the

@@ -59,3 +59,34 @@ func ExampleLimiter_Hold() {
 	// once settled: 880
 	// settled again: ratelimit: the call was settled already
 }
+
+// At most 2 exports at once per team. A call takes a permit when admitted
+// and gives it back when settled; runtime.Keep renews the permit's lease
+// (here 30 seconds) while the call runs, so that the permits of a process
+// that died come back within one lease.
+func ExampleLimiter_Hold_concurrency() {
+	ctx := context.Background()
+	lim := memlimit.New()
+	exports := runtime.Limit{Name: "Reports.Export", Window: 30 * time.Second, Max: 2, Algorithm: runtime.Concurrency}
+	req := runtime.Request{Limit: exports, Key: "team-42"}
+
+	hold, err := runtime.Admit(ctx, lim, req)
+	if err != nil {
+		fmt.Println("not admitted:", err)
+		return
+	}
+	callCtx, stop := runtime.Keep(ctx, hold)
+	_ = callCtx // the export runs in callCtx, which ends if the permit is lost
+	ds, _ := runtime.Peek(ctx, lim, req)
+	fmt.Println("free while the export runs:", ds.Each[0].Remaining)
+
+	stop()
+	if err := hold.Settle(ctx, 1); err != nil {
+		fmt.Println("not settled:", err)
+	}
+	ds, _ = runtime.Peek(ctx, lim, req)
+	fmt.Println("free once settled:", ds.Each[0].Remaining)
+	// Output:
+	// free while the export runs: 1
+	// free once settled: 2
+}

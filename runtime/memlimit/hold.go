@@ -2,8 +2,10 @@ package memlimit
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
@@ -15,12 +17,12 @@ var (
 )
 
 // Hold implements runtime.Holder: it decides reqs exactly as Decide does,
-// and when the call is admitted returns the Hold that settles it. The
+// runtime.Concurrency limits included, which Decide refuses, and when the call is admitted returns the Hold that settles it. The
 // Hold keeps each recording limit's receipt, as the Redis scripts do: the
 // time a sliding log recorded the call's units at, the bucket or window a
 // sliding or fixed window counted them in (a token bucket and GCRA need
 // none). An admitted call costs one allocation beyond Decide's for the
-// Hold when it has one limit, three when it has more.
+// Hold when it has one limit, three when it has more or holds a permit.
 //
 // Settling a limit, under its shard's lock and its key's, reads the clock
 // once (now), and for a call that reserved r units and used u, capped at
@@ -29,8 +31,14 @@ var (
 // to give back, and is charged on a fresh entry. Each limit of a call is
 // settled on its own: a call on another of its limits may be decided
 // between them.
+//
+// A call that took a permit of a runtime.Concurrency limit gets a
+// runtime.PermitHold (see Concurrency limits in the package doc): run it
+// under runtime.Keep. A call
+// whose concurrency limits took none (off, or shadow without room) gets a
+// plain Hold, as there is nothing to renew.
 func (m *Limiter) Hold(ctx context.Context, reqs ...runtime.Request) (runtime.Decisions, runtime.Hold, error) {
-	if len(reqs) == 1 && reqs[0].Limit.Mode != runtime.ModeOff {
+	if len(reqs) == 1 && reqs[0].Limit.Mode != runtime.ModeOff && reqs[0].Limit.Algorithm != runtime.Concurrency {
 		// As Decide's lone limit: on the key's entry alone.
 		r := reqs[0]
 		if err := runtime.Validate(r); err != nil {
@@ -61,18 +69,21 @@ func (m *Limiter) Hold(ctx context.Context, reqs ...runtime.Request) (runtime.De
 		return ds, h, nil
 	}
 	const inline = 4
-	var buf [inline]int64
-	receipts := buf[:]
+	var buf [inline]heldLimit
+	held := buf[:]
 	if len(reqs) > inline {
-		receipts = make([]int64, len(reqs))
+		held = make([]heldLimit, len(reqs))
 	}
-	ds, err := m.decideMany(ctx, reqs, receipts, false)
+	// HeldUntil counts from before the permits were asked for.
+	start := time.Since(m.epoch)
+	ds, err := m.decideMany(ctx, reqs, held, false)
 	if err != nil || !ds.Allowed {
 		return ds, nil, err
 	}
-	h := &hold{m: m, reqs: slices.Clone(reqs), lims: make([]heldLimit, len(reqs))}
-	for i, r := range reqs {
-		h.lims[i] = heldLimit{receipt: receipts[i], recorded: r.Limit.Mode != runtime.ModeOff && ds.Each[i].Allowed}
+	h := &hold{m: m, reqs: slices.Clone(reqs), lims: slices.Clone(held[:len(reqs)])}
+	if lease, ok := h.lease(); ok {
+		h.until.Store(int64(start + lease))
+		return ds, (*permitHold)(h), nil
 	}
 	return ds, h, nil
 }
@@ -82,8 +93,11 @@ func (m *Limiter) Hold(ctx context.Context, reqs ...runtime.Request) (runtime.De
 type hold struct {
 	m       *Limiter
 	settled atomic.Bool
-	reqs    []runtime.Request
-	lims    []heldLimit
+	// until is a permitHold's HeldUntil, as a time since m.epoch, so that
+	// it keeps the monotonic clock's reading.
+	until atomic.Int64
+	reqs  []runtime.Request
+	lims  []heldLimit
 	// one holds reqs and lims for a call of one limit, in the same
 	// allocation.
 	one struct {
@@ -93,17 +107,22 @@ type hold struct {
 }
 
 // heldLimit is what one limit recorded of the call: nothing, when it was
-// off or a shadow limit without room, or else its cost, under receipt.
+// off or a shadow limit without room, or else its cost, under receipt. For
+// a concurrency limit, receipt is the permit's id, and permit the entry
+// that holds it, in the shard of that index.
 type heldLimit struct {
 	receipt  int64
+	permit   *entry
+	shard    uint8
 	recorded bool
 }
 
 // Settle implements runtime.Hold. used is checked first with
 // runtime.ValidateSettle; an invalid used, or a done ctx, returns an error
 // and leaves the Hold to be settled. Otherwise the first Settle settles
-// every limit that recorded the call and returns nil, and later ones
-// return runtime.ErrSettled.
+// every limit that recorded the call, releases its permits (see
+// permitHold), and returns nil, or the errors of the permits it found
+// gone; later ones return runtime.ErrSettled.
 func (h *hold) Settle(ctx context.Context, used ...int64) error {
 	if err := runtime.ValidateSettle(h.reqs, used); err != nil {
 		return err
@@ -114,12 +133,18 @@ func (h *hold) Settle(ctx context.Context, used ...int64) error {
 	if !h.settled.CompareAndSwap(false, true) {
 		return runtime.ErrSettled
 	}
+	var lost []error
 	for i, r := range h.reqs {
-		if h.lims[i].recorded {
-			h.m.settle(r, h.lims[i].receipt, used[i])
+		switch l := &h.lims[i]; {
+		case l.permit != nil:
+			if err := h.m.releasePermit(r.Limit, l); err != nil {
+				lost = append(lost, err)
+			}
+		case l.recorded:
+			h.m.settle(r, l.receipt, used[i])
 		}
 	}
-	return nil
+	return errors.Join(lost...)
 }
 
 // settle settles the call r recorded under receipt at used units.

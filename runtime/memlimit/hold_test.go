@@ -23,13 +23,21 @@ func holdLimit(algo runtime.Algorithm) runtime.Limit {
 	return l
 }
 
-// mustHold admits reqs through lim's Hold and returns the Hold.
-func mustHold(t *testing.T, lim *Limiter, reqs ...runtime.Request) runtime.Hold {
+// tryHold decides reqs through lim's Hold, which must admit the call, and
+// return a Hold, exactly when admit says.
+func tryHold(t *testing.T, lim *Limiter, admit bool, reqs ...runtime.Request) (runtime.Decisions, runtime.Hold) {
 	t.Helper()
 	ds, h, err := lim.Hold(ctx, reqs...)
 	require.NoError(t, err)
-	require.True(t, ds.Allowed, "%v", ds)
-	require.NotNil(t, h)
+	require.Equal(t, admit, ds.Allowed, "%v", ds)
+	require.Equal(t, admit, h != nil, "Hold %v", h)
+	return ds, h
+}
+
+// mustHold admits reqs through lim's Hold and returns the Hold.
+func mustHold(t *testing.T, lim *Limiter, reqs ...runtime.Request) runtime.Hold {
+	t.Helper()
+	_, h := tryHold(t, lim, true, reqs...)
 	return h
 }
 

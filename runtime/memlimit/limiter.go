@@ -3,6 +3,7 @@ package memlimit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"math"
 	"slices"
@@ -119,6 +120,9 @@ func (m *Limiter) now() int64 {
 // ModeShadow records the call only if it has room, and one in ModeOff is
 // not consulted.
 func (m *Limiter) Allow(ctx context.Context, l runtime.Limit, key string) (runtime.Decision, error) {
+	if l.Algorithm == runtime.Concurrency {
+		return runtime.Decision{}, needsHold(l)
+	}
 	if l.Mode == runtime.ModeOff {
 		ds, err := m.Decide(ctx, runtime.Request{Limit: l, Key: key})
 		if err != nil {
@@ -261,7 +265,16 @@ func (m *Limiter) tidy(s *shard) {
 // Decide decides a call as runtime.Limiter's Decide states, modes
 // included. The shards of all keys are locked together, in a fixed order,
 // and then the keys' entries, so the decision is atomic.
+//
+// It refuses a call with a runtime.Concurrency limit, whatever its mode,
+// with an error: the permit it would take has no Hold to release it (see
+// Hold).
 func (m *Limiter) Decide(ctx context.Context, reqs ...runtime.Request) (runtime.Decisions, error) {
+	for i := range reqs {
+		if reqs[i].Limit.Algorithm == runtime.Concurrency {
+			return runtime.Decisions{}, needsHold(reqs[i].Limit)
+		}
+	}
 	if len(reqs) == 1 && reqs[0].Limit.Mode != runtime.ModeOff {
 		// A lone limit records the call exactly when it has room, which is
 		// the rule for a shadow limit too.
@@ -274,11 +287,18 @@ func (m *Limiter) Decide(ctx context.Context, reqs ...runtime.Request) (runtime.
 	return m.decideMany(ctx, reqs, nil, false)
 }
 
+// needsHold is the error of deciding a concurrency limit without Hold. It
+// names the limit only: a key may be personal data.
+func needsHold(l runtime.Limit) error {
+	return fmt.Errorf("ratelimit: limit %q is a concurrency limit, which needs Hold: call runtime.Admit, run the call under runtime.Keep, and settle its Hold once the call returns; Decide would take a permit that nothing releases", l.Name)
+}
+
 // decideMany is Decide for any call, under the shards' locks. When
-// receipts is not nil, it receives each committed limit's receipt (see
-// hold). With peek, nothing is recorded and no key is added: each limit is
+// held is not nil, it receives what each limit recorded (see hold): its
+// receipt, and for a concurrency limit the entry holding its permit. With
+// peek, nothing is recorded and no key is added: each limit is
 // checked as it stands, an unknown key as an empty one.
-func (m *Limiter) decideMany(ctx context.Context, reqs []runtime.Request, receipts []int64, peek bool) (runtime.Decisions, error) {
+func (m *Limiter) decideMany(ctx context.Context, reqs []runtime.Request, held []heldLimit, peek bool) (runtime.Decisions, error) {
 	if err := runtime.Validate(reqs...); err != nil {
 		return runtime.Decisions{}, err
 	}
@@ -399,8 +419,11 @@ func (m *Limiter) decideMany(ctx context.Context, reqs []runtime.Request, receip
 		for i, e := range entries {
 			if e != nil && vs[i].ok {
 				m.shards[shardOf(hashes[i])].commit(e, now, ps[i], &vs[i])
-				if receipts != nil {
-					receipts[i] = vs[i].scratch
+				if held != nil {
+					held[i] = heldLimit{receipt: vs[i].scratch, recorded: true}
+					if keys[i].algo == algoConcurrency {
+						held[i].permit, held[i].shard = e, uint8(shardOf(hashes[i]))
+					}
 				}
 			}
 		}
@@ -409,7 +432,10 @@ func (m *Limiter) decideMany(ctx context.Context, reqs []runtime.Request, receip
 		if e != nil && !slices.Contains(entries[:i], e) {
 			s := &m.shards[shardOf(hashes[i])]
 			s.expiresFrom = min(s.expiresFrom, e.expiry())
-			e.release(used[i])
+			// A key that just took a permit is in use until the call
+			// ends, even if the call made it: it is marked as used, so
+			// that the eviction hand passes it once before it may go.
+			e.release(used[i] || all && !peek && keys[i].algo == algoConcurrency && vs[i].ok)
 		}
 	}
 	ds := runtime.Decisions{Allowed: all, Each: make([]runtime.Decision, len(vs)), Cause: memoryFull(forgot)}

@@ -38,7 +38,9 @@ type Hold interface {
 	// ErrSettled. A settlement that fails (the store is down) leaves the
 	// reservation counted, which errs toward denial. Settling is exact
 	// and applies once, even when the store's client resends it after a
-	// lost reply.
+	// lost reply. The Holders of this module settle even when ctx is done:
+	// a call whose caller gave up still gives back its units and releases
+	// its permits.
 	Settle(ctx context.Context, used ...int64) error
 }
 

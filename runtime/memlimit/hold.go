@@ -118,16 +118,15 @@ type heldLimit struct {
 }
 
 // Settle implements runtime.Hold. used is checked first with
-// runtime.ValidateSettle; an invalid used, or a done ctx, returns an error
-// and leaves the Hold to be settled. Otherwise the first Settle settles
+// runtime.ValidateSettle; an invalid used returns an error and leaves the
+// Hold to be settled. A done ctx does not stop it, as it stops no
+// redislimit settlement either: a call whose caller gave up must still
+// release its permits and give back its units. Otherwise the first Settle settles
 // every limit that recorded the call, releases its permits (see
 // permitHold), and returns nil, or the errors of the permits it found
 // gone; later ones return runtime.ErrSettled.
 func (h *hold) Settle(ctx context.Context, used ...int64) error {
 	if err := runtime.ValidateSettle(h.reqs, used); err != nil {
-		return err
-	}
-	if err := ctx.Err(); err != nil {
 		return err
 	}
 	if !h.settled.CompareAndSwap(false, true) {

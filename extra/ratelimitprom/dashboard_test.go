@@ -237,6 +237,7 @@ func exported(t *testing.T, opts ...ratelimitprom.Option) map[string][]string {
 	for _, r := range []runtime.Result{runtime.ResultAllowed, runtime.ResultLimited, runtime.ResultShadowLimited, runtime.ResultError} {
 		obs.Observe(context.Background(), runtime.Event{Limit: l, Result: r})
 	}
+	obs.Observe(context.Background(), runtime.Event{Limit: runtime.Limit{Name: "C", Window: 1, Max: 1, Algorithm: runtime.Concurrency}, Result: runtime.ResultReleased})
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -262,7 +263,7 @@ func exported(t *testing.T, opts ...ratelimitprom.Option) map[string][]string {
 // labelValues are the values that the Observer gives its labels with
 // fixed vocabularies: a query matching others matches nothing.
 var labelValues = map[string][]string{
-	"result": {"allowed", "limited", "shadow-limited", "error"},
+	"result": {"allowed", "limited", "shadow-limited", "error", "unsettled", "released"},
 	"source": {"store", "deny-cache", "fallback", "fail-open", "lease", ratelimitprom.SourceNone},
 }
 

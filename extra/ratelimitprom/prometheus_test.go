@@ -49,6 +49,7 @@ func TestDashboardInPrometheus(t *testing.T) {
 	send := runtime.Limit{Name: "Notifier.SendCode", Window: time.Hour, Max: 3}
 	query := runtime.Limit{Name: "Orders.Query", Window: time.Hour, Max: 1000}
 	shadow := runtime.Limit{Name: "Orders.Export", Window: time.Hour, Max: 1, Mode: runtime.ModeShadow}
+	inFlight := runtime.Limit{Name: "Orders.Render", Window: time.Hour, Max: 2, Algorithm: runtime.Concurrency}
 	// Port 1 on loopback refuses connections: every decision is the
 	// fallback's.
 	down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
@@ -62,9 +63,20 @@ func TestDashboardInPrometheus(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		var held []runtime.Hold
 		for i := 0; ; i++ {
 			_ = runtime.Enforce(ctx, mem, runtime.Request{Limit: send, Key: "a@example.com"})
 			_ = runtime.Enforce(ctx, mem, runtime.Request{Limit: query, Key: fmt.Sprint("user", i%3)})
+			if h, err := runtime.Admit(ctx, mem, runtime.Request{Limit: inFlight, Key: "tenant"}); err == nil && i%2 == 0 {
+				// Every other call stays in flight until the next.
+				held = append(held, h)
+			} else if err == nil {
+				_ = h.Settle(ctx, 1)
+			}
+			if len(held) > 1 {
+				_ = held[0].Settle(ctx, 1)
+				held = held[1:]
+			}
 			if troubled.Load() {
 				_ = runtime.Enforce(ctx, mem, runtime.Request{Limit: shadow, Key: "a@example.com"})
 				_ = runtime.Enforce(ctx, outage, runtime.Request{Limit: query, Key: fmt.Sprint("user", i%3)})

@@ -1,13 +1,18 @@
 package redislimit
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/ratelimitgen/ratelimitgen/internal/redistest"
@@ -321,4 +326,163 @@ func TestConcurrencyNeverLeased(t *testing.T) {
 	require.Zero(t, permitsHeld(t, lim, l, "hot"))
 }
 
-var _ = redis.Nil
+
+// TestConcurrencyWhenRedisFails holds a permit, then stops Redis: renewals
+// and the release fail as unavailable, not lost, runtime.Keep cancels the
+// call once its lease has passed unrenewed, and each failure policy
+// decides new calls as it does for rate limits, the fallback without
+// panicking on a concurrency limit.
+func TestConcurrencyWhenRedisFails(t *testing.T) {
+	srv := redistest.StartServer(t)
+	l := concLimit("conc.fail", 2, 2*time.Second)
+	lims := map[FailurePolicy]*Limiter{}
+	for _, p := range []FailurePolicy{FailClosed, FailOpen, FailLocal} {
+		lims[p] = New(srv.Client(t), WithFailurePolicy(p), WithTimeout(time.Second), WithInstances(1))
+	}
+	held := holdPermit(t, lims[FailClosed], l, "k")
+	kept, stop := runtime.Keep(ctx, held)
+	defer stop()
+	srv.Stop(t)
+
+	until := held.HeldUntil()
+	err := held.Renew(ctx)
+	require.ErrorIs(t, err, runtime.ErrUnavailable)
+	require.NotErrorIs(t, err, runtime.ErrPermitLost)
+	require.Equal(t, until, held.HeldUntil(), "a renewal that failed extends nothing")
+	select {
+	case <-kept.Done():
+	case <-time.After(time.Minute):
+		t.Fatal("Keep did not cancel the call")
+	}
+	require.ErrorIs(t, context.Cause(kept), runtime.ErrPermitLost)
+	require.False(t, time.Now().Before(held.HeldUntil()), "cancelled once the lease passed")
+	err = held.Settle(ctx, 1)
+	require.ErrorIs(t, err, runtime.ErrUnavailable)
+
+	_, _, err = lims[FailClosed].Hold(ctx, runtime.Request{Limit: l, Key: "k"})
+	require.ErrorIs(t, err, runtime.ErrUnavailable)
+
+	ds, h, err := lims[FailOpen].Hold(ctx, runtime.Request{Limit: l, Key: "k"})
+	require.NoError(t, err)
+	require.True(t, ds.Allowed)
+	require.Equal(t, runtime.SourceFailOpen, ds.Source)
+	_, isPermit := h.(runtime.PermitHold)
+	require.False(t, isPermit, "admitted without a permit: nothing to renew")
+	require.NoError(t, h.Settle(ctx, 1))
+
+	// The fallback decides as it can; whatever it holds, nothing panics.
+	ds, h, err = lims[FailLocal].Hold(ctx, runtime.Request{Limit: l, Key: "k"}, runtime.Request{Limit: runtime.Limit{Name: "conc.fail.rate", Window: time.Hour, Max: 5}, Key: "k"})
+	require.NoError(t, err)
+	require.Equal(t, runtime.SourceFallback, ds.Source)
+	if ds.Allowed {
+		if ph, ok := h.(runtime.PermitHold); ok {
+			_ = ph.Renew(ctx)
+			_ = ph.HeldUntil()
+		}
+		_ = h.Settle(ctx, 1, 1)
+	}
+}
+
+// holdSpan is one call's hold of a permit as its caller saw it: from when
+// the admission's reply arrived to when its release was sent, both on the
+// process's monotonic clock (ns since a base). Redis held the permit for
+// at least that span, so spans that overlap more than Max show a breach.
+type holdSpan struct {
+	key      string
+	from, to int64
+}
+
+// maxOverlap returns, per key, the most spans that overlap at once.
+func maxOverlap(spans []holdSpan) map[string]int {
+	type edge struct {
+		at  int64
+		add int
+	}
+	byKey := map[string][]edge{}
+	for _, s := range spans {
+		byKey[s.key] = append(byKey[s.key], edge{s.from, 1}, edge{s.to, -1})
+	}
+	out := map[string]int{}
+	for k, es := range byKey {
+		// At equal times a release comes first: a span is closed at its end.
+		slices.SortFunc(es, func(a, b edge) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.add, b.add)) })
+		n := 0
+		for _, e := range es {
+			n += e.add
+			out[k] = max(out[k], n)
+		}
+	}
+	return out
+}
+
+// auditPermits has goroutines callers hold permits of l on keys, calls
+// times each, running each call under runtime.Keep for a moment, and
+// checks that no more than l.Max spans of a key ever overlap.
+func auditPermits(t *testing.T, lim *Limiter, l runtime.Limit, keys []string, goroutines, calls int) {
+	t.Helper()
+	base := time.Now()
+	var (
+		mu       sync.Mutex
+		spans    []holdSpan
+		denied   atomic.Int64
+		failures atomic.Int64
+		wg       sync.WaitGroup
+	)
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range calls {
+				key := keys[(g+i)%len(keys)]
+				h, err := runtime.Admit(ctx, lim, runtime.Request{Limit: l, Key: key})
+				from := int64(time.Since(base))
+				if errors.Is(err, runtime.ErrLimited) {
+					denied.Add(1)
+					continue
+				}
+				if err != nil {
+					failures.Add(1)
+					continue
+				}
+				run, stop := runtime.Keep(ctx, h)
+				if i%3 == 0 {
+					time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond)
+				}
+				lost := run.Err() != nil
+				stop()
+				to := int64(time.Since(base))
+				if err := h.Settle(ctx, 1); err != nil || lost {
+					failures.Add(1)
+				}
+				mu.Lock()
+				spans = append(spans, holdSpan{key, from, to})
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	require.Zero(t, failures.Load(), "calls that failed or lost their permit")
+	require.Positive(t, denied.Load(), "the limit bound")
+	for k, n := range maxOverlap(spans) {
+		require.LessOrEqual(t, n, l.Max, "permits held at once on %s", k)
+	}
+	for _, k := range keys {
+		require.Zero(t, permitsHeld(t, lim, l, k), "every permit released on %s", k)
+	}
+	t.Logf("%d holds, %d denials", len(spans), denied.Load())
+}
+
+// TestConcurrencyAudit has 64 goroutines hold permits of a few keys and
+// audits every hold, with batching on and off.
+func TestConcurrencyAudit(t *testing.T) {
+	srv := redistest.StartServer(t)
+	for _, batching := range []bool{true, false} {
+		t.Run(fmt.Sprintf("batching=%v", batching), func(t *testing.T) {
+			lim := New(srv.Client(t), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithBatching(batching),
+				WithPrefix(fmt.Sprintf("concaudit%v:", batching)))
+			auditPermits(t, lim, concLimit("conc.audit", 4, time.Minute), []string{"a", "b", "c"}, 64, 40)
+		})
+	}
+}
+
+func TestMaxOverlapCountsOverlaps(t *testing.T) {
+	require.Equal(t, map[string]int{"k": 2, "j": 1}, maxOverlap([]holdSpan{{"k", 0, 10}, {"k", 5, 15}, {"k", 10, 20}, {"j", 0, 1}, {"j", 1, 2}}))
+}

@@ -326,7 +326,6 @@ func TestConcurrencyNeverLeased(t *testing.T) {
 	require.Zero(t, permitsHeld(t, lim, l, "hot"))
 }
 
-
 // TestConcurrencyWhenRedisFails holds a permit, then stops Redis: renewals
 // and the release fail as unavailable, not lost, runtime.Keep cancels the
 // call once its lease has passed unrenewed, and each failure policy

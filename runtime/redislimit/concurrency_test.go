@@ -485,3 +485,97 @@ func TestConcurrencyAudit(t *testing.T) {
 func TestMaxOverlapCountsOverlaps(t *testing.T) {
 	require.Equal(t, map[string]int{"k": 2, "j": 1}, maxOverlap([]holdSpan{{"k", 0, 10}, {"k", 5, 15}, {"k", 10, 20}, {"j", 0, 1}, {"j", 1, 2}}))
 }
+
+// TestConcurrencyCluster holds permits on a Redis Cluster, with clear and
+// hashed keys: calls whose two permits are on different slots are held,
+// renewed, released and lost as a whole, and concurrent holders of keys
+// spread over the nodes are audited, batched and not.
+func TestConcurrencyCluster(t *testing.T) {
+	c := redistest.StartCluster(t)
+	client := c.Client(t)
+	for _, hashed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("hashed=%v", hashed), func(t *testing.T) {
+			clock := newFakeClock()
+			opts := []Option{WithFailurePolicy(FailClosed), WithTimeout(10 * time.Second), WithPrefix(fmt.Sprintf("concc%v:", hashed))}
+			if hashed {
+				opts = append(opts, WithHashedKeys([]byte(strings.Repeat("s", minSecretLen))))
+			}
+			lim := New(client, append(opts, WithClock(clock.Now))...)
+			l := concLimit("conc.cluster", 1, 10*time.Second)
+			var keys []string
+			slots := map[int]bool{}
+			for i := 0; len(slots) < 2; i++ {
+				key := fmt.Sprintf("user-%d", i)
+				if s := c.KeySlot(t, lim.storageKey(l, key)); !slots[s] {
+					slots[s] = true
+					keys = append(keys, key)
+				}
+			}
+			reqs := []runtime.Request{{Limit: l, Key: keys[0]}, {Limit: l, Key: keys[1]}}
+			ds, h, err := lim.Hold(ctx, reqs...)
+			require.NoError(t, err)
+			require.True(t, ds.Allowed)
+			ph := h.(runtime.PermitHold)
+			ds, _, err = lim.Hold(ctx, reqs[1])
+			require.NoError(t, err)
+			require.False(t, ds.Allowed, "the permit of the second slot is held")
+			clock.Advance(8 * time.Second)
+			require.NoError(t, ph.Renew(ctx))
+			clock.Advance(8 * time.Second)
+			for _, k := range keys {
+				require.Equal(t, 1, permitsHeld(t, lim, l, k), "renewed on both slots")
+			}
+			require.NoError(t, ph.Settle(ctx, 1, 1))
+			for _, k := range keys {
+				require.Zero(t, permitsHeld(t, lim, l, k), "released on both slots")
+			}
+
+			// A call denied on its second slot gives back the permit its
+			// first slot took.
+			other := holdPermit(t, lim, l, keys[1])
+			ds, _, err = lim.Hold(ctx, reqs...)
+			require.NoError(t, err)
+			require.False(t, ds.Allowed)
+			require.Zero(t, permitsHeld(t, lim, l, keys[0]), "the first slot's permit was released")
+			require.NoError(t, other.Settle(ctx, 1))
+
+			// One slot's permit lost: the call has lost its hold.
+			_, h, err = lim.Hold(ctx, reqs...)
+			require.NoError(t, err)
+			ph = h.(runtime.PermitHold)
+			require.NoError(t, lim.Reset(ctx, reqs[1]))
+			require.ErrorIs(t, ph.Renew(ctx), runtime.ErrPermitLost)
+			require.ErrorIs(t, ph.Settle(ctx, 1, 1), runtime.ErrPermitLost)
+			require.Zero(t, permitsHeld(t, lim, l, keys[0]), "the live permit was released all the same")
+
+			for _, batching := range []bool{true, false} {
+				lim := New(client, append(opts, WithBatching(batching))...)
+				auditPermits(t, lim, concLimit("conc.cluster.audit", 3, time.Minute), []string{"a", "b", "c", "d", "e", "f"}, 32, 20)
+			}
+		})
+	}
+}
+
+// TestConcurrencyHashedKeys holds permits with keys stored hashed: the
+// key is never in Redis, and the permits count as with clear keys.
+func TestConcurrencyHashedKeys(t *testing.T) {
+	srv := redistest.StartServer(t)
+	client := srv.Client(t)
+	lim := New(client, WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithHashedKeys([]byte(strings.Repeat("s", minSecretLen))))
+	l := concLimit("conc.hashed", 2, time.Hour)
+	const key = "alice.smith@example.com"
+	a := holdPermit(t, lim, l, key)
+	b := holdPermit(t, lim, l, key)
+	ds, _, err := lim.Hold(ctx, runtime.Request{Limit: l, Key: key})
+	require.NoError(t, err)
+	require.False(t, ds.Allowed)
+	stored, err := client.Keys(ctx, "*").Result()
+	require.NoError(t, err)
+	for _, k := range stored {
+		require.NotContains(t, k, "alice")
+	}
+	require.NoError(t, a.Renew(ctx))
+	require.NoError(t, a.Settle(ctx, 1))
+	require.NoError(t, b.Settle(ctx, 1))
+	require.Zero(t, permitsHeld(t, lim, l, key))
+}

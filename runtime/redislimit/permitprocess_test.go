@@ -1,14 +1,12 @@
 package redislimit
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -108,60 +106,21 @@ func runPermitInstance(cfgJSON string) int {
 	return 0
 }
 
-// permitInstance is a running holder, seen from the test.
-type permitInstance struct {
-	cmd    *exec.Cmd
-	stdin  io.WriteCloser
-	lines  chan string
-	stderr *syncBuffer
-}
-
 // startPermitInstance starts a holder per cfg, lets it hold its permits,
 // and waits until it has. t.Cleanup kills it.
-func startPermitInstance(t *testing.T, cfg permitInstanceConfig) *permitInstance {
+func startPermitInstance(t *testing.T, cfg permitInstanceConfig) *instance {
 	t.Helper()
-	cfgJSON, err := json.Marshal(cfg)
+	in := startProgram(t, permitInstanceEnv, cfg)
+	_, err := io.WriteString(in.stdin, "go\n")
 	require.NoError(t, err)
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), permitInstanceEnv+"="+string(cfgJSON), "GORACE=atexit_sleep_ms=0")
-	in := &permitInstance{cmd: cmd, lines: make(chan string, 100), stderr: &syncBuffer{}}
-	cmd.Stderr = in.stderr
-	in.stdin, err = cmd.StdinPipe()
-	require.NoError(t, err)
-	stdout, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, redistest.StartProcess(cmd))
-	exited := make(chan struct{})
-	go func() {
-		defer close(exited)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			in.lines <- sc.Text()
-		}
-		close(in.lines)
-		_ = cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	in.expect(t, "ready")
-	_, err = io.WriteString(in.stdin, "go\n")
-	require.NoError(t, err)
-	in.expect(t, "held")
+	expectLine(t, in, "held")
 	return in
 }
 
-// expect waits for the holder's next line and requires it to be want.
-func (in *permitInstance) expect(t *testing.T, want string) {
+// expectLine waits for the next line of in and requires it to be want.
+func expectLine(t *testing.T, in *instance, want string) {
 	t.Helper()
-	select {
-	case line, ok := <-in.lines:
-		require.True(t, ok, "the holder exited before %q: %s", want, in.stderr.String())
-		require.Equal(t, want, line, "stderr: %s", in.stderr.String())
-	case <-time.After(instanceReportBound):
-		t.Fatalf("the holder did not say %q within %v: %s", want, instanceReportBound, in.stderr.String())
-	}
+	require.Equal(t, want, in.line(t, instanceReportBound), "stderr: %s", in.stderr.String())
 }
 
 // redisTime returns Redis's clock in µs.
@@ -239,10 +198,10 @@ func TestPermitsOfAPausedHolder(t *testing.T) {
 	defer stop()
 	require.NoError(t, redistest.ResumeProcess(in.cmd.Process))
 
-	in.expect(t, "lost 0")
+	expectLine(t, in, "lost 0")
 	require.NoError(t, in.stdin.Close())
-	in.expect(t, "settled 0 lost")
-	in.expect(t, "done")
+	expectLine(t, in, "settled 0 lost")
+	expectLine(t, in, "done")
 	require.NoError(t, kept.Err(), "the other caller's permit is held")
 	require.Equal(t, 1, permitsHeld(t, lim, l, "k"))
 	require.NoError(t, mine.Renew(ctx))

@@ -19,8 +19,8 @@ import (
 //	ARGV[2]  numbers, little-endian 64-bit integers: for each call now (µs,
 //	         or -1 for the server's clock) and its number of limits, then
 //	         for each limit its code (plus shadowFlag in shadow mode),
-//	         window µs, max, burst, cost, and for a settle its receipt and
-//	         the units it used (appendNums). modeUniform sends one limit's code, window µs,
+//	         window µs, max, burst, cost, and for a settle or a renewal its
+//	         receipt and the units it used (appendNums). modeUniform sends one limit's code, window µs,
 //	         max, burst and cost, then one now shared by every call or one
 //	         per call (appendUniform).
 //
@@ -29,11 +29,14 @@ import (
 // (allowed, remaining, retry µs, reset µs, receipt; readCall), or for
 // modeUniform uniformFields per call (remaining*2 + allowed, retry µs,
 // reset µs; uniformVerdict). A settle's committed says whether it applied
-// (its marker was new), and its limits' numbers are 0. The constants the
+// (its marker was new), and its limits' numbers are 0 but allowed, which
+// is 1 for a permit found lost. A renewal's committed says whether its
+// permits were renewed, and allowed is 1 for each permit lost. The constants the
 // scripts share with Go are written into them (luaConstants).
 
 // A scriptMode is what ARGV[1] asks: decide, check only, settle (refund or
-// charge what earlier admissions reserved), or decide calls of one limit
+// charge what earlier admissions reserved, release permits), renew
+// permits, or decide calls of one limit
 // (see uniformAsk). Each is boxed once, as the
 // command's argument.
 type scriptMode any

@@ -253,7 +253,8 @@ func TestConcurrencyHeldUntil(t *testing.T) {
 }
 
 // TestConcurrencyNoScript flushes the scripts between acquisitions,
-// renewals and releases: each is reloaded, batched or not.
+// renewals and releases, and then all along an audited run of holders:
+// each is reloaded, batched or not.
 func TestConcurrencyNoScript(t *testing.T) {
 	srv := redistest.StartServer(t)
 	client := srv.Client(t)
@@ -272,6 +273,27 @@ func TestConcurrencyNoScript(t *testing.T) {
 			flush()
 			require.NoError(t, h.Settle(ctx, 1))
 			require.Zero(t, permitsHeld(t, lim, l, "k"))
+
+			// Flushed again and again while holders contend.
+			done := make(chan struct{})
+			flushed := make(chan int)
+			go func() {
+				n := 0
+				defer func() { flushed <- n }()
+				for {
+					select {
+					case <-done:
+						return
+					case <-time.After(5 * time.Millisecond):
+						if client.ScriptFlush(ctx).Err() == nil {
+							n++
+						}
+					}
+				}
+			}()
+			auditPermits(t, lim, concLimit("conc.noscript.audit", 3, time.Minute), []string{"a", "b"}, 16, 30)
+			close(done)
+			require.Positive(t, <-flushed)
 		})
 	}
 }

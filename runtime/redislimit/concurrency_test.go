@@ -437,8 +437,9 @@ func maxOverlap(spans []holdSpan) map[string]int {
 }
 
 // auditPermits has goroutines callers hold permits of l on keys, calls
-// times each, running each call under runtime.Keep for a moment, and
-// checks that no more than l.Max spans of a key ever overlap.
+// times each, running each call under runtime.Keep for a moment (renewing
+// every fourth), and checks that no more than l.Max spans of a key ever
+// overlap.
 func auditPermits(t *testing.T, lim *Limiter, l runtime.Limit, keys []string, goroutines, calls int) {
 	t.Helper()
 	base := time.Now()
@@ -466,6 +467,12 @@ func auditPermits(t *testing.T, lim *Limiter, l runtime.Limit, keys []string, go
 				run, stop := runtime.Keep(ctx, h)
 				if i%3 == 0 {
 					time.Sleep(time.Duration(rand.IntN(500)) * time.Microsecond)
+				}
+				if i%4 == 1 {
+					// Renewals share round trips with the others' calls.
+					if err := h.(runtime.PermitHold).Renew(ctx); err != nil {
+						failures.Add(1)
+					}
 				}
 				lost := run.Err() != nil
 				stop()

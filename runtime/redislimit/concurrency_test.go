@@ -608,3 +608,35 @@ func TestConcurrencyHashedKeys(t *testing.T) {
 	require.NoError(t, b.Settle(ctx, 1))
 	require.Zero(t, permitsHeld(t, lim, l, key))
 }
+
+// TestConcurrencyReleaseResent sends one release twice, as a client that
+// lost the reply would: the second applies nothing and reports no permit
+// lost, and another holder's permit stays held.
+func TestConcurrencyReleaseResent(t *testing.T) {
+	srv := redistest.StartServer(t)
+	client := srv.Client(t)
+	lim := New(client, WithFailurePolicy(FailClosed), WithTimeout(10*time.Second))
+	l := concLimit("conc.resent", 2, time.Hour)
+	reqs := []runtime.Request{{Limit: l, Key: "k"}}
+	ds, h, err := lim.Hold(ctx, reqs...)
+	require.NoError(t, err)
+	require.True(t, ds.Allowed)
+	other := holdPermit(t, lim, l, "k")
+
+	ph := h.(*permitHold)
+	d := resolvedCall{now: -1, asks: lim.resolve(nil, reqs), vs: make([]verdict, 1), receipts: ph.kept.receipts, used: []int64{1}, op: opSettle}
+	s, idx := codeScripts[codeConcurrency], firstN(1)
+	args := lim.callArgs(s, modeSettle, &d, idx, lim.settleMarker(d.asks[0].key))
+	for i, applied := range []bool{true, false} {
+		res, err := s.run(ctx, client, args, nil)
+		require.NoError(t, err)
+		committed, err := readGroup(res, &d, idx, false)
+		require.NoError(t, err)
+		require.Equal(t, applied, committed, "send %d", i+1)
+		require.False(t, d.vs[0].ok, "send %d reports no permit lost", i+1)
+	}
+	require.Equal(t, 1, permitsHeld(t, lim, l, "k"))
+	require.NoError(t, other.Renew(ctx))
+	require.NoError(t, other.Settle(ctx, 1))
+	require.Zero(t, permitsHeld(t, lim, l, "k"))
+}

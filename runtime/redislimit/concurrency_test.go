@@ -275,25 +275,11 @@ func TestConcurrencyNoScript(t *testing.T) {
 			require.Zero(t, permitsHeld(t, lim, l, "k"))
 
 			// Flushed again and again while holders contend.
-			done := make(chan struct{})
-			flushed := make(chan int)
-			go func() {
-				n := 0
-				defer func() { flushed <- n }()
-				for {
-					select {
-					case <-done:
-						return
-					case <-time.After(5 * time.Millisecond):
-						if client.ScriptFlush(ctx).Err() == nil {
-							n++
-						}
-					}
-				}
-			}()
+			stopFlushing := flushScripts(client, 5*time.Millisecond)
 			auditPermits(t, lim, concLimit("conc.noscript.audit", 3, time.Minute), []string{"a", "b"}, 16, 30)
-			close(done)
-			require.Positive(t, <-flushed)
+			n, err := stopFlushing()
+			require.NoError(t, err, "SCRIPT FLUSH")
+			require.Positive(t, n)
 		})
 	}
 }

@@ -4,10 +4,11 @@
 -- permit whose expiry is at or before now counts no more; every operation
 -- reads only the permits scored after now, and the writes drop the others
 -- (ZREMRANGEBYSCORE 0 now, which leaves the counter's negative score
--- alone). Go twin: none yet (runtime/memlimit decides it apart).
+-- alone). The fallback (runtime/memlimit) holds its permits in process,
+-- apart from these.
 --
--- A permit is taken by commit (DECIDE), released by release (SETTLE, what
--- ever the units used) and extended by renew (RENEW). The receipt is the
+-- A permit is taken by commit (DECIDE), released by release (SETTLE,
+-- whatever the units used) and extended by renew (RENEW). The receipt is the
 -- permit's id, which release and renew name: a stale caller's release
 -- removes its own permit or nothing, never another's.
 --

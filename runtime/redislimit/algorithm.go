@@ -12,6 +12,9 @@ const (
 	codeFixedWindow
 	codeTokenBucket
 	codeGCRA
+	// codeConcurrency is runtime.Concurrency's, which limits calls in
+	// flight: it is in no list of runtime.Algorithms, and never leases.
+	codeConcurrency
 )
 
 // algoSpec is what the Redis backend keeps per algorithm; the algorithms
@@ -37,9 +40,11 @@ var specsByCode = [shadowFlag]algoSpec{
 	codeFixedWindow:   {tag: "fw", code: codeFixedWindow, file: "fixed_window.lua", lua: "FIXED_WINDOW"},
 	codeTokenBucket:   {tag: "tb", code: codeTokenBucket, file: "token_bucket.lua", lua: "TOKEN_BUCKET"},
 	codeGCRA:          {tag: "gc", code: codeGCRA, file: "gcra.lua", lua: "GCRA"},
+	codeConcurrency:   {tag: "cc", code: codeConcurrency, file: "concurrency.lua", lua: "CONCURRENCY"},
 }
 
-// algoSpecs holds specsByCode by algorithm.
+// algoSpecs holds specsByCode by algorithm, for the rate algorithms
+// (runtime.Algorithms): those that every per-algorithm check runs.
 var algoSpecs = func() map[runtime.Algorithm]algoSpec {
 	m := make(map[runtime.Algorithm]algoSpec)
 	for _, a := range runtime.Algorithms() {
@@ -77,6 +82,8 @@ func algoCode(a runtime.Algorithm) uint8 {
 		return codeTokenBucket
 	case runtime.GCRA:
 		return codeGCRA
+	case runtime.Concurrency:
+		return codeConcurrency
 	}
 	return 0
 }

@@ -169,6 +169,12 @@ func (b *batcher) newCall(d *resolvedCall, idx []int) *call {
 				c.d.used[j] = d.used[i]
 			}
 		}
+	case d.op == opRenew:
+		// The permits it renews.
+		c.d.receipts = make([]int64, n)
+		for j, i := range idx {
+			c.d.receipts[j] = d.receipts[i]
+		}
 	case d.receipts != nil:
 		// A held call: its receipts come back.
 		c.d.receipts = make([]int64, n)
@@ -240,11 +246,10 @@ func (b *batcher) decide(ctx context.Context, start time.Time, d *resolvedCall, 
 			// The error may refer to c's wait.
 			return false, c.w.outcome(c.err)
 		}
-		if d.op != opSettle {
-			// A settle's verdicts are zeros: d's stay as decided.
-			for j, i := range idx {
-				d.vs[i] = c.d.vs[j]
-			}
+		// A settle's or a renewal's verdicts say which permits were
+		// lost: its caller gives vs of their own.
+		for j, i := range idx {
+			d.vs[i] = c.d.vs[j]
 		}
 		if d.receipts != nil && d.op == opDecide {
 			for j, i := range idx {

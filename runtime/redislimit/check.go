@@ -34,7 +34,8 @@ type CheckReport struct {
 // Check asks Redis whether the limiter can decide, for a service's
 // start-up or readiness probe. On every server the limiter uses (every
 // primary of a Redis Cluster, every shard of a Ring), it runs each
-// decision script once (with WithLeases, the lease script too) and a
+// decision script once (with WithLeases, the lease script too; and a
+// concurrency limit's, taking a permit and releasing it) and a
 // script that calls every command those scripts use, on keys of its own (the limit "ratelimit.check" on keys
 // "check-N", under the limiter's prefix) that no limit reads, and once the
 // instance beat; it reads each server's version and the eviction settings.
@@ -225,6 +226,7 @@ func (r *Limiter) checkScripts(ctx context.Context, key string) []error {
 		}
 		errs = append(errs, err)
 	}
+	errs = append(errs, r.checkPermit(ctx, key, d.now))
 	if r.leases != nil {
 		// The lease script, releasing nothing and asking for nothing.
 		var a ask
@@ -234,6 +236,25 @@ func (r *Limiter) checkScripts(ctx context.Context, key string) []error {
 		errs = append(errs, err)
 	}
 	return errs
+}
+
+// checkPermit takes a permit of Check's concurrency limit on key, at now
+// (see resolvedCall), and releases it, in two script calls: a concurrency
+// limit is in no list of runtime.Algorithms.
+func (r *Limiter) checkPermit(ctx context.Context, key string, now int64) error {
+	s, idx := codeScripts[codeConcurrency], firstN(1)
+	reqs := []runtime.Request{{Limit: checkLimit(runtime.Concurrency), Key: key}}
+	d := resolvedCall{now: now, asks: r.resolve(nil, reqs), vs: make([]verdict, 1), receipts: make([]int64, 1)}
+	res, err := s.run(ctx, r.client, r.callArgs(s, modeDecide, &d, idx, ""), nil)
+	if err == nil {
+		_, _, err = readCall(res, &d, idx)
+	}
+	if err != nil {
+		return err
+	}
+	d.op, d.used = opSettle, []int64{1}
+	_, err = s.run(ctx, r.client, r.callArgs(s, modeSettle, &d, idx, r.settleMarker(d.asks[0].key)), nil)
+	return err
 }
 
 // probeScript calls each command that the limiter's scripts call, and the
@@ -270,6 +291,10 @@ var probeCalls = [][]string{
 	{"ZADD", "z", "0", "m"},
 	{"ZCARD", "z"},
 	{"ZREMRANGEBYSCORE", "z", "-inf", "-inf"},
+	{"ZSCORE", "z", "m"},
+	{"ZCOUNT", "z", "-inf", "-inf"},
+	{"ZRANGE", "z", "-1", "-1", "WITHSCORES"},
+	{"ZREM", "z", "n"},
 	{"HSET", "h", "f", "0"},
 	{"HINCRBY", "h", "f", "0"},
 	{"HGET", "h", "f"},

@@ -14,6 +14,8 @@ import (
 // The deny cache remembers Redis's denials in process and answers calls
 // they cover without asking Redis (see WithDenyCache).
 //
+// Concurrency limits (see permit.go) are never remembered.
+//
 // What a denial proves: Redis denied a call of cost c on (limit, key) at
 // its time T with RetryAfter r. Denials record nothing and every other
 // call only consumes room, so no call of cost c or more can be admitted on
@@ -351,7 +353,9 @@ func (c *denyCache) remember(reqs []runtime.Request, d *resolvedCall, err error,
 		}
 	}
 	for i, v := range vs {
-		if v.ok || v.retry <= 0 || reqs[i].Limit.Mode == runtime.ModeOff {
+		// A concurrency limit's denial proves nothing about the next call:
+		// a release may free a permit at any moment (its RetryAfter is 0).
+		if v.ok || v.retry <= 0 || reqs[i].Limit.Mode == runtime.ModeOff || d.asks[i].algo() == codeConcurrency {
 			continue
 		}
 		until := from + int64(micros(v.retry)) - slack

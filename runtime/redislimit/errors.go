@@ -257,8 +257,10 @@ func scriptCommand(msg string) (string, bool) {
 // SHA-1.
 var scriptSources = sync.OnceValue(func() map[string]string {
 	m := map[string]string{mixedScript.Hash(): mixedScript.src.(string), instanceScript.Hash(): instanceSrc}
-	for _, s := range algoScripts {
-		m[s.Hash()] = s.src.(string)
+	for _, s := range codeScripts {
+		if s != nil {
+			m[s.Hash()] = s.src.(string)
+		}
 	}
 	return m
 })

@@ -81,6 +81,9 @@ func (r *Limiter) Hold(ctx context.Context, reqs ...runtime.Request) (runtime.De
 	}
 	k := &kept{receipts: make([]int64, len(reqs))}
 	vs := make([]verdict, len(reqs))
+	// Before the acquisition is sent: a permit's hold is known from then
+	// (see permitHold.HeldUntil).
+	sent := time.Now()
 	ds, err := r.decide(ctx, reqs, vs, k)
 	if err != nil {
 		return ds, nil, err
@@ -92,6 +95,9 @@ func (r *Limiter) Hold(ctx context.Context, reqs ...runtime.Request) (runtime.De
 		return ds, nil, nil
 	}
 	h := &hold{r: r, reqs: slices.Clone(reqs), source: ds.Source, vs: vs, kept: k}
+	if p := h.permits(sent); p != nil {
+		return ds, p, nil
+	}
 	return ds, h, nil
 }
 
@@ -134,14 +140,16 @@ func (h *hold) Settle(ctx context.Context, used ...int64) error {
 		return nil
 	}
 	// Only the limits that recorded the call and used other than they
-	// reserved are sent.
+	// reserved are sent, and the permits, released whatever was used.
 	var groups [][]int
 	for _, g := range recorded(&d, r.groups(asks)) {
-		g = slices.DeleteFunc(g, func(i int) bool { return d.used[i] == asks[i].cost })
+		g = slices.DeleteFunc(g, func(i int) bool { return d.used[i] == asks[i].cost && asks[i].algo() != codeConcurrency })
 		if len(g) > 0 {
 			groups = append(groups, g)
 		}
 	}
+	// The settle's verdicts say which permits were lost.
+	d.vs = make([]verdict, len(asks))
 	err := r.settle(ctx, &d, groups)
 	for _, g := range groups {
 		for _, i := range g {
@@ -150,10 +158,11 @@ func (h *hold) Settle(ctx context.Context, used ...int64) error {
 			}
 		}
 	}
+	lost := lostPermits(h.reqs, &d, groups)
 	if err != nil {
-		return &storeError{op: "settle the call of " + h.reqs[0].Limit.Name + "; its reservation stays counted", err: err}
+		return errors.Join(&storeError{op: "settle the call of " + h.reqs[0].Limit.Name + "; its reservation stays counted", err: err}, lost)
 	}
-	return nil
+	return lost
 }
 
 // settleFallback settles a call that the fallback decided.

@@ -249,10 +249,18 @@ type instance struct {
 // it is ready. t.Cleanup resumes it (it may be frozen) and kills it.
 func startInstance(t *testing.T, cfg instanceConfig) *instance {
 	t.Helper()
+	return startProgram(t, instanceEnv, cfg)
+}
+
+// startProgram starts this test binary again as the program that env
+// selects, with cfg as JSON in env, and waits until it writes "ready".
+// t.Cleanup resumes it (it may be frozen) and kills it.
+func startProgram(t *testing.T, env string, cfg any) *instance {
+	t.Helper()
 	cfgJSON, err := json.Marshal(cfg)
 	require.NoError(t, err)
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), instanceEnv+"="+string(cfgJSON))
+	cmd.Env = append(os.Environ(), env+"="+string(cfgJSON))
 	in := &instance{cmd: cmd, lines: make(chan string, 4), stderr: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = in.stderr
 	in.stdin, err = cmd.StdinPipe()

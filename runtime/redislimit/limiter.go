@@ -194,6 +194,11 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	if !on {
 		return runtime.Decisions{Allowed: true}, nil
 	}
+	if kept == nil {
+		if i := permitAt(asks); i >= 0 {
+			return runtime.Decisions{}, errPermitDecided(reqs[i].Limit)
+		}
+	}
 	if r.leases != nil {
 		if l := r.leases.admit(reqs, asks, vs); l != nil {
 			if kept != nil {

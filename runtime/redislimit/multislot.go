@@ -109,12 +109,15 @@ func (r *Limiter) slotOf(skey string) string {
 // used (see settle).
 func (r *Limiter) refund(ctx context.Context, d *resolvedCall, groups [][]int) {
 	refund := *d
-	refund.used = nil
+	// d's verdicts are the decision's; the settle's go elsewhere.
+	refund.used, refund.vs = nil, make([]verdict, len(d.vs))
 	_ = r.settle(ctx, &refund, groups)
 }
 
 // settle settles the admissions recorded for groups, requests of d of one
-// slot each that recorded the call, at the units d.used says (0 when nil),
+// slot each that recorded the call, at the units d.used says (0 when nil;
+// a permit is released whatever they say, and its verdict in d.vs says ok
+// when it was lost: see lua/main.lua),
 // one call per group (batched with others, see batcher) on the limiter's
 // clock now, and returns what failed. Each group's call carries a marker
 // key of its own, so that

@@ -76,26 +76,8 @@ func TestNoScript(t *testing.T) {
 			wg       sync.WaitGroup
 			errs     = make(chan error, workers*calls)
 		)
-		stop := make(chan struct{})
-		flushed := make(chan int)
-		go func() {
-			// Flush the cache over and over while the workers run.
-			n := 0
-			defer func() { flushed <- n }()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if err := client.ScriptFlush(context.Background()).Err(); err != nil {
-					errs <- err
-					return
-				}
-				n++
-				time.Sleep(time.Millisecond)
-			}
-		}()
+		// Flush the cache over and over while the workers run.
+		stopFlushing := flushScripts(client, time.Millisecond)
 		for w := 0; w < workers; w++ {
 			wg.Add(1)
 			go func() {
@@ -113,8 +95,8 @@ func TestNoScript(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		close(stop)
-		n := <-flushed
+		n, err := stopFlushing()
+		require.NoError(t, err, "SCRIPT FLUSH")
 		close(errs)
 		for err := range errs {
 			t.Errorf("a decision failed while the script cache was being flushed: %v", err)
@@ -176,4 +158,37 @@ func testClusterNoScript(t *testing.T, c *redistest.Cluster, client *redis.Clust
 	require.True(t, scriptLoaded(t, master), "the limiter must load the script on the flushed master")
 	allowed(true, 0)
 	allowed(false, 0)
+}
+
+// flushScripts flushes client's script cache again and again, pause
+// apart, until the function it returns is called; that returns how many
+// flushes there were, and the error that stopped them, if any.
+func flushScripts(client redis.UniversalClient, pause time.Duration) (stop func() (int, error)) {
+	done := make(chan struct{})
+	type result struct {
+		n   int
+		err error
+	}
+	out := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() { out <- r }()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if r.err = client.ScriptFlush(context.Background()).Err(); r.err != nil {
+				return
+			}
+			r.n++
+			time.Sleep(pause)
+		}
+	}()
+	return func() (int, error) {
+		close(done)
+		r := <-out
+		return r.n, r.err
+	}
 }

@@ -19,8 +19,8 @@ import (
 //	ARGV[2]  numbers, little-endian 64-bit integers: for each call now (µs,
 //	         or -1 for the server's clock) and its number of limits, then
 //	         for each limit its code (plus shadowFlag in shadow mode),
-//	         window µs, max, burst, cost, and for a settle its receipt and
-//	         the units it used (appendNums). modeUniform sends one limit's code, window µs,
+//	         window µs, max, burst, cost, and for a settle or a renewal its
+//	         receipt and the units it used (appendNums). modeUniform sends one limit's code, window µs,
 //	         max, burst and cost, then one now shared by every call or one
 //	         per call (appendUniform).
 //
@@ -29,11 +29,14 @@ import (
 // (allowed, remaining, retry µs, reset µs, receipt; readCall), or for
 // modeUniform uniformFields per call (remaining*2 + allowed, retry µs,
 // reset µs; uniformVerdict). A settle's committed says whether it applied
-// (its marker was new), and its limits' numbers are 0. The constants the
+// (its marker was new), and its limits' numbers are 0 but allowed, which
+// is 1 for a permit found lost. A renewal's committed says whether its
+// permits were renewed, and allowed is 1 for each permit lost. The constants the
 // scripts share with Go are written into them (luaConstants).
 
 // A scriptMode is what ARGV[1] asks: decide, check only, settle (refund or
-// charge what earlier admissions reserved), or decide calls of one limit
+// charge what earlier admissions reserved, release permits), renew
+// permits, or decide calls of one limit
 // (see uniformAsk). Each is boxed once, as the
 // command's argument.
 type scriptMode any
@@ -43,6 +46,8 @@ var (
 	modeCheck   scriptMode = "c"
 	modeSettle  scriptMode = "s"
 	modeUniform scriptMode = "u"
+	// modeRenew renews the permits of held calls (see permit.go).
+	modeRenew scriptMode = "r"
 	// modeLease runs lua/lease.lua (leasegrant.go).
 	modeLease scriptMode = "l"
 )
@@ -92,7 +97,7 @@ func luaConstants() map[string]string {
 	for _, m := range [...]struct {
 		name string
 		mode scriptMode
-	}{{"DECIDE", modeDecide}, {"CHECK", modeCheck}, {"SETTLE", modeSettle}, {"UNIFORM", modeUniform}, {"LEASE", modeLease}} {
+	}{{"DECIDE", modeDecide}, {"CHECK", modeCheck}, {"SETTLE", modeSettle}, {"UNIFORM", modeUniform}, {"RENEW", modeRenew}, {"LEASE", modeLease}} {
 		c[m.name] = "'" + m.mode.(string) + "'"
 	}
 	var mark strings.Builder
@@ -207,7 +212,7 @@ func readCall(res []int64, d *resolvedCall, idx []int) (committed bool, rest []i
 	for j, i := range idx {
 		f := res[1+replyFields*j:]
 		d.vs[i] = verdict{ok: f[0] == 1, remaining: f[1], retry: f[2], reset: f[3]}
-		if d.receipts != nil {
+		if d.receipts != nil && d.op == opDecide {
 			d.receipts[i] = f[4]
 		}
 	}
@@ -251,19 +256,20 @@ func errReply(n int) error {
 }
 
 // callArgs returns the command that runs s in mode for the requests of d
-// at idx, in lua/main.lua's layout: a settle carries its receipts, and
-// its marker (which is "" for any other call) as its last key.
+// at idx, in lua/main.lua's layout: a settle or a renewal carries its
+// receipts, and a settle its marker (which is "" for any other call) as
+// its last key.
 func (r *Limiter) callArgs(s *script, mode scriptMode, d *resolvedCall, idx []int, marker string) []any {
-	receipts := marker != ""
+	receipts := d.op.sendsReceipts()
 	keys := len(idx)
-	if receipts {
+	if marker != "" {
 		keys++
 	}
 	args := s.scriptArgs(keys)
 	for _, i := range idx {
 		args = append(args, d.asks[i].key)
 	}
-	if receipts {
+	if marker != "" {
 		args = append(args, marker)
 	}
 	return finishArgs(args, mode, appendNums(nil, d, idx, receipts))
@@ -357,7 +363,7 @@ func encodeBatch(bufs *buffers, batch []*call) (s *script, args []any, uniform b
 		nums, mode, uniform = appendUniform(nums, a, func(i int) int64 { return batch[i].d.now }, len(batch)), modeUniform, true
 	} else {
 		for _, c := range batch {
-			nums = appendNums(nums, &c.d, c.idx, c.d.op == opSettle)
+			nums = appendNums(nums, &c.d, c.idx, c.d.op.sendsReceipts())
 		}
 	}
 	// nums is the command's until it has run; the next batch reuses it.

@@ -35,16 +35,22 @@ type resolvedCall struct {
 }
 
 // A callOp is what one call asks of the script: a decision, a check that
-// records nothing (Peek), or a settle of a held call (Hold.Settle). Each
-// call of a batch carries its own (see appendNums), so that peeks and
-// settles share round trips with decisions.
+// records nothing (Peek), a settle of a held call (Hold.Settle), or the
+// renewal of a held call's permits (see permit.go). Each call of a batch
+// carries its own (see appendNums), so that peeks, settles and renewals
+// share round trips with decisions.
 type callOp uint8
 
 const (
 	opDecide callOp = iota
 	opCheck
 	opSettle
+	opRenew
 )
+
+// sendsReceipts reports whether a call of op o names the admissions it
+// acts on by their receipts.
+func (o callOp) sendsReceipts() bool { return o == opSettle || o == opRenew }
 
 // opShift is what a call's op is multiplied by in its count of limits,
 // which is far below it (see lua/main.lua).
@@ -57,6 +63,8 @@ func (d *resolvedCall) mode() scriptMode {
 		return modeCheck
 	case opSettle:
 		return modeSettle
+	case opRenew:
+		return modeRenew
 	}
 	return modeDecide
 }

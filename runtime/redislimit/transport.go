@@ -49,10 +49,7 @@ func (r *Limiter) evalGroup(ctx context.Context, w *wait, mode scriptMode, d *re
 	if err != nil {
 		return false, err
 	}
-	if mode == modeSettle {
-		// Its verdicts are zeros: d's stay as decided.
-		return len(res) > 0 && res[0] == 1, nil
-	}
+	// A settle's or a renewal's verdicts say which permits were lost.
 	return readGroup(res, d, idx, uniform)
 }
 

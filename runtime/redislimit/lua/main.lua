@@ -4,7 +4,11 @@
 -- one after another. Each algorithm file registers, in `algos` under its
 -- code, a function that builds its check, commit, refund and charge
 -- functions, and optionally settle; their Go twins in runtime/memlimit must
--- decide identically.
+-- decide identically. A limit of held calls (lua/concurrency.lua) also
+-- builds release(key, p, now), which SETTLE calls in place of refund and
+-- charge, whatever the units used, and which returns whether the call's
+-- permit (p.receipt) was lost; and renew(keys, ps, now), which RENEW calls
+-- with the call's limits of that algorithm.
 --
 -- An algorithm may also register, in `decide1s`, decide1(key, now, window,
 -- max, burst, cost, alone): check and commit for a call of that one
@@ -47,9 +51,10 @@
 -- ARGV[2]   the calls, as little-endian 64-bit integers: for each call
 --           now (µs, or -1 for the server's clock) and its number of limits
 --           n, plus OP_SHIFT for a call to check, 2*OP_SHIFT for one to
---           settle, whatever ARGV[1] says (a batch mixes decisions, checks
---           and settles), then for each limit: code, window µs, max, burst, cost, and
---           for SETTLE the receipt and the units used. code is the
+--           settle, 3*OP_SHIFT for one to renew, whatever ARGV[1] says (a
+--           batch mixes decisions, checks, settles and renewals), then for
+--           each limit: code, window µs, max, burst, cost, and for SETTLE
+--           and RENEW the receipt and the units used. code is the
 --           algorithm's code (its key in algos), plus SHADOW_FLAG for a
 --           limit in shadow mode.
 --           For UNIFORM: the limit's code, window µs, max, burst and cost, then
@@ -76,11 +81,16 @@
 -- whose cost is below charges it, recorded even past max. A refund is a
 -- settle at used 0 (limits on different cluster slots decided one slot
 -- after another, a later slot denying). It returns committed 1 if it
--- applied, 0 if not, and 0 for each limit's numbers. The key after its
+-- applied, 0 if not, and 0 for each limit's numbers but the first, which
+-- is 1 for a permit that was lost (see release). The key after its
 -- limits' is a marker unique to the settle, in the same slot, and its first write is
 -- the marker's SET NX, which Redis refuses when out of memory: a client
 -- that resends the command after losing the reply finds the marker and
 -- settles nothing, so a settle applies at most once.
+-- RENEW renews the permits of an admitted call, identified by their
+-- receipts, all of them or none (see renew): it returns committed 1 if
+-- they were renewed, and for each limit 1 for a permit lost, then zeros.
+-- Renewing twice is harmless, so it needs no marker.
 --
 -- Spread batches. On a Redis Cluster a script may declare the keys of one
 -- slot only, but may touch undeclared keys of any slot its node serves. A
@@ -238,7 +248,13 @@ local function decide_calls()
     if n >= OP_SHIFT then
       local op = n - n % OP_SHIFT
       n = n - op
-      cmode = op == OP_SHIFT and CHECK or SETTLE
+      if op == OP_SHIFT then
+        cmode = CHECK
+      elseif op == 2 * OP_SHIFT then
+        cmode = SETTLE
+      else
+        cmode = RENEW
+      end
     end
 
     -- (A shadow limit's code is no key of decide1s.)
@@ -279,7 +295,7 @@ local function decide_calls()
           ps[i] = p
         end
         p.window, p.max, p.burst, p.cost, p.receipt, p.shadow = window, max, burst, cost, 0, shadow
-        if cmode == SETTLE then
+        if cmode == SETTLE or cmode == RENEW then
           used = used or {}
           p.receipt, used[i] = nums[pos], nums[pos + 1]
           pos = pos + 2
@@ -289,11 +305,15 @@ local function decide_calls()
       if cmode == SETTLE then
         -- The marker follows the call's keys.
         local applied = call('SET', keys[k + n + 1], '1', 'NX', 'PX', settle_marker_ms)
+        local lost = {}
         if applied then
           for i = 1, n do
             local p = ps[i]
             local d = used[i] - p.cost
-            if d < 0 then
+            if impl[i].release then
+              -- A permit is released whatever the units used.
+              lost[i] = impl[i].release(keys[k + i], p, now)
+            elseif d < 0 then
               p.cost = -d
               impl[i].refund(keys[k + i], p, now)
             elseif d > 0 then
@@ -313,7 +333,38 @@ local function decide_calls()
         for j = o + 2, o + 1 + 5 * n do
           out[j] = 0
         end
+        for i = 1, n do
+          if lost[i] then
+            out[o + 2 + 5 * (i - 1)] = 1
+          end
+        end
         k = k + n + 1
+        ran = ran + 1
+      elseif cmode == RENEW then
+        -- The call's permits, all renewed or none; its other limits are
+        -- left alone.
+        local ks, rps, at, renew = {}, {}, {}, nil
+        for i = 1, n do
+          if impl[i].renew then
+            renew = impl[i].renew
+            ks[#ks + 1], rps[#rps + 1], at[#at + 1] = keys[k + i], ps[i], i
+          end
+        end
+        local all, lost = true, {}
+        if renew then
+          local l
+          l, all = renew(ks, rps, now)
+          for j, i in ipairs(at) do
+            lost[i] = l[j]
+          end
+        end
+        local o = #out
+        out[o + 1] = all and 1 or 0
+        for i = 1, n do
+          out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6] = lost[i] and 1 or 0, 0, 0, 0, 0
+          o = o + 5
+        end
+        k = k + n
         ran = ran + 1
       else
         local all = true

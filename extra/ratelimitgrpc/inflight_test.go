@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/ratelimitgen/ratelimitgen/extra/ratelimitgrpc"
@@ -62,19 +61,8 @@ func TestMethodLimiterInFlight(t *testing.T) {
 	require.NoError(t, err)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(ml.Unary()), grpc.ChainStreamInterceptor(ml.Stream()))
 	s := blockingServer{entered: make(chan context.Context), release: make(chan struct{})}
-	verifypb.RegisterVerifierServer(srv, s)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(lis) }()
-	t.Cleanup(func() {
-		srv.Stop()
-		require.NoError(t, <-served)
-	})
-	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, cc.Close()) })
-	client := verifypb.NewVerifierClient(cc)
+	client := serveLimited(t, lis, ml, s)
 	ctx := context.Background()
 
 	done := make(chan error, 3)

@@ -44,8 +44,15 @@ func serveMethodLimited(t *testing.T, lis net.Listener, lim runtime.Limiter, key
 		verifypb.Verifier_WatchCodes_FullMethodName: watchLimit,
 	}, key)
 	require.NoError(t, err)
+	return serveLimited(t, lis, ml, codeServer{})
+}
+
+// serveLimited serves impl on lis behind ml's interceptors until the test
+// ends, and returns a client of its own connection.
+func serveLimited(t *testing.T, lis net.Listener, ml *ratelimitgrpc.MethodLimiter, impl verifypb.VerifierServer) verifypb.VerifierClient {
+	t.Helper()
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(ml.Unary()), grpc.ChainStreamInterceptor(ml.Stream()))
-	verifypb.RegisterVerifierServer(srv, codeServer{})
+	verifypb.RegisterVerifierServer(srv, impl)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(lis) }()
 	t.Cleanup(func() {

@@ -337,8 +337,8 @@ func TestConcurrencyNeverLeased(t *testing.T) {
 // TestConcurrencyWhenRedisFails holds a permit, then stops Redis: renewals
 // and the release fail as unavailable, not lost, runtime.Keep cancels the
 // call once its lease has passed unrenewed, and each failure policy
-// decides new calls as it does for rate limits, the fallback without
-// panicking on a concurrency limit.
+// decides new calls as it does for rate limits, FailLocal's fallback with
+// permits of its own.
 func TestConcurrencyWhenRedisFails(t *testing.T) {
 	srv := redistest.StartServer(t)
 	l := concLimit("conc.fail", 2, 2*time.Second)
@@ -377,17 +377,28 @@ func TestConcurrencyWhenRedisFails(t *testing.T) {
 	require.False(t, isPermit, "admitted without a permit: nothing to renew")
 	require.NoError(t, h.Settle(ctx, 1))
 
-	// The fallback decides as it can; whatever it holds, nothing panics.
-	ds, h, err = lims[FailLocal].Hold(ctx, runtime.Request{Limit: l, Key: "k"}, runtime.Request{Limit: runtime.Limit{Name: "conc.fail.rate", Window: time.Hour, Max: 5}, Key: "k"})
-	require.NoError(t, err)
-	require.Equal(t, runtime.SourceFallback, ds.Source)
-	if ds.Allowed {
-		if ph, ok := h.(runtime.PermitHold); ok {
-			_ = ph.Renew(ctx)
-			_ = ph.HeldUntil()
-		}
-		_ = h.Settle(ctx, 1, 1)
+	// The fallback holds permits of its own, Max of them for this one
+	// instance, renewed and released through the Hold it returned.
+	rate := runtime.Request{Limit: runtime.Limit{Name: "conc.fail.rate", Window: time.Hour, Max: 5}, Key: "k"}
+	var local []runtime.PermitHold
+	for range l.Max {
+		ds, h, err = lims[FailLocal].Hold(ctx, runtime.Request{Limit: l, Key: "k"}, rate)
+		require.NoError(t, err)
+		require.True(t, ds.Allowed)
+		require.Equal(t, runtime.SourceFallback, ds.Source)
+		ph, ok := h.(runtime.PermitHold)
+		require.True(t, ok, "the fallback's permit is renewed through %T", h)
+		require.NoError(t, ph.Renew(ctx))
+		local = append(local, ph)
 	}
+	ds, _, err = lims[FailLocal].Hold(ctx, runtime.Request{Limit: l, Key: "k"}, rate)
+	require.NoError(t, err)
+	require.False(t, ds.Allowed, "the fallback holds at most Max")
+	require.NoError(t, local[0].Settle(ctx, 1, 1))
+	ds, h, err = lims[FailLocal].Hold(ctx, runtime.Request{Limit: l, Key: "k"}, rate)
+	require.NoError(t, err)
+	require.True(t, ds.Allowed, "a released permit is free again")
+	require.NoError(t, h.Settle(ctx, 1, 1))
 }
 
 // holdSpan is one call's hold of a permit as its caller saw it: from when

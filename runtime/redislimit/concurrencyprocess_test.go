@@ -419,33 +419,41 @@ func TestConcurrencyAuditAcrossProcesses(t *testing.T) {
 // a run.
 const concRunAcquired = 300
 
-// auditConcInstances stops ins, audits what they held of l on keys, and
-// checks every permit was released. It returns the calls whose context
-// said their permit was lost.
-func auditConcInstances(t *testing.T, srv *redistest.Server, l runtime.Limit, keys []string, ins []*concInstance) int {
+// stopConcInstances stops ins and returns every call they held, once
+// each has exited cleanly, having made no call that erred (Redis is
+// healthy) and been denied at times (the limit bound), and logs their
+// counts.
+func stopConcInstances(t *testing.T, ins []*concInstance) []concRecord {
 	t.Helper()
 	for _, ci := range ins {
 		require.NoError(t, ci.stdin.Close())
 	}
-	var (
-		all     []concRecord
-		lost    int
-		settled = map[string]int{}
-	)
+	var all []concRecord
 	for i, ci := range ins {
 		records, c := ci.finish(t)
 		t.Logf("instance %d: %d acquisitions, %d denials, %d permits lost, %d errors", i, c.acquired, c.denied, c.lost, c.failed)
 		require.Zero(t, c.failed, "instance %d: calls that failed: %s", i, ci.stderr.String())
 		require.Positive(t, c.denied, "instance %d: the limit never bound", i)
 		require.Len(t, records, int(c.acquired), "instance %d: a record per acquisition", i)
-		for _, r := range records {
-			settled[r.settled]++
-			if r.lostAt != 0 {
-				lost++
-				t.Logf("instance %d: a call on %s held from %d µs learned at %d µs that its permit was lost", i, r.key, r.start, r.lostAt)
-			}
-		}
 		all = append(all, records...)
+	}
+	return all
+}
+
+// auditConcInstances stops ins, audits what they held of l on keys
+// (concAudit), and checks that calls overlapped on every key and that
+// every permit was released. It returns the calls whose context said
+// their permit was lost.
+func auditConcInstances(t *testing.T, srv *redistest.Server, l runtime.Limit, keys []string, ins []*concInstance) int {
+	t.Helper()
+	all := stopConcInstances(t, ins)
+	lost, settled := 0, map[string]int{}
+	for _, r := range all {
+		settled[r.settled]++
+		if r.lostAt != 0 {
+			lost++
+			t.Logf("a call on %s held from %d µs learned at %d µs that its permit was lost", r.key, r.start, r.lostAt)
+		}
 	}
 	key, n, overlap := concAudit(all, l.Max)
 	t.Logf("%d calls; most held at once per key: %v; %d told their permit was lost; releases: %v", len(all), overlap, lost, settled)
@@ -458,4 +466,22 @@ func auditConcInstances(t *testing.T, srv *redistest.Server, l runtime.Limit, ke
 		require.Zero(t, permitsHeld(t, lim, l, k), "permits still held on %s", k)
 	}
 	return lost
+}
+
+// TestConcurrencyAuditAcrossProcessesCanFail runs the instances of
+// TestConcurrencyAuditAcrossProcesses on a limit of Max 4, a limiter that
+// over-admits as seen from Max 3, and requires concAudit at Max 3 to
+// find it: the audit, fed by processes and Redis's clock, sees a breach
+// of one permit.
+func TestConcurrencyAuditAcrossProcessesCanFail(t *testing.T) {
+	srv := redistest.StartServer(t)
+	l := concLimit("conc.procs.over", 4, 2*time.Second)
+	ins := startConcInstances(t, 3, concInstanceConfig{Addr: srv.Addr(), Limit: l, Keys: []string{"a", "b", "c"},
+		Goroutines: 64, HoldMin: time.Millisecond, HoldMax: 10 * time.Millisecond})
+	awaitConcRun(t, ins, concRunAcquired)
+	all := stopConcInstances(t, ins)
+	key, n, overlap := concAudit(all, 3)
+	t.Logf("%d calls; most held at once per key: %v", len(all), overlap)
+	require.NotEmpty(t, key, "the audit at Max 3 missed calls held at Max 4")
+	require.Equal(t, 4, n)
 }

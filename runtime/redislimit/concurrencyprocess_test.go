@@ -26,13 +26,15 @@ import (
 // limit on its keys, one call at a time each, until its stdin closes. For
 // each call admitted it writes, once the call has been settled,
 //
-//	h key start end alive lostAt settled
+//	h key start end alive lostAt settled known
 //
 // start and end in µs on Redis's clock (TIME): start read once runtime.Admit
-// had returned, end read before the release was sent; alive says whether
-// the call's context (runtime.Keep's) was still live once end had been
-// read, lostAt is when (TIME read once it saw it) the call learned its
-// permit was lost, or 0, and settled is "ok", "lost" or "error". Every
+// had returned (0 if the call's context had ended by then), end read before
+// the release was sent; alive says whether the call's context (runtime.Keep's)
+// was still live once end had been read, lostAt is when (TIME read once it
+// saw it) the call learned its permit was lost, or 0, settled is "ok",
+// "lost" or "error", and known says whether the call's HeldUntil was still
+// ahead once end had been read (to explain a failure; not audited). Every
 // concProgressEvery it writes "p acquisitions denials lost errors", and
 // it ends with "done" and the same counts.
 
@@ -132,6 +134,7 @@ func runConcInstance(cfgJSON string) int {
 				}
 				end := redisNow()
 				alive := run.Err() == nil
+				known := time.Now().Before(h.(runtime.PermitHold).HeldUntil())
 				if errors.Is(context.Cause(run), runtime.ErrPermitLost) {
 					lostAt = redisNow()
 					lost.Add(1)
@@ -145,7 +148,7 @@ func runConcInstance(cfgJSON string) int {
 					settled = "error"
 					failed.Add(1)
 				}
-				say("h %s %d %d %v %d %s", key, start, end, alive, lostAt, settled)
+				say("h %s %d %d %v %d %s %v", key, start, end, alive, lostAt, settled, known)
 			}
 		})
 	}
@@ -174,6 +177,7 @@ type concRecord struct {
 	alive      bool
 	lostAt     int64
 	settled    string
+	known      bool
 }
 
 // concCounts are an instance's counts.
@@ -191,13 +195,17 @@ type concInstance struct {
 }
 
 // startConcInstances starts n instances holding per cfg, waits until they
-// are ready, and then lets them all go.
-func startConcInstances(t *testing.T, n int, cfg concInstanceConfig) []*concInstance {
+// are ready, calls ready (when not nil) with each, and then lets them all
+// go.
+func startConcInstances(t *testing.T, n int, cfg concInstanceConfig, ready func(i int, ci *concInstance)) []*concInstance {
 	t.Helper()
 	var ins []*concInstance
-	for range n {
+	for i := range n {
 		ci := &concInstance{instance: startProgram(t, concInstanceEnv, cfg), drained: make(chan struct{})}
 		go ci.read()
+		if ready != nil {
+			ready(i, ci)
+		}
 		ins = append(ins, ci)
 	}
 	for _, ci := range ins {
@@ -232,9 +240,9 @@ func (ci *concInstance) read() {
 		if ok {
 			switch f[0] {
 			case "h":
-				ok = len(f) == 7
+				ok = len(f) == 8
 				if ok {
-					r := concRecord{key: f[1], alive: f[4] == "true", settled: f[6]}
+					r := concRecord{key: f[1], alive: f[4] == "true", settled: f[6], known: f[7] == "true"}
 					var e1, e2, e3 error
 					r.start, e1 = strconv.ParseInt(f[2], 10, 64)
 					r.end, e2 = strconv.ParseInt(f[3], 10, 64)
@@ -290,9 +298,10 @@ func (ci *concInstance) finish(t *testing.T) ([]concRecord, concCounts) {
 const concRunBound = 2 * time.Minute
 
 // awaitConcRun waits until each instance has acquired at least want
-// permits, failing the test if one exits first or they do not within
-// concRunBound.
-func awaitConcRun(t *testing.T, ins []*concInstance, want int64) {
+// permits (as it last reported), failing the test if one exits first or they do not within
+// concRunBound. more, when not nil, is a further condition, which what
+// describes.
+func awaitConcRun(t *testing.T, ins []*concInstance, want int64, what string, more func() bool) {
 	t.Helper()
 	start := time.Now()
 	for {
@@ -308,12 +317,12 @@ func awaitConcRun(t *testing.T, ins []*concInstance, want int64) {
 			got = append(got, c.acquired)
 			done = done && c.acquired >= want
 		}
-		if done {
-			t.Logf("each instance acquired %d permits in %v", want, time.Since(start).Round(time.Millisecond))
+		if done && (more == nil || more()) {
+			t.Logf("each instance acquired %d permits%s in %v", want, what, time.Since(start).Round(time.Millisecond))
 			return
 		}
 		if time.Since(start) > concRunBound {
-			t.Fatalf("the instances did not each acquire %d permits within %v; they acquired %v", want, concRunBound, got)
+			t.Fatalf("the instances did not each acquire %d permits%s within %v; they acquired %v", want, what, concRunBound, got)
 		}
 		time.Sleep(concProgressEvery)
 	}
@@ -351,6 +360,31 @@ func concAudit(records []concRecord, max int) (string, int, map[string]int) {
 		}
 	}
 	return "", 0, overlap
+}
+
+// concBreach returns the calls on key of records whose spans (concSpans)
+// overlap at the first instant more than max of them do.
+func concBreach(records []concRecord, key string, max int) []concRecord {
+	var on []concRecord
+	for _, r := range records {
+		if r.key == key && r.start != 0 && r.end != 0 {
+			on = append(on, r)
+		}
+	}
+	spans := concSpans(on)
+	for _, s := range spans {
+		// The instant just after s begins.
+		var at []concRecord
+		for i, o := range spans {
+			if o.from <= s.from && s.from < o.to {
+				at = append(at, on[i])
+			}
+		}
+		if len(at) > max {
+			return at
+		}
+	}
+	return nil
 }
 
 // TestConcAuditCanFail feeds concAudit histories of Max 3: three calls
@@ -410,8 +444,8 @@ func TestConcurrencyAuditAcrossProcesses(t *testing.T) {
 	l := concLimit("conc.procs", 3, 2*time.Second)
 	keys := []string{"a", "b", "c"}
 	ins := startConcInstances(t, 3, concInstanceConfig{Addr: srv.Addr(), Limit: l, Keys: keys,
-		Goroutines: 64, HoldMin: time.Millisecond, HoldMax: 10 * time.Millisecond})
-	awaitConcRun(t, ins, concRunAcquired)
+		Goroutines: 64, HoldMin: time.Millisecond, HoldMax: 10 * time.Millisecond}, nil)
+	awaitConcRun(t, ins, concRunAcquired, "", nil)
 	auditConcInstances(t, srv, l, keys, ins)
 }
 
@@ -442,9 +476,8 @@ func stopConcInstances(t *testing.T, ins []*concInstance) []concRecord {
 
 // auditConcInstances stops ins, audits what they held of l on keys
 // (concAudit), and checks that calls overlapped on every key and that
-// every permit was released. It returns the calls whose context said
-// their permit was lost.
-func auditConcInstances(t *testing.T, srv *redistest.Server, l runtime.Limit, keys []string, ins []*concInstance) int {
+// every permit was released. It returns the calls.
+func auditConcInstances(t *testing.T, srv *redistest.Server, l runtime.Limit, keys []string, ins []*concInstance) []concRecord {
 	t.Helper()
 	all := stopConcInstances(t, ins)
 	lost, settled := 0, map[string]int{}
@@ -457,7 +490,7 @@ func auditConcInstances(t *testing.T, srv *redistest.Server, l runtime.Limit, ke
 	}
 	key, n, overlap := concAudit(all, l.Max)
 	t.Logf("%d calls; most held at once per key: %v; %d told their permit was lost; releases: %v", len(all), overlap, lost, settled)
-	require.Empty(t, key, "%d calls held permits of %s at once, above Max %d", n, key, l.Max)
+	require.Empty(t, key, "%d calls held permits of %s at once, above Max %d: %+v", n, key, l.Max, concBreach(all, key, l.Max))
 	for _, k := range keys {
 		require.GreaterOrEqual(t, overlap[k], 2, "calls on %s never overlapped: the audit saw no contention", k)
 	}
@@ -465,7 +498,7 @@ func auditConcInstances(t *testing.T, srv *redistest.Server, l runtime.Limit, ke
 	for _, k := range keys {
 		require.Zero(t, permitsHeld(t, lim, l, k), "permits still held on %s", k)
 	}
-	return lost
+	return all
 }
 
 // TestConcurrencyAuditAcrossProcessesCanFail runs the instances of
@@ -477,11 +510,81 @@ func TestConcurrencyAuditAcrossProcessesCanFail(t *testing.T) {
 	srv := redistest.StartServer(t)
 	l := concLimit("conc.procs.over", 4, 2*time.Second)
 	ins := startConcInstances(t, 3, concInstanceConfig{Addr: srv.Addr(), Limit: l, Keys: []string{"a", "b", "c"},
-		Goroutines: 64, HoldMin: time.Millisecond, HoldMax: 10 * time.Millisecond})
-	awaitConcRun(t, ins, concRunAcquired)
+		Goroutines: 64, HoldMin: time.Millisecond, HoldMax: 10 * time.Millisecond}, nil)
+	awaitConcRun(t, ins, concRunAcquired, "", nil)
 	all := stopConcInstances(t, ins)
 	key, n, overlap := concAudit(all, 3)
 	t.Logf("%d calls; most held at once per key: %v", len(all), overlap)
 	require.NotEmpty(t, key, "the audit at Max 3 missed calls held at Max 4")
 	require.Equal(t, 4, n)
 }
+
+// TestConcurrencyAuditCPUStarved is TestConcurrencyAuditAcrossProcesses
+// with each instance held to a CPU quota of its own (a cgroup, as a
+// container's CPU limit: 50ms of every second, starvedQuota), so that its
+// calls and runtime.Keep's renewals stall for up to 950ms at a time, in
+// the middle of holds, while the other instances call. A renewal that
+// stalls must either still keep the permit or end the call's context with
+// ErrPermitLost; the audit allows no more than Max calls at once. It runs
+// until each instance acquired concStarvedAcquired permits and was
+// throttled in concStarvedPeriods periods, and requires that some calls
+// were held across a stall (longer than a renewal's interval, a third of
+// the lease). It needs root and a cgroup hierarchy with the cpu
+// controller; elsewhere it is skipped, saying why.
+//
+// The lease, 2s, outlasts any stall, so renewals keep the permits. With a
+// lease shorter than a stall (500ms) the audit fails at times, finding
+// Max+1 calls at once: a call stalled past its HeldUntil, once resumed,
+// reads its context still live (Keep cancels it only once its expiry
+// timer's goroutine runs, which the quota may delay) while another
+// instance holds the permit it lost; its release then reports the loss.
+func TestConcurrencyAuditCPUStarved(t *testing.T) {
+	var quotas []*redistest.CPUQuota
+	for range 3 {
+		q, err := redistest.NewCPUQuota(t, starvedQuota, starvedPeriod)
+		if err != nil {
+			t.Skipf("this machine does not let the test limit a process's CPU: %v", err)
+		}
+		quotas = append(quotas, q)
+	}
+	srv := redistest.StartServer(t)
+	l := concLimit("conc.starved", 3, concStarvedLease)
+	keys := []string{"a", "b", "c"}
+	ins := startConcInstances(t, 3, concInstanceConfig{Addr: srv.Addr(), Limit: l, Keys: keys,
+		Goroutines: 64, HoldMin: time.Millisecond, HoldMax: 10 * time.Millisecond}, func(i int, ci *concInstance) {
+		require.NoError(t, quotas[i].Add(ci.cmd.Process.Pid))
+	})
+	awaitConcRun(t, ins, concStarvedAcquired, fmt.Sprintf(" and was throttled in %d periods", concStarvedPeriods), func() bool {
+		for _, q := range quotas {
+			_, throttled, err := q.Throttled()
+			require.NoError(t, err)
+			if throttled < concStarvedPeriods {
+				return false
+			}
+		}
+		return true
+	})
+	all := auditConcInstances(t, srv, l, keys, ins)
+	stalled := 0
+	for _, r := range all {
+		if r.start != 0 && r.end-r.start > (l.Window/3).Microseconds() {
+			stalled++
+		}
+	}
+	t.Logf("%d calls held across a stall of more than %v", stalled, l.Window/3)
+	require.Positive(t, stalled, "no call held its permit across a stall: no renewal was starved")
+	for i, q := range quotas {
+		periods, throttled, err := q.Throttled()
+		require.NoError(t, err)
+		t.Logf("instance %d: throttled in %d of %d periods of %v (quota %v)", i, throttled, periods, starvedPeriod, starvedQuota)
+		require.Positive(t, throttled, "instance %d never used up its CPU quota: the test starved nothing", i)
+	}
+}
+
+// The starved run's lease, and the permits each instance acquires and the
+// periods in which it is throttled at least in it.
+const (
+	concStarvedLease    = 2 * time.Second
+	concStarvedAcquired = 50
+	concStarvedPeriods  = 5
+)

@@ -152,22 +152,28 @@ func runConcInstance(cfgJSON string) int {
 			}
 		})
 	}
+	reportEvery(&wg, stop, concProgressEvery, func() { say("p %s", counts()) })
+	<-stop
+	wg.Wait()
+	say("done %s", counts())
+	return 0
+}
+
+// reportEvery has a goroutine of wg call report every period until stop
+// is closed: an instance program's progress reports.
+func reportEvery(wg *sync.WaitGroup, stop <-chan struct{}, period time.Duration, report func()) {
 	wg.Go(func() {
-		tick := time.NewTicker(concProgressEvery)
+		tick := time.NewTicker(period)
 		defer tick.Stop()
 		for {
 			select {
 			case <-stop:
 				return
 			case <-tick.C:
-				say("p %s", counts())
+				report()
 			}
 		}
 	})
-	<-stop
-	wg.Wait()
-	say("done %s", counts())
-	return 0
 }
 
 // A concRecord is one call an instance held, as it wrote it.

@@ -335,8 +335,9 @@ func awaitConcRun(t *testing.T, ins []*concInstance, want int64, what string, mo
 }
 
 // concSpans returns the spans of records that the audit counts: from a
-// call's start to its end, the span in which it surely held its permit
-// and ran, its context not yet saying the permit was lost. A call whose
+// call's start to its end, the span in which it surely ran, admitted, its
+// context not yet saying the permit was lost, so that runtime.Concurrency
+// counts it as running. A call whose
 // context had ended by the time it read end counts only at start, when it
 // was live: that is, not at all, as maxOverlap counts no span of length
 // 0; so does a call whose context had ended by then (start 0).
@@ -428,17 +429,20 @@ func TestConcAuditCanFail(t *testing.T) {
 // of its own with 64 goroutines, holding permits of a concurrency limit of
 // Max 3 (a lease of 2s) on three keys, each call for 1ms to 10ms under
 // runtime.Keep, until each instance has acquired concRunAcquired permits.
-// It audits every call on Redis's clock: a call surely held its permit,
-// and ran, from start, TIME read once Admit returned (the permit was taken
-// before Admit's reply, so before start), to end, TIME read before its
-// release was sent (the release runs after end), unless its context had
-// said ErrPermitLost by then; such a call counts not at all (concSpans),
-// as only a bound on when it learned of the loss from below, start, is
-// known. So spans overlap only where the calls surely held permits and
-// ran at once, and more than Max of them overlapping on a key is a breach
-// of runtime.Concurrency's guarantee: the audit can hide a breach shorter
-// than the round trips around a call, never make one up.
-// TestConcAuditCanFail shows it catches Max+1 overlapping calls.
+// It audits every call on Redis's clock: a call surely ran, admitted,
+// from start, TIME read once Admit returned (the permit was taken before
+// Admit's reply, so before start), to end, TIME read before its release
+// was sent (the release runs after end), its context still live once end
+// was read, so not cancelled before end; a call whose context had said
+// ErrPermitLost by then counts not at all (concSpans), as only a bound on
+// when it learned of the loss from below, start, is known. So spans
+// overlap only where calls surely ran at once that runtime.Concurrency
+// counts as running, and more than Max of them overlapping on a key is a
+// breach of its guarantee: the audit can hide a breach shorter than the
+// round trips around a call, never make one up. TestConcAuditCanFail
+// shows it catches Max+1 overlapping calls, and
+// TestConcurrencyAuditAcrossProcessesCanFail that it finds, in processes,
+// calls held at Max 4 when auditing at Max 3.
 //
 // It can fail by: a breach (a key with more than 3 spans at once), an
 // instance that acquires too few permits within concRunBound, a call

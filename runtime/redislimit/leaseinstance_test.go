@@ -123,18 +123,7 @@ func runLeaseInstance(cfgJSON string) int {
 		fmt.Fprintf(os.Stdout, "%s %s\n", prefix, b)
 		out.Unlock()
 	}
-	wg.Go(func() {
-		tick := time.NewTicker(leaseProgressEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				report("p")
-			}
-		}
-	})
+	reportEvery(&wg, stop, leaseProgressEvery, func() { report("p") })
 	<-stop
 	wg.Wait()
 	report("done")

@@ -45,7 +45,9 @@ type PermitHold interface {
 // context it returns with a cause wrapping ErrPermitLost once a renewal
 // finds a permit gone, or once HeldUntil passes without a renewal confirmed
 // (renewals failed, or the process was paused): the method can then stop,
-// as another call may hold its permit. For any other Hold it returns ctx
+// as another call may hold its permit. The returned context's Done and Err
+// say so as soon as HeldUntil has passed, even in a process resuming from
+// a pause before any timer could run. For any other Hold it returns ctx
 // and a stop that does nothing.
 func Keep(ctx context.Context, h Hold) (context.Context, func()) {
 	ph, ok := h.(PermitHold)
@@ -58,7 +60,27 @@ func Keep(ctx context.Context, h Hold) (context.Context, func()) {
 	k.renewal = time.AfterFunc(k.renewIn(), k.renew)
 	k.expiry = time.AfterFunc(time.Until(ph.HeldUntil()), k.expire)
 	k.mu.Unlock()
-	return ctx, k.stop
+	return keptContext{ctx, k}, k.stop
+}
+
+// keptContext is the context of a call that Keep keeps. Its Done and Err
+// look at HeldUntil themselves rather than trust the expiry timer alone:
+// in a process that was paused or starved of CPU, the method may run
+// before the timer's goroutine does, and must not see its context live
+// once its permit is no longer known to be held.
+type keptContext struct {
+	context.Context
+	k *keeper
+}
+
+func (c keptContext) Done() <-chan struct{} {
+	c.k.check()
+	return c.Context.Done()
+}
+
+func (c keptContext) Err() error {
+	c.k.check()
+	return c.Context.Err()
 }
 
 // A keeper renews the permits of one call until it is stopped.
@@ -105,6 +127,14 @@ func (k *keeper) renew() {
 	// call's hold if none succeeds in time.
 	k.expiry.Reset(time.Until(k.h.HeldUntil()))
 	k.renewal.Reset(k.renewIn())
+}
+
+// check ends the call's hold at once if HeldUntil has passed.
+func (k *keeper) check() {
+	if time.Now().Before(k.h.HeldUntil()) {
+		return
+	}
+	k.expire()
 }
 
 // expire runs on the expiry timer, which a successful renewal moves on.

@@ -205,3 +205,31 @@ func TestReleasedEvents(t *testing.T) {
 		})
 	}
 }
+
+// TestKeepSeesTheLeasePassWithoutItsTimer: a process paused past its lease
+// resumes with the call's context ended, whether the method asks Err or
+// Done first, before Keep's timer has run.
+func TestKeepSeesTheLeasePassWithoutItsTimer(t *testing.T) {
+	for _, ask := range []string{"Err", "Done"} {
+		t.Run(ask, func(t *testing.T) {
+			p := newPermits(time.Hour, func(int) error { return nil })
+			ctx, stop := runtime.Keep(context.Background(), p)
+			defer stop()
+			require.NoError(t, ctx.Err())
+			// The lease passes as a pause would let it, with the timers
+			// still an hour away.
+			p.mu.Lock()
+			p.until = time.Now().Add(-time.Millisecond)
+			p.mu.Unlock()
+			if ask == "Done" {
+				select {
+				case <-ctx.Done():
+				default:
+					t.Fatal("Done is not closed")
+				}
+			}
+			require.ErrorIs(t, ctx.Err(), context.Canceled)
+			require.ErrorIs(t, context.Cause(ctx), runtime.ErrPermitLost)
+		})
+	}
+}

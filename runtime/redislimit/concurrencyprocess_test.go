@@ -542,12 +542,11 @@ func TestConcurrencyAuditAcrossProcessesCanFail(t *testing.T) {
 // the lease). It needs root and a cgroup hierarchy with the cpu
 // controller; elsewhere it is skipped, saying why.
 //
-// The lease, 2s, outlasts any stall, so renewals keep the permits. With a
-// lease shorter than a stall (500ms) the audit fails at times, finding
-// Max+1 calls at once: a call stalled past its HeldUntil, once resumed,
-// reads its context still live (Keep cancels it only once its expiry
-// timer's goroutine runs, which the quota may delay) while another
-// instance holds the permit it lost; its release then reports the loss.
+// The lease, 500ms, is shorter than a stall, so permits are lost and taken
+// by other instances. The audit found Max+1 calls at once while Keep's
+// context ended only on its expiry timer: a call stalled past its
+// HeldUntil, once resumed, read its context still live before the timer's
+// goroutine ran. Its Done and Err now look at HeldUntil themselves.
 func TestConcurrencyAuditCPUStarved(t *testing.T) {
 	var quotas []*redistest.CPUQuota
 	for range 3 {
@@ -591,10 +590,11 @@ func TestConcurrencyAuditCPUStarved(t *testing.T) {
 	}
 }
 
-// The starved run's lease, and the permits each instance acquires and the
-// periods in which it is throttled at least in it.
+// The starved run's lease, shorter than the stalls, and the permits each
+// instance acquires and the periods in which it is throttled at least in
+// it.
 const (
-	concStarvedLease    = 2 * time.Second
+	concStarvedLease    = 500 * time.Millisecond
 	concStarvedAcquired = 50
 	concStarvedPeriods  = 5
 )

@@ -103,6 +103,8 @@ type call struct {
 	marker string
 	asks   [inlineLimits]ask
 	vs     [inlineLimits]verdict
+	// receipts and used back d's of a call of few limits.
+	receipts, used [inlineLimits]int64
 	// finished is set once the round trip has filled committed and err
 	// (and d's verdicts); wake then receives, as it does when the breaker
 	// opens and when the watch finds the wait due at due (mono).
@@ -161,7 +163,7 @@ func (b *batcher) newCall(d *resolvedCall, idx []int) *call {
 	switch {
 	case d.op == opSettle:
 		// What it settles: its receipts and the units used.
-		c.d.receipts, c.d.used = make([]int64, n), make([]int64, n)
+		c.d.receipts, c.d.used = ints(&c.receipts, n), ints(&c.used, n)
 		c.marker = b.lim.settleMarker(d.asks[idx[0]].key)
 		for j, i := range idx {
 			c.d.receipts[j] = d.receipts[i]
@@ -171,13 +173,13 @@ func (b *batcher) newCall(d *resolvedCall, idx []int) *call {
 		}
 	case d.op == opRenew:
 		// The permits it renews.
-		c.d.receipts = make([]int64, n)
+		c.d.receipts = ints(&c.receipts, n)
 		for j, i := range idx {
 			c.d.receipts[j] = d.receipts[i]
 		}
 	case d.receipts != nil:
 		// A held call: its receipts come back.
-		c.d.receipts = make([]int64, n)
+		c.d.receipts = ints(&c.receipts, n)
 	}
 	c.idx = firstN(n)
 	c.spans = false
@@ -195,6 +197,16 @@ func (b *batcher) newCall(d *resolvedCall, idx []int) *call {
 	default:
 	}
 	return c
+}
+
+// ints returns n zeros, in buf when they fit.
+func ints(buf *[inlineLimits]int64, n int) []int64 {
+	if n > inlineLimits {
+		return make([]int64, n)
+	}
+	s := buf[:n]
+	clear(s)
+	return s
 }
 
 // free makes c, whose caller has read its reply, ready for reuse.

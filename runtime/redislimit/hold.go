@@ -79,8 +79,15 @@ func (r *Limiter) Hold(ctx context.Context, reqs ...runtime.Request) (runtime.De
 	if err := runtime.Validate(reqs...); err != nil {
 		return runtime.Decisions{}, nil, err
 	}
-	k := &kept{receipts: make([]int64, len(reqs))}
-	vs := make([]verdict, len(reqs))
+	// The hold and what it keeps, one allocation for a call of few limits.
+	h := &hold{r: r}
+	h.kept = &h.k
+	k, vs := h.kept, h.vsBuf[:0]
+	k.receipts = ints(&h.receiptBuf, len(reqs))
+	if len(reqs) > inlineLimits {
+		vs = make([]verdict, 0, len(reqs))
+	}
+	vs = vs[:len(reqs)]
 	// Before the acquisition is sent: a permit's hold is known from then
 	// (see permitHold.HeldUntil).
 	sent := time.Now()
@@ -94,7 +101,12 @@ func (r *Limiter) Hold(ctx context.Context, reqs ...runtime.Request) (runtime.De
 	if !ds.Allowed {
 		return ds, nil, nil
 	}
-	h := &hold{r: r, reqs: slices.Clone(reqs), source: ds.Source, vs: vs, kept: k}
+	if len(reqs) <= inlineLimits {
+		h.reqs = append(h.reqsBuf[:0], reqs...)
+	} else {
+		h.reqs = slices.Clone(reqs)
+	}
+	h.source, h.vs = ds.Source, vs
 	if p := h.permits(sent); p != nil {
 		return ds, p, nil
 	}
@@ -111,6 +123,11 @@ type hold struct {
 	vs      []verdict
 	kept    *kept
 	settled atomic.Bool
+	// k, and the buffers, hold what a call of few limits keeps.
+	k          kept
+	receiptBuf [inlineLimits]int64
+	vsBuf      [inlineLimits]verdict
+	reqsBuf    [inlineLimits]runtime.Request
 }
 
 // Settle implements runtime.Hold.
@@ -128,8 +145,14 @@ func (h *hold) Settle(ctx context.Context, used ...int64) error {
 		return h.settleFallback(ctx, used)
 	}
 	r := h.r
-	asks := r.resolve(nil, h.reqs)
-	d := resolvedCall{asks: asks, vs: h.vs, receipts: h.kept.receipts, used: make([]int64, len(used))}
+	var asksBuf [inlineLimits]ask
+	asks := r.resolve(asksBuf[:0], h.reqs)
+	var usedBuf [inlineLimits]int64
+	d := resolvedCall{asks: asks, vs: h.vs, receipts: h.kept.receipts, used: usedBuf[:0]}
+	if len(used) > inlineLimits {
+		d.used = make([]int64, 0, len(used))
+	}
+	d.used = d.used[:len(used)]
 	for i, u := range used {
 		d.used[i] = min(u, int64(h.reqs[i].Limit.Capacity()))
 	}
@@ -142,14 +165,24 @@ func (h *hold) Settle(ctx context.Context, used ...int64) error {
 	// Only the limits that recorded the call and used other than they
 	// reserved are sent, and the permits, released whatever was used.
 	var groups [][]int
-	for _, g := range recorded(&d, r.groups(asks)) {
-		g = slices.DeleteFunc(g, func(i int) bool { return d.used[i] == asks[i].cost && asks[i].algo() != codeConcurrency })
-		if len(g) > 0 {
-			groups = append(groups, g)
+	if len(asks) == 1 {
+		// One request: as settleGroups, with no groups to build.
+		var one [1][]int
+		a := &asks[0]
+		if a.key != "" && (a.code < shadowFlag || d.vs[0].ok) && (d.used[0] != a.cost || a.algo() == codeConcurrency) {
+			one[0] = firstN(1)
+			groups = one[:]
 		}
+	} else {
+		groups = r.settleGroups(&d, asks)
 	}
 	// The settle's verdicts say which permits were lost.
-	d.vs = make([]verdict, len(asks))
+	var vsBuf [inlineLimits]verdict
+	d.vs = vsBuf[:0]
+	if len(asks) > inlineLimits {
+		d.vs = make([]verdict, 0, len(asks))
+	}
+	d.vs = d.vs[:len(asks)]
 	err := r.settle(ctx, &d, groups)
 	for _, g := range groups {
 		for _, i := range g {
@@ -163,6 +196,20 @@ func (h *hold) Settle(ctx context.Context, used ...int64) error {
 		return errors.Join(&storeError{op: "settle the call of " + h.reqs[0].Limit.Name + "; its reservation stays counted", err: err}, lost)
 	}
 	return lost
+}
+
+// settleGroups returns the groups of the requests of d, of asks, that a
+// settle sends: those that recorded the call and used other than they
+// reserved, and the permits, released whatever was used.
+func (r *Limiter) settleGroups(d *resolvedCall, asks []ask) [][]int {
+	var groups [][]int
+	for _, g := range recorded(d, r.groups(asks)) {
+		g = slices.DeleteFunc(g, func(i int) bool { return d.used[i] == asks[i].cost && asks[i].algo() != codeConcurrency })
+		if len(g) > 0 {
+			groups = append(groups, g)
+		}
+	}
+	return groups
 }
 
 // settleFallback settles a call that the fallback decided.

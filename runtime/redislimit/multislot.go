@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -135,7 +136,9 @@ func (r *Limiter) settle(ctx context.Context, d *resolvedCall, groups [][]int) e
 		return r.breaker.openErr()
 	}
 	// A caller that stopped waiting still settles, within the timeout.
-	ctx = context.WithoutCancel(ctx)
+	if ctx.Done() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
 	d.now, d.op = -1, opSettle
 	if r.cfg.clock != nil {
 		d.now = r.cfg.clock().UnixMicro()
@@ -154,11 +157,14 @@ func (r *Limiter) settle(ctx context.Context, d *resolvedCall, groups [][]int) e
 // skey, unique to one settle.
 func (r *Limiter) settleMarker(skey string) string {
 	slot := r.slotOf(skey)
-	b := make([]byte, 0, len(slot)+32)
-	b = append(b, slot...)
-	b = append(b, "settle:"...)
-	b = strconv.AppendUint(b, rand.Uint64(), 36)
-	b = append(b, '.')
-	b = strconv.AppendUint(b, rand.Uint64(), 36)
-	return string(b)
+	// One allocation: the Builder's String does not copy.
+	var b strings.Builder
+	b.Grow(len(slot) + len("settle:") + 2*13 + 1)
+	var n [13]byte
+	b.WriteString(slot)
+	b.WriteString("settle:")
+	b.Write(strconv.AppendUint(n[:0], rand.Uint64(), 36))
+	b.WriteByte('.')
+	b.Write(strconv.AppendUint(n[:0], rand.Uint64(), 36))
+	return b.String()
 }

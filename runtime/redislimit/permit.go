@@ -62,6 +62,8 @@ type permitHold struct {
 	// the shortest of their leases.
 	permits []int
 	lease   time.Duration
+	// permitBuf holds the permits of a call of few limits.
+	permitBuf [inlineLimits]int
 	// fallback holds the permits of a call the fallback admitted.
 	fallback runtime.PermitHold
 
@@ -91,6 +93,7 @@ func (h *hold) permits(sent time.Time) *permitHold {
 		}
 		if p == nil {
 			p = &permitHold{hold: h, lease: h.reqs[i].Limit.Window, sent: sent}
+			p.permits = p.permitBuf[:0]
 		}
 		p.permits = append(p.permits, i)
 		p.lease = min(p.lease, h.reqs[i].Limit.Window)

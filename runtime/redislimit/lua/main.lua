@@ -276,6 +276,17 @@ local function decide_calls()
       local allowed = ok and 1 or 0
       out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6] = allowed, allowed, remaining, retry, reset, receipt
       ran = ran + 1
+    elseif cmode == SETTLE and n == 1 and nums[pos] == CONCURRENCY and algos[CONCURRENCY] then
+      -- The release of one permit, the commonest settle: as the general
+      -- path below settles it, marker first, with no table (by
+      -- lua/concurrency.lua's conc_release, in a script that has it).
+      local applied = call('SET', keys[k + 2], '1', 'NX', 'PX', settle_marker_ms)
+      local lost = applied and conc_release(keys[k + 1], nums[pos + 5], now)
+      local o = #out
+      out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6] = applied and 1 or 0, lost and 1 or 0, 0, 0, 0, 0
+      pos = pos + 7
+      k = k + 2
+      ran = ran + 1
     else
       for i = 1, n do
         local code, window, max, burst, cost = nums[pos], nums[pos + 1], nums[pos + 2], nums[pos + 3], nums[pos + 4]

@@ -85,19 +85,12 @@ func Wait(ctx context.Context, lim Limiter, max time.Duration, reqs ...Request) 
 		}
 		denied := denial(inForce, ds)
 		retry := denied.Decision.RetryAfter
-		if retry <= 0 || waited+retry > max {
-			return denied
-		}
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < retry {
+		if !fits(ctx, retry, max-waited) {
 			return denied
 		}
 		waited += retry
-		t := time.NewTimer(retry)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := sleep(ctx, retry); err != nil {
+			return err
 		}
 	}
 }

@@ -126,13 +126,28 @@ func (op *operated) Hold(ctx context.Context, reqs ...Request) (Decisions, Hold,
 	return ds, h, err
 }
 
+// HoldWait implements WaitHolder: it decides as Hold does, waiting for
+// room as the next Limiter's HoldWait does when it is a WaitHolder, and as
+// Wait does otherwise (see AdmitWait). Observers are told of the last
+// decision only.
+func (op *operated) HoldWait(ctx context.Context, max time.Duration, reqs ...Request) (Decisions, Hold, error) {
+	_, ds, h, err := op.holdWait(ctx, max, reqs)
+	return ds, h, err
+}
+
 // hold is Hold, also returning the requests as decided.
 func (op *operated) hold(ctx context.Context, reqs []Request) ([]Request, Decisions, Hold, error) {
+	return op.holdWait(ctx, 0, reqs)
+}
+
+// holdWait is HoldWait, also returning the requests as decided; with max
+// <= 0 it is Hold.
+func (op *operated) holdWait(ctx context.Context, max time.Duration, reqs []Request) ([]Request, Decisions, Hold, error) {
 	if op.overrides != nil {
 		reqs = op.overrides.apply(reqs)
 	}
 	start := time.Now()
-	reqs, ds, h, err := reserve(ctx, op.next, reqs)
+	reqs, ds, h, err := reserveWait(ctx, op.next, max, reqs)
 	if len(op.observers) == 0 {
 		return reqs, ds, h, err
 	}

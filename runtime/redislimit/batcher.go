@@ -177,6 +177,13 @@ func (b *batcher) newCall(d *resolvedCall, idx []int) *call {
 		for j, i := range idx {
 			c.d.receipts[j] = d.receipts[i]
 		}
+	case d.op == opWait:
+		// Its places in line and how long to keep them; its receipts
+		// come back.
+		c.d.receipts, c.d.used = ints(&c.receipts, n), ints(&c.used, n)
+		for j, i := range idx {
+			c.d.receipts[j], c.d.used[j] = d.receipts[i], d.used[i]
+		}
 	case d.receipts != nil:
 		// A held call: its receipts come back.
 		c.d.receipts = ints(&c.receipts, n)
@@ -263,7 +270,7 @@ func (b *batcher) decide(ctx context.Context, start time.Time, d *resolvedCall, 
 		for j, i := range idx {
 			d.vs[i] = c.d.vs[j]
 		}
-		if d.receipts != nil && d.op == opDecide {
+		if d.receipts != nil && d.op.decides() {
 			for j, i := range idx {
 				d.receipts[i] = c.d.receipts[j]
 			}

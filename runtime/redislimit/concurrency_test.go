@@ -574,6 +574,25 @@ func TestConcurrencyCluster(t *testing.T) {
 			require.ErrorIs(t, ph.Settle(ctx, 1, 1), runtime.ErrPermitLost)
 			require.Zero(t, permitsHeld(t, lim, l, keys[0]), "the live permit was released all the same")
 
+			// A call waiting on two slots waits in the line of the slot
+			// that denies it, and is served once that permit is freed.
+			other = holdPermit(t, lim, l, keys[1])
+			got := make(chan runtime.Hold, 1)
+			go func() {
+				ds, h, err := lim.HoldWait(ctx, time.Minute, reqs...)
+				if err != nil || !ds.Allowed {
+					t.Errorf("waited: %+v, %v", ds, err)
+				}
+				got <- h
+			}()
+			require.Eventually(t, func() bool { return places(t, client, lim, l, keys[1]) == 1 }, time.Minute, time.Millisecond)
+			require.NoError(t, other.Settle(ctx, 1))
+			h = <-got
+			require.NotNil(t, h)
+			require.Equal(t, 1, permitsHeld(t, lim, l, keys[1]))
+			require.Zero(t, places(t, client, lim, l, keys[1]))
+			require.NoError(t, h.Settle(ctx, 1, 1))
+
 			for _, batching := range []bool{true, false} {
 				lim := New(client, append(opts, WithBatching(batching))...)
 				auditPermits(t, lim, concLimit("conc.cluster.audit", 3, time.Minute), []string{"a", "b", "c", "d", "e", "f"}, 32, 20)

@@ -1,6 +1,7 @@
 package redislimit
 
 import (
+	"context"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,3 +26,13 @@ func (in *instances) due(c redis.UniversalClient, now time.Time) {
 
 // settle waits for the lease script calls on their way.
 func (t *leaseTable) settle() { t.asks.Wait() }
+
+// joinLine asks once for a permit of the call of reqs as HoldWait does,
+// keeping the places of l (nil: a new line), and returns the line.
+func (r *Limiter) joinLine(reqs []runtime.Request, l *line) (runtime.Decisions, runtime.Hold, *line, error) {
+	if l == nil {
+		l = newLine(reqs)
+	}
+	ds, h, err := r.hold(context.Background(), reqs, l)
+	return ds, h, l, err
+}

@@ -56,6 +56,10 @@ type kept struct {
 	fallback    runtime.Hold
 	fallbackAt  []int
 	fallbackErr error
+	// wait is, for a call that waits (see line), how long to keep its
+	// places in line, µs, per request; the receipts sent are then minus
+	// its tickets.
+	wait []int64
 }
 
 // Hold decides reqs as Decide does and, when the call is admitted,
@@ -79,11 +83,20 @@ func (r *Limiter) Hold(ctx context.Context, reqs ...runtime.Request) (runtime.De
 	if err := runtime.Validate(reqs...); err != nil {
 		return runtime.Decisions{}, nil, err
 	}
+	return r.hold(ctx, reqs, nil)
+}
+
+// hold is Hold of validated requests; l is the line of a call that waits
+// (see HoldWait), or nil.
+func (r *Limiter) hold(ctx context.Context, reqs []runtime.Request, l *line) (runtime.Decisions, runtime.Hold, error) {
 	// The hold and what it keeps, one allocation for a call of few limits.
 	h := &hold{r: r}
 	h.kept = &h.k
 	k, vs := h.kept, h.vsBuf[:0]
 	k.receipts = ints(&h.receiptBuf, len(reqs))
+	if l != nil {
+		l.send(k)
+	}
 	if len(reqs) > inlineLimits {
 		vs = make([]verdict, 0, len(reqs))
 	}
@@ -99,6 +112,9 @@ func (r *Limiter) Hold(ctx context.Context, reqs ...runtime.Request) (runtime.De
 		ds.Each = decisions(vs)
 	}
 	if !ds.Allowed {
+		if l != nil {
+			l.read(k)
+		}
 		return ds, nil, nil
 	}
 	if len(reqs) <= inlineLimits {

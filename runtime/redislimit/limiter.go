@@ -228,6 +228,9 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 		d := resolvedCall{now: -1, asks: asks, vs: vs}
 		if kept != nil {
 			d.receipts = kept.receipts
+			if kept.wait != nil {
+				d.op, d.used = opWait, kept.wait
+			}
 		}
 		r.placeKeys(d.asks, reqs)
 		if r.cfg.clock != nil {

@@ -32,9 +32,11 @@ func (r *Limiter) decideSlots(ctx context.Context, w *wait, d *resolvedCall, gro
 			// Report every other slot's room as it now is, recording
 			// nothing: the refunded slots' verdicts still describe their
 			// undone commit, and the later slots were never asked.
+			check := *d
+			check.op = opCheck
 			for j, other := range groups {
 				if j != gi {
-					_, _ = r.evalGroup(ctx, w, modeCheck, d, other)
+					_, _ = r.evalGroup(ctx, w, modeCheck, &check, other)
 				}
 			}
 			return false, nil

@@ -107,6 +107,8 @@ func luaConstants() map[string]string {
 	c["SL_MARK"] = "'" + mark.String() + "'"
 	c["SL_SMALL"] = strconv.Itoa(smallLogEntries)
 	c["OP_SHIFT"] = strconv.Itoa(opShift)
+	// A call's op (see callOp), which no script mode asks alone.
+	c["WAIT"] = "'w'"
 	c["SL_PREFIX_LAST"] = "'" + strconv.Itoa(smallLogPrefix-1) + "'"
 	return c
 }
@@ -212,7 +214,7 @@ func readCall(res []int64, d *resolvedCall, idx []int) (committed bool, rest []i
 	for j, i := range idx {
 		f := res[1+replyFields*j:]
 		d.vs[i] = verdict{ok: f[0] == 1, remaining: f[1], retry: f[2], reset: f[3]}
-		if d.receipts != nil && d.op == opDecide {
+		if d.receipts != nil && d.op.decides() {
 			d.receipts[i] = f[4]
 		}
 	}

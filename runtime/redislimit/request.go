@@ -35,8 +35,9 @@ type resolvedCall struct {
 }
 
 // A callOp is what one call asks of the script: a decision, a check that
-// records nothing (Peek), a settle of a held call (Hold.Settle), or the
-// renewal of a held call's permits (see permit.go). Each call of a batch
+// records nothing (Peek), a settle of a held call (Hold.Settle), the
+// renewal of a held call's permits (see permit.go), or the decision of a
+// call that waits (see holdwait.go). Each call of a batch
 // carries its own (see appendNums), so that peeks, settles and renewals
 // share round trips with decisions.
 type callOp uint8
@@ -46,11 +47,19 @@ const (
 	opCheck
 	opSettle
 	opRenew
+	// opWait decides a call that waits for room (see holdwait.go): each
+	// limit also carries minus the ticket of the call's place in line for
+	// its permits, and how long to keep the place (used).
+	opWait
 )
 
 // sendsReceipts reports whether a call of op o names the admissions it
 // acts on by their receipts.
-func (o callOp) sendsReceipts() bool { return o == opSettle || o == opRenew }
+func (o callOp) sendsReceipts() bool { return o == opSettle || o == opRenew || o == opWait }
+
+// decides reports whether a call of op o is decided, and its receipts come
+// back.
+func (o callOp) decides() bool { return o == opDecide || o == opWait }
 
 // opShift is what a call's op is multiplied by in its count of limits,
 // which is far below it (see lua/main.lua).

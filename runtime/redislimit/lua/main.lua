@@ -51,10 +51,11 @@
 -- ARGV[2]   the calls, as little-endian 64-bit integers: for each call
 --           now (µs, or -1 for the server's clock) and its number of limits
 --           n, plus OP_SHIFT for a call to check, 2*OP_SHIFT for one to
---           settle, 3*OP_SHIFT for one to renew, whatever ARGV[1] says (a
---           batch mixes decisions, checks, settles and renewals), then for
---           each limit: code, window µs, max, burst, cost, and for SETTLE
---           and RENEW the receipt and the units used. code is the
+--           settle, 3*OP_SHIFT for one to renew, 4*OP_SHIFT for one that
+--           waits, whatever ARGV[1] says (a batch mixes decisions, checks,
+--           settles, renewals and waits), then for each limit: code, window
+--           µs, max, burst, cost, and for SETTLE, RENEW and WAIT the receipt
+--           and the units used (for WAIT, see below). code is the
 --           algorithm's code (its key in algos), plus SHADOW_FLAG for a
 --           limit in shadow mode.
 --           For UNIFORM: the limit's code, window µs, max, burst and cost, then
@@ -91,6 +92,14 @@
 -- receipts, all of them or none (see renew): it returns committed 1 if
 -- they were renewed, and for each limit 1 for a permit lost, then zeros.
 -- Renewing twice is harmless, so it needs no marker.
+-- WAIT decides as DECIDE does for a call that waits for room
+-- (runtime.WaitHolder), whose every limit also carries minus its ticket
+-- (its place in the line of calls waiting for that limit's permits, or 0
+-- for none) and how long to keep the place, µs; a call that is not
+-- admitted keeps its places, or takes them (see queue in
+-- lua/concurrency.lua), and each such limit's receipt is minus the
+-- place's ticket. With -1 in place of how long, the call gives its places
+-- up and nothing is decided: it returns zeros.
 --
 -- Spread batches. On a Redis Cluster a script may declare the keys of one
 -- slot only, but may touch undeclared keys of any slot its node serves. A
@@ -252,8 +261,10 @@ local function decide_calls()
         cmode = CHECK
       elseif op == 2 * OP_SHIFT then
         cmode = SETTLE
-      else
+      elseif op == 3 * OP_SHIFT then
         cmode = RENEW
+      else
+        cmode = WAIT
       end
     end
 
@@ -302,13 +313,18 @@ local function decide_calls()
         local p = ps[i]
         if p == nil then
           -- Sized for its fields: a table that grows is rebuilt each time.
-          p = {window = 0, max = 0, burst = 0, cost = 0, receipt = 0, shadow = false}
+          p = {window = 0, max = 0, burst = 0, cost = 0, receipt = 0, shadow = false, ticket = 0, wait = 0}
           ps[i] = p
         end
-        p.window, p.max, p.burst, p.cost, p.receipt, p.shadow = window, max, burst, cost, 0, shadow
+        p.window, p.max, p.burst, p.cost, p.receipt, p.shadow, p.ticket, p.wait = window, max, burst, cost, 0, shadow, 0, 0
         if cmode == SETTLE or cmode == RENEW then
           used = used or {}
           p.receipt, used[i] = nums[pos], nums[pos + 1]
+          pos = pos + 2
+        elseif cmode == WAIT then
+          -- A waiting call's place (minus its ticket, or 0) and how long
+          -- to keep it (-1 to give it up).
+          p.ticket, p.wait = -nums[pos], nums[pos + 1]
           pos = pos + 2
         end
       end
@@ -351,6 +367,19 @@ local function decide_calls()
         end
         k = k + n + 1
         ran = ran + 1
+      elseif cmode == WAIT and ps[1].wait < 0 then
+        -- A waiting call that gives up: its places go, nothing is decided.
+        for i = 1, n do
+          if impl[i].leave then
+            impl[i].leave(keys[k + i], ps[i])
+          end
+        end
+        local o = #out
+        for j = o + 1, o + 1 + 5 * n do
+          out[j] = 0
+        end
+        k = k + n
+        ran = ran + 1
       elseif cmode == RENEW then
         -- The call's permits, all renewed or none; its other limits are
         -- left alone.
@@ -390,13 +419,14 @@ local function decide_calls()
             all = false
           end
         end
-        local committed = all and cmode == DECIDE
+        local deciding = cmode == DECIDE or cmode == WAIT
+        local committed = all and deciding
         for i = 1, n do
           if committed and verdicts[i].ok then
             -- Every enforced verdict is ok here, so this is each enforced limit
             -- and each shadow limit with room.
             impl[i].commit(keys[k + i], ps[i], now, verdicts[i])
-          elseif cmode == DECIDE and impl[i].settle ~= nil then
+          elseif deciding and impl[i].settle ~= nil then
             -- A check writes nothing, not even the tidying a denial does:
             -- its twin, a peek, leaves a sliding log as it found it.
             settles = settles or {}
@@ -405,6 +435,15 @@ local function decide_calls()
           end
         end
 
+        if cmode == WAIT and not committed then
+          -- A waiting call keeps its places, or takes them, and learns
+          -- their tickets (as minus the receipt).
+          for i = 1, n do
+            if impl[i].queue then
+              verdicts[i].receipt = -impl[i].queue(keys[k + i], ps[i], now, verdicts[i])
+            end
+          end
+        end
         local o = #out
         out[o + 1] = committed and 1 or 0
         for i = 1, n do

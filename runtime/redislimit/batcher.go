@@ -171,8 +171,8 @@ func (b *batcher) newCall(d *resolvedCall, idx []int) *call {
 				c.d.used[j] = d.used[i]
 			}
 		}
-	case d.op == opRenew:
-		// The permits it renews.
+	case d.op == opRenew, d.op == opRelease:
+		// The permits it renews or releases.
 		c.d.receipts = ints(&c.receipts, n)
 		for j, i := range idx {
 			c.d.receipts[j] = d.receipts[i]

@@ -626,8 +626,9 @@ func TestConcurrencyHashedKeys(t *testing.T) {
 }
 
 // TestConcurrencyReleaseResent sends one release twice, as a client that
-// lost the reply would: the second applies nothing and reports no permit
-// lost, and another holder's permit stays held.
+// lost the reply would: the second removes nothing, and another holder's
+// permit stays held. With no marker, it reports the permit lost, as it
+// cannot tell its own earlier release from a lease that ended.
 func TestConcurrencyReleaseResent(t *testing.T) {
 	srv := redistest.StartServer(t)
 	client := srv.Client(t)
@@ -640,19 +641,23 @@ func TestConcurrencyReleaseResent(t *testing.T) {
 	other := holdPermit(t, lim, l, "k")
 
 	ph := h.(*permitHold)
-	d := resolvedCall{now: -1, asks: lim.resolve(nil, reqs), vs: make([]verdict, 1), receipts: ph.kept.receipts, used: []int64{1}, op: opSettle}
+	d := resolvedCall{now: -1, asks: lim.resolve(nil, reqs), vs: make([]verdict, 1), receipts: ph.kept.receipts, used: []int64{1}, op: opRelease}
 	s, idx := codeScripts[codeConcurrency], firstN(1)
-	args := lim.callArgs(s, modeSettle, &d, idx, lim.settleMarker(d.asks[0].key))
-	for i, applied := range []bool{true, false} {
+	require.True(t, releasesOnly(&d, idx))
+	args := lim.callArgs(s, d.mode(), &d, idx, "")
+	for i, lost := range []bool{false, true} {
 		res, err := s.run(ctx, client, args, nil)
 		require.NoError(t, err)
 		committed, err := readGroup(res, &d, idx, false)
 		require.NoError(t, err)
-		require.Equal(t, applied, committed, "send %d", i+1)
-		require.False(t, d.vs[0].ok, "send %d reports no permit lost", i+1)
+		require.True(t, committed, "send %d", i+1)
+		require.Equal(t, lost, d.vs[0].ok, "send %d reports the permit lost", i+1)
+		require.Equal(t, 1, permitsHeld(t, lim, l, "k"), "send %d", i+1)
 	}
-	require.Equal(t, 1, permitsHeld(t, lim, l, "k"))
 	require.NoError(t, other.Renew(ctx))
 	require.NoError(t, other.Settle(ctx, 1))
 	require.Zero(t, permitsHeld(t, lim, l, "k"))
+	keys, err := client.Keys(ctx, "*settle*").Result()
+	require.NoError(t, err)
+	require.Empty(t, keys, "a release writes no marker")
 }

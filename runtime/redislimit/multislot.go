@@ -148,11 +148,27 @@ func (r *Limiter) settle(ctx context.Context, d *resolvedCall, groups [][]int) e
 	var errs []error
 	start := time.Now()
 	for _, idx := range groups {
+		d.op = opSettle
+		if releasesOnly(d, idx) {
+			d.op = opRelease
+		}
 		if _, err := r.runGroup(ctx, start, d, idx); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// releasesOnly reports whether the requests of d at idx are all
+// concurrency limits, whose settle releases their permits and needs no
+// marker.
+func releasesOnly(d *resolvedCall, idx []int) bool {
+	for _, i := range idx {
+		if d.asks[i].algo() != codeConcurrency {
+			return false
+		}
+	}
+	return true
 }
 
 // settleMarker returns a new key in the cluster slot of the storage key

@@ -109,6 +109,7 @@ func luaConstants() map[string]string {
 	c["OP_SHIFT"] = strconv.Itoa(opShift)
 	// A call's op (see callOp), which no script mode asks alone.
 	c["WAIT"] = "'w'"
+	c["RELEASE"] = "'x'"
 	c["SL_PREFIX_LAST"] = "'" + strconv.Itoa(smallLogPrefix-1) + "'"
 	return c
 }

@@ -51,11 +51,15 @@ const (
 	// limit also carries minus the ticket of the call's place in line for
 	// its permits, and how long to keep the place (used).
 	opWait
+	// opRelease settles a held call's limits of one slot that are all
+	// concurrency limits: their permits are released by id, with no
+	// marker, as an id is never given twice (see lua/concurrency.lua).
+	opRelease
 )
 
 // sendsReceipts reports whether a call of op o names the admissions it
 // acts on by their receipts.
-func (o callOp) sendsReceipts() bool { return o == opSettle || o == opRenew || o == opWait }
+func (o callOp) sendsReceipts() bool { return o != opDecide && o != opCheck }
 
 // decides reports whether a call of op o is decided, and its receipts come
 // back.

@@ -8,9 +8,9 @@
 -- apart from these.
 --
 -- A permit is taken by commit (DECIDE), or by conc_decide1 for a call of
--- this one limit, released by release (SETTLE, whatever the units used), or
--- by conc_release in main.lua's path for a settle of this one limit, and
--- extended by renew (RENEW). The receipt is the
+-- this one limit, released by release (SETTLE of a call with other limits
+-- on the slot, whatever the units used), or by conc_release in main.lua's
+-- RELEASE, and extended by renew (RENEW). The receipt is the
 -- permit's id, which release and renew name: a stale caller's release
 -- removes its own permit or nothing, never another's.
 --
@@ -168,8 +168,7 @@ end
 
 -- conc_release removes the permit receipt of key, and reports whether it
 -- was lost: gone, or expired at now (and then removed all the same). It is
--- release, below, and main.lua's for a settle of one concurrency limit,
--- which builds no table.
+-- release, below, and main.lua's RELEASE, which builds no table.
 local function conc_release(key, receipt, now)
   local ids = string.format('%d', receipt)
   local s = tonumber(call('ZSCORE', key, ids))

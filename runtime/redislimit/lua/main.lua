@@ -52,10 +52,10 @@
 --           now (µs, or -1 for the server's clock) and its number of limits
 --           n, plus OP_SHIFT for a call to check, 2*OP_SHIFT for one to
 --           settle, 3*OP_SHIFT for one to renew, 4*OP_SHIFT for one that
---           waits, whatever ARGV[1] says (a batch mixes decisions, checks,
---           settles, renewals and waits), then for each limit: code, window
---           µs, max, burst, cost, and for SETTLE, RENEW and WAIT the receipt
---           and the units used (for WAIT, see below). code is the
+--           waits, 5*OP_SHIFT for one to release, whatever ARGV[1] says (a
+--           batch mixes them all), then for each limit: code, window µs,
+--           max, burst, cost, and for SETTLE, RENEW, WAIT and RELEASE the
+--           receipt and the units used (for WAIT, see below). code is the
 --           algorithm's code (its key in algos), plus SHADOW_FLAG for a
 --           limit in shadow mode.
 --           For UNIFORM: the limit's code, window µs, max, burst and cost, then
@@ -100,6 +100,12 @@
 -- lua/concurrency.lua), and each such limit's receipt is minus the
 -- place's ticket. With -1 in place of how long, the call gives its places
 -- up and nothing is decided: it returns zeros.
+-- RELEASE settles a call's limits that are all concurrency limits: it
+-- releases each permit by its receipt, with no marker, and returns
+-- committed 1 and, per limit, 1 for a permit lost, then zeros. An id is
+-- never given twice for a key, so a release resent after a lost reply
+-- removes nothing; it reports the permit lost, as it cannot tell its own
+-- earlier release from a lease that ended.
 --
 -- Spread batches. On a Redis Cluster a script may declare the keys of one
 -- slot only, but may touch undeclared keys of any slot its node serves. A
@@ -263,8 +269,10 @@ local function decide_calls()
         cmode = SETTLE
       elseif op == 3 * OP_SHIFT then
         cmode = RENEW
-      else
+      elseif op == 4 * OP_SHIFT then
         cmode = WAIT
+      else
+        cmode = RELEASE
       end
     end
 
@@ -287,16 +295,18 @@ local function decide_calls()
       local allowed = ok and 1 or 0
       out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6] = allowed, allowed, remaining, retry, reset, receipt
       ran = ran + 1
-    elseif cmode == SETTLE and n == 1 and nums[pos] == CONCURRENCY and algos[CONCURRENCY] then
-      -- The release of one permit, the commonest settle: as the general
-      -- path below settles it, marker first, with no table (by
-      -- lua/concurrency.lua's conc_release, in a script that has it).
-      local applied = call('SET', keys[k + 2], '1', 'NX', 'PX', settle_marker_ms)
-      local lost = applied and conc_release(keys[k + 1], nums[pos + 5], now)
+    elseif cmode == RELEASE then
+      -- Permits released by id (lua/concurrency.lua's conc_release), with
+      -- no table and no marker.
       local o = #out
-      out[o + 1], out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6] = applied and 1 or 0, lost and 1 or 0, 0, 0, 0, 0
-      pos = pos + 7
-      k = k + 2
+      out[o + 1] = 1
+      for i = 1, n do
+        local lost = conc_release(keys[k + i], nums[pos + 5], now)
+        out[o + 2], out[o + 3], out[o + 4], out[o + 5], out[o + 6] = lost and 1 or 0, 0, 0, 0, 0
+        o = o + 5
+        pos = pos + 7
+      end
+      k = k + n
       ran = ran + 1
     else
       for i = 1, n do

@@ -129,6 +129,25 @@ func TestMinimalACL(t *testing.T) {
 		require.Equal(t, 1, d.Remaining, "%s", ls[i].Name)
 	}
 
+	// A concurrency limit: a permit acquired, a call waiting in line,
+	// a renewal and the releases.
+	cl := runtime.Limit{Name: "acl.minimal.concurrency", Algorithm: runtime.Concurrency, Window: time.Minute, Max: 1}
+	creq := runtime.Request{Limit: cl, Key: "k"}
+	ds, h, err := run.lim.Hold(bg, creq)
+	require.NoError(t, err)
+	require.Equal(t, runtime.SourceStore, ds.Source)
+	require.True(t, ds.Allowed)
+	ds, _, err = run.lim.HoldWait(bg, 20*time.Millisecond, creq)
+	require.NoError(t, err)
+	require.Equal(t, runtime.SourceStore, ds.Source)
+	require.False(t, ds.Allowed, "one permit")
+	require.NoError(t, h.(runtime.PermitHold).Renew(bg))
+	require.NoError(t, h.Settle(bg, 1))
+	ds, h, err = run.lim.HoldWait(bg, time.Minute, creq)
+	require.NoError(t, err)
+	require.True(t, ds.Allowed, "the permit was released")
+	require.NoError(t, h.Settle(bg, 1))
+
 	run.lim.peers.next.Store(0)
 	run.lim.peers.due(run.lim.client, time.Now())
 	require.Eventually(t, func() bool { n, _ := run.lim.peers.count(); return n == 1 }, recoveryBound, time.Millisecond,

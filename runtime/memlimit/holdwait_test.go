@@ -429,4 +429,3 @@ func TestHoldWaitStress(t *testing.T) {
 	}
 	require.Zero(t, queues(lim), "no queue outlives its calls")
 }
-

@@ -36,7 +36,9 @@ var (
 // runtime.PermitHold (see Concurrency limits in the package doc): run it
 // under runtime.Keep. A call
 // whose concurrency limits took none (off, or shadow without room) gets a
-// plain Hold, as there is nothing to renew.
+// plain Hold, as there is nothing to renew. While HoldWait calls wait for
+// a key's permits, Hold counts them as held: a call that does not wait is
+// denied even beside a free permit, which goes to the first in line.
 func (m *Limiter) Hold(ctx context.Context, reqs ...runtime.Request) (runtime.Decisions, runtime.Hold, error) {
 	return m.hold(ctx, reqs, nil)
 }

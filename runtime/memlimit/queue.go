@@ -57,11 +57,13 @@ func (s *shard) ahead(k waitKey, w *waiter) int64 {
 	return int64(len(q))
 }
 
-// join puts w at the end of k's queue unless it is in it already. The
+// join puts w at the end of k's queue unless it is in it already, when
+// it keeps its place and takes max, the Max it is now denied under. The
 // shard must be locked.
 func (s *shard) join(k waitKey, w *waiter, max int64) {
 	q := s.waits[k]
-	if queueIndex(q, w) >= 0 {
+	if i := queueIndex(q, w); i >= 0 {
+		q[i].max = max
 		return
 	}
 	if s.waits == nil {

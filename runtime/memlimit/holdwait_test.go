@@ -106,26 +106,22 @@ func result(t *testing.T, c <-chan waited) waited {
 	}
 }
 
-// admitted receives what a HoldWait call returned, and requires that it
-// admitted the call.
-func admitted(t *testing.T, c <-chan waited) runtime.Hold {
+// returned receives what a HoldWait call returned, and requires that it
+// admitted the call, or, when not admit, that its bound ended it with a
+// denial.
+func returned(t *testing.T, c <-chan waited, admit bool) waited {
 	t.Helper()
 	w := result(t, c)
 	require.NoError(t, w.err)
-	require.True(t, w.ds.Allowed, "%v", w.ds)
-	require.NotNil(t, w.h)
-	return w.h
+	require.Equal(t, admit, w.ds.Allowed, "%v", w.ds)
+	require.Equal(t, admit, w.h != nil, "Hold %v", w.h)
+	return w
 }
 
-// timedOut receives what a HoldWait call returned, and requires that its
-// bound ended it with a denial.
-func timedOut(t *testing.T, c <-chan waited) runtime.Decisions {
+// admitted receives the Hold of a HoldWait call that was admitted.
+func admitted(t *testing.T, c <-chan waited) runtime.Hold {
 	t.Helper()
-	w := result(t, c)
-	require.NoError(t, w.err)
-	require.False(t, w.ds.Allowed, "%v", w.ds)
-	require.Nil(t, w.h)
-	return w.ds
+	return returned(t, c, true).h
 }
 
 // longConc is a concurrency limit whose leases outlast any test.
@@ -208,14 +204,14 @@ func TestHoldWaitGivesUp(t *testing.T) {
 		}},
 		{"max", func(t *testing.T, lim *Limiter, r runtime.Request) func() {
 			call := holdWait(ctx, lim, 20*time.Millisecond, r)
-			return func() { timedOut(t, call) }
+			return func() { returned(t, call, false) }
 		}},
 		{"deadline", func(t *testing.T, lim *Limiter, r runtime.Request) func() {
 			wctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
 			call := holdWait(wctx, lim, time.Hour, r)
 			return func() {
 				defer cancel()
-				timedOut(t, call)
+				returned(t, call, false)
 			}
 		}},
 	} {
@@ -335,25 +331,17 @@ func TestHoldWaitOperate(t *testing.T) {
 	}
 	call := holdWait(ctx, op, time.Hour, r)
 	untilWaiting(t, lim, r, 1)
-	admitWait := make(chan error, 1)
+	admitWait := make(chan waited, 1)
 	go func() {
 		h, err := runtime.AdmitWait(ctx, op, time.Hour, r)
-		if err == nil {
-			err = h.Settle(ctx, 1)
-		}
-		admitWait <- err
+		admitWait <- waited{runtime.Decisions{Allowed: err == nil}, h, err}
 	}()
 	untilWaiting(t, lim, r, 2)
 	require.NoError(t, held[0].Settle(ctx, 1))
 	h := admitted(t, call)
 	require.Equal(t, 1, waiting(lim, r), "AdmitWait waits behind it")
 	require.NoError(t, held[1].Settle(ctx, 1))
-	select {
-	case err := <-admitWait:
-		require.NoError(t, err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("AdmitWait did not return")
-	}
+	require.NoError(t, admitted(t, admitWait).Settle(ctx, 1))
 	require.NoError(t, h.Settle(ctx, 1))
 
 	// Without the override, Max is 1: a call that waits past max is told

@@ -56,6 +56,9 @@ func (m *Limiter) HoldWait(ctx context.Context, max time.Duration, reqs ...runti
 			return ds, h, err
 		}
 		last = ds
+		if m.waitHook != nil {
+			m.waitHook()
+		}
 		left := time.Until(bound)
 		d, rated := rateRetry(reqs, ds)
 		var wake <-chan struct{}

@@ -53,6 +53,10 @@ type Limiter struct {
 
 	// idle says an idle sweep is due (see keepTidy).
 	idle atomic.Bool
+
+	// waitHook, when tests set it, runs each time a HoldWait call was
+	// denied and is about to wait, its queues joined.
+	waitHook func()
 }
 
 // New returns a Limiter reading the process's monotonic clock, or

@@ -65,7 +65,7 @@ func (m *Limiter) HoldWait(ctx context.Context, max time.Duration, reqs ...runti
 		switch {
 		case rated && (d <= 0 || d > left):
 			return ds, nil, nil
-		case !rated && left <= 0:
+		case !rated && (left <= 0 || w == nil):
 			return ds, nil, nil
 		case !rated:
 			d, wake = min(left, m.permitWait(w)), w.wake

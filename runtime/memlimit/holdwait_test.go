@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -292,9 +293,13 @@ func TestHoldWaitRateLimit(t *testing.T) {
 		lim := New()
 		rate := runtime.Request{Limit: runtime.Limit{Name: "rate", Window: 20 * time.Millisecond, Max: 1, Algorithm: runtime.GCRA}, Key: "k"}
 		mustHold(t, lim, rate)
+		var queued []int
+		lim.waitHook = func() { queued = append(queued, waiting(lim, c)) }
 		ds, h, err := lim.HoldWait(ctx, time.Hour, rate, c)
 		require.NoError(t, err)
 		require.True(t, ds.Allowed)
+		require.NotEmpty(t, queued, "the call waited")
+		require.Equal(t, 0, queued[0], "a call only a rate limit denies joins no queue")
 		require.Equal(t, 1, permits(lim, c))
 		require.NoError(t, h.Settle(ctx, 1, 1))
 		require.Zero(t, queues(lim))
@@ -326,6 +331,31 @@ func TestHoldWaitRateLimit(t *testing.T) {
 			require.NoError(t, held.Settle(ctx, 1))
 		})
 	}
+}
+
+func TestHoldWaitModes(t *testing.T) {
+	// Neither a shadow limit nor one off keeps a call waiting, and a call
+	// a rate limit denies takes no permit.
+	lim := New()
+	c := runtime.Request{Limit: longConc(1), Key: "k"}
+	held := mustHold(t, lim, c)
+	for _, mode := range []runtime.Mode{runtime.ModeShadow, runtime.ModeOff} {
+		r := c
+		r.Limit.Mode = mode
+		ds, h, err := lim.HoldWait(ctx, time.Hour, r)
+		require.NoError(t, err)
+		require.True(t, ds.Allowed, "%s", mode)
+		require.NoError(t, h.Settle(ctx, 1))
+	}
+	require.NoError(t, held.Settle(ctx, 1))
+	slow := runtime.Request{Limit: runtime.Limit{Name: "rate", Window: time.Hour, Max: 1, Algorithm: runtime.GCRA}, Key: "k"}
+	mustHold(t, lim, slow)
+	ds, h, err := lim.HoldWait(ctx, time.Minute, c, slow)
+	require.NoError(t, err)
+	require.Nil(t, h)
+	require.Equal(t, []bool{true, false}, []bool{ds.Each[0].Allowed, ds.Each[1].Allowed})
+	require.Zero(t, permits(lim, c), "all or nothing")
+	require.Zero(t, queues(lim))
 }
 
 func TestHoldWaitOperate(t *testing.T) {
@@ -370,7 +400,7 @@ func TestHoldWaitOperate(t *testing.T) {
 func TestHoldWaitStress(t *testing.T) {
 	const (
 		workers = 32
-		calls   = 60
+		calls   = 150
 		max     = 2
 	)
 	lim := New()
@@ -413,6 +443,7 @@ func TestHoldWaitStress(t *testing.T) {
 				if n := inFlight[k].Add(1); n > max {
 					t.Errorf("%d calls hold permits of key %s", n, keys[k])
 				}
+				goruntime.Gosched()
 				inFlight[k].Add(-1)
 				if err := h.Settle(ctx, 1); err != nil {
 					t.Error(err)

@@ -108,6 +108,17 @@ func (c *concurrency) end(floor int64) int64 {
 	return floor
 }
 
+// first returns when the first lease ends, or 0 when no permit is held.
+func (c *concurrency) first() int64 {
+	var first int64
+	for _, q := range c.permits {
+		if first == 0 || q.until < first {
+			first = q.until
+		}
+	}
+	return first
+}
+
 // permitBytes is what a permit costs.
 const permitBytes = int64(unsafe.Sizeof(permit{}))
 

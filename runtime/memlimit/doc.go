@@ -13,9 +13,11 @@
 // admissions that still counted says so with ErrFull.
 //
 // Its Limiter is also a runtime.Holder, whose Holds settle a call at what
-// it used (runtime.Algorithm states how, per algorithm), a runtime.Peeker,
-// and a runtime.Resetter. Hold decides as Decide does; it costs one
-// allocation more, and settling takes the key's shard lock.
+// it used (runtime.Algorithm states how, per algorithm), a
+// runtime.WaitHolder, a runtime.Peeker, and a runtime.Resetter. Hold
+// decides as Decide does; it costs one allocation more, and settling takes
+// the key's shard lock. HoldWait waits for room rather than deny a call
+// (see Waiting for permits).
 //
 // # Concurrency limits
 //
@@ -56,4 +58,24 @@
 // runtime.Keep cancels their calls at their next renewal; until then up to
 // twice Max calls may run. A Hold keeps its key's entry from being
 // collected until it is dropped, outside the budget.
+//
+// # Waiting for permits
+//
+// HoldWait keeps a denied call waiting, for at most its max and never past
+// its context's deadline: for a rate limit's RetryAfter (a RetryAfter that
+// would not fit ends the wait at once), and for a Concurrency key's permit
+// in a queue, in order of arrival. A call joins the queue of each
+// Concurrency key that denies it, and takes a permit only when the permits
+// held, the waiters ahead of it and the call fit in Max; a call that does
+// not wait (Hold, Peek, HoldWait before it joins) counts every waiter, so
+// it is denied while others wait, and Remaining counts the waiters as
+// held. A waiter leaves its queues once admitted and on every other
+// return. The queues live in the keys' shards, beside their tables,
+// outside WithMaxMemory's budget: a waiter costs a few words while its
+// goroutine waits, and a key without waiters none. Releases, Resets and a
+// waiter leaving without a permit wake the first waiters of the key; a
+// lease that ends, which no event says, is waited for on a timer of the
+// process's clock, set from the limiter's clock and bounded by a second,
+// so that a waiter on a clock of WithClock asks again at least every
+// second.
 package memlimit

@@ -36,8 +36,16 @@ var (
 // runtime.PermitHold (see Concurrency limits in the package doc): run it
 // under runtime.Keep. A call
 // whose concurrency limits took none (off, or shadow without room) gets a
-// plain Hold, as there is nothing to renew.
+// plain Hold, as there is nothing to renew. While HoldWait calls wait for
+// a key's permits, Hold counts them as held: a call that does not wait is
+// denied even beside a free permit, which goes to the first in line.
 func (m *Limiter) Hold(ctx context.Context, reqs ...runtime.Request) (runtime.Decisions, runtime.Hold, error) {
+	return m.hold(ctx, reqs, nil)
+}
+
+// hold is Hold for the HoldWait call w, or for a call that does not wait
+// when w is nil (see decideMany).
+func (m *Limiter) hold(ctx context.Context, reqs []runtime.Request, w *waiter) (runtime.Decisions, runtime.Hold, error) {
 	if len(reqs) == 1 && reqs[0].Limit.Mode != runtime.ModeOff && reqs[0].Limit.Algorithm != runtime.Concurrency {
 		// As Decide's lone limit: on the key's entry alone.
 		r := reqs[0]
@@ -76,7 +84,7 @@ func (m *Limiter) Hold(ctx context.Context, reqs ...runtime.Request) (runtime.De
 	}
 	// HeldUntil counts from before the permits were asked for.
 	start := time.Since(m.epoch)
-	ds, err := m.decideMany(ctx, reqs, held, false)
+	ds, err := m.decideMany(ctx, reqs, held, false, w)
 	if err != nil || !ds.Allowed {
 		return ds, nil, err
 	}
@@ -136,7 +144,7 @@ func (h *hold) Settle(ctx context.Context, used ...int64) error {
 	for i, r := range h.reqs {
 		switch l := &h.lims[i]; {
 		case l.permit != nil:
-			if err := h.m.releasePermit(r.Limit, l); err != nil {
+			if err := h.m.releasePermit(r, l); err != nil {
 				lost = append(lost, err)
 			}
 		case l.recorded:
@@ -196,7 +204,7 @@ func (m *Limiter) locate(r runtime.Request, d *keyDigests) (*shard, uint64, stor
 // would return for reqs now, modes included, and records nothing. A key
 // the limiter does not hold reads as empty and is not added.
 func (m *Limiter) Peek(ctx context.Context, reqs ...runtime.Request) (runtime.Decisions, error) {
-	return m.decideMany(ctx, reqs, nil, true)
+	return m.decideMany(ctx, reqs, nil, true, nil)
 }
 
 // Reset implements runtime.Resetter: it empties each request's key under
@@ -229,5 +237,8 @@ func (m *Limiter) reset(r runtime.Request) {
 		e.acquire()
 		s.grown.Add(-e.empty())
 		e.release(false)
+	}
+	if r.Limit.Algorithm == runtime.Concurrency {
+		s.wake(waitKeyOf(r))
 	}
 }

@@ -53,6 +53,10 @@ type Limiter struct {
 
 	// idle says an idle sweep is due (see keepTidy).
 	idle atomic.Bool
+
+	// waitHook, when tests set it, runs each time a HoldWait call was
+	// denied and is about to wait, its queues joined.
+	waitHook func()
 }
 
 // New returns a Limiter reading the process's monotonic clock, or
@@ -284,7 +288,7 @@ func (m *Limiter) Decide(ctx context.Context, reqs ...runtime.Request) (runtime.
 		}
 		return runtime.Decisions{Allowed: d.Allowed || reqs[0].Limit.Mode == runtime.ModeShadow, Each: []runtime.Decision{d}, Cause: memoryFull(forgot)}, nil
 	}
-	return m.decideMany(ctx, reqs, nil, false)
+	return m.decideMany(ctx, reqs, nil, false, nil)
 }
 
 // needsHold is the error of deciding a concurrency limit without Hold. It
@@ -298,7 +302,13 @@ func needsHold(l runtime.Limit) error {
 // receipt, and for a concurrency limit the entry holding its permit. With
 // peek, nothing is recorded and no key is added: each limit is
 // checked as it stands, an unknown key as an empty one.
-func (m *Limiter) decideMany(ctx context.Context, reqs []runtime.Request, held []heldLimit, peek bool) (runtime.Decisions, error) {
+//
+// A Concurrency limit admits a call only if its key's permits live, the
+// waiters counted ahead of the call (see shard.ahead) and the call fit in
+// Max. w is the HoldWait call deciding, or nil: once admitted it leaves
+// its queues; denied, it joins the queue of each enforced Concurrency
+// limit that denied it.
+func (m *Limiter) decideMany(ctx context.Context, reqs []runtime.Request, held []heldLimit, peek bool, w *waiter) (runtime.Decisions, error) {
 	if err := runtime.Validate(reqs...); err != nil {
 		return runtime.Decisions{}, err
 	}
@@ -413,6 +423,9 @@ func (m *Limiter) decideMany(ctx context.Context, reqs []runtime.Request, held [
 		default:
 			vs = append(vs, e.check(now, ps[i]))
 		}
+		if keys[i].algo == algoConcurrency {
+			behind(&vs[i], m.shards[shardOf(hashes[i])].ahead(waitKeyOf(reqs[i]), w), ps[i])
+		}
 		all = all && (vs[i].ok || reqs[i].Limit.Mode != runtime.ModeEnforce)
 	}
 	if all && !peek {
@@ -427,6 +440,9 @@ func (m *Limiter) decideMany(ctx context.Context, reqs []runtime.Request, held [
 				}
 			}
 		}
+	}
+	if w != nil && !peek {
+		m.queue(reqs, entries, hashes, vs, all, w)
 	}
 	for i, e := range entries {
 		if e != nil && !slices.Contains(entries[:i], e) {

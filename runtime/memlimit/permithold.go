@@ -129,14 +129,17 @@ func (h *hold) lease() (lease time.Duration, ok bool) {
 	return lease, ok
 }
 
-// releasePermit releases the permit l holds of limit lim, under its shard's
-// lock and its key's. Its key's expiry becomes the end of the last lease
-// still running, so that a sweep may forget a key whose permits are all
-// released.
-func (m *Limiter) releasePermit(lim runtime.Limit, l *heldLimit) error {
+// releasePermit releases the permit l holds of r's limit, under its
+// shard's lock and its key's, and wakes the key's first waiters. Its key's
+// expiry becomes the end of the last lease still running, so that a sweep
+// may forget a key whose permits are all released.
+func (m *Limiter) releasePermit(r runtime.Request, l *heldLimit) error {
+	lim := r.Limit
 	s := &m.shards[l.shard]
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Even a permit found gone may have been dropped only now.
+	defer s.wake(waitKeyOf(r))
 	e := l.permit
 	if !e.w.lock() {
 		return permitEvicted(lim)

@@ -62,6 +62,10 @@ type shardState struct {
 	// expiresFrom (µs) is a time before which no entry expires: a sweep
 	// before then would find nothing to evict.
 	expiresFrom int64
+	// waits holds the queues of the HoldWait calls waiting for permits of
+	// the shard's Concurrency keys, each in order of arrival (see
+	// queue.go); nil when no call waits.
+	waits map[waitKey][]queued
 }
 
 // table is an open-addressing hash table of a shard's entries by their

@@ -26,6 +26,10 @@
 //     rate-limited method makes one runtime.Enforce call (runtime.Wait
 //     with wait=) with a runtime.Request per limit, so that a call is
 //     counted by every limit or by none; a limit whose computed cost is 0
-//     is left out of it, as the runtime reads a Cost of 0 as 1. Nothing
-//     but the wrappers and their limits is emitted into the package.
+//     is left out of it, as the runtime reads a Cost of 0 as 1. A method
+//     settled once it returns (refund=, settle=, concurrency=) makes one
+//     runtime.Admit call in its place (runtime.AdmitWait with wait=,
+//     which also waits for a concurrency limit's permit in its turn) and
+//     settles the Hold it returns. Nothing but the wrappers and their
+//     limits is emitted into the package.
 package generate

@@ -12,8 +12,9 @@ import (
 
 // maxTypeDocLines is how many lines a wrapper type's doc comment may take.
 // What every wrapper does on a denial, an error or in shadow mode is the
-// runtime's, documented once on runtime.Enforce and runtime.Wait; the type
-// says only which of them its methods call.
+// runtime's, documented once on runtime.Enforce, runtime.Wait,
+// runtime.Admit and runtime.AdmitWait; the type says only which of them
+// its methods call.
 const maxTypeDocLines = 3
 
 // wrapperDoc is the doc comment of w's type, at most maxTypeDocLines
@@ -21,27 +22,43 @@ const maxTypeDocLines = 3
 // is the file's import name of the runtime package, so that the doc links
 // resolve.
 func wrapperDoc(w *wrapper, rt string) string {
-	wait := slices.ContainsFunc(w.methods, func(wm *wrapperMethod) bool { return methodWait(wm) > 0 })
-	admit := slices.ContainsFunc(w.methods, settled)
-	permit := slices.ContainsFunc(w.methods, holdsPermit)
+	held := func(wm *wrapperMethod) bool { return settled(wm) || holdsPermit(wm) }
+	var wait, admit, admitWait bool // Wait, Admit and AdmitWait calls
+	for _, wm := range w.methods {
+		waits := methodWait(wm) > 0
+		switch {
+		case held(wm) && waits:
+			admitWait = true
+		case held(wm):
+			admit = true
+		case waits:
+			wait = true
+		}
+	}
 	owner := w.owner.Name()
 	enforce := fmt.Sprintf("[%s.Enforce] admits the call", rt)
-	held := ""
+	why := "is settled or holds a permit"
 	switch {
-	case admit && permit:
-		held = fmt.Sprintf("[%s.Admit] if it is settled or holds a permit", rt)
-	case admit:
-		held = fmt.Sprintf("[%s.Admit] if it is settled", rt)
-	case permit:
-		held = fmt.Sprintf("[%s.Admit] if it holds a permit", rt)
+	case !slices.ContainsFunc(w.methods, holdsPermit):
+		why = "is settled"
+	case !slices.ContainsFunc(w.methods, settled):
+		why = "holds a permit"
+	}
+	var others []string
+	if wait {
+		others = append(others, fmt.Sprintf("[%s.Wait] if it waits", rt))
+	}
+	if admit {
+		others = append(others, fmt.Sprintf("[%s.Admit] if it %s", rt, why))
 	}
 	switch {
-	case wait && held != "":
-		enforce += fmt.Sprintf(" ([%s.Wait] if it waits, %s)", rt, held)
-	case wait:
-		enforce += fmt.Sprintf(" ([%s.Wait] if it waits)", rt)
-	case held != "":
-		enforce += " (" + held + ")"
+	case admitWait && admit:
+		others = append(others, fmt.Sprintf("[%s.AdmitWait] if it also waits", rt))
+	case admitWait:
+		others = append(others, fmt.Sprintf("[%s.AdmitWait] if it %s", rt, why))
+	}
+	if len(others) > 0 {
+		enforce += " (" + strings.Join(others, ", ") + ")"
 	}
 	var docs []string
 	if w.iface {
@@ -92,7 +109,14 @@ func methodDoc(w *wrapper, wm *wrapperMethod) string {
 		doc = fmt.Sprintf("%s calls %s if %s all admit it", wm.name, target, listWords(items))
 	}
 	if w := methodWait(wm); w > 0 {
-		doc += fmt.Sprintf(", waiting up to %s for room", shortDuration(w))
+		what := "room"
+		if holdsPermit(wm) {
+			what = "a permit"
+			if slices.ContainsFunc(wm.limits, func(l *limit) bool { return !l.concurrency() }) {
+				what = "room and a permit"
+			}
+		}
+		doc += fmt.Sprintf(", waiting up to %s for %s", shortDuration(w), what)
 	}
 	return doc + "."
 }

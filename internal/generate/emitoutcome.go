@@ -8,9 +8,9 @@ import (
 )
 
 // outcomeBody returns the whole body of a method with a limit settled by
-// its outcome (refund= or settle=): runtime.Admit in place of Enforce, the
-// call to the wrapped method with its results kept, the settlement, and
-// the return. A method panicking, or returning an error where settle=
+// its outcome (refund= or settle=): runtime.Admit in place of Enforce
+// (runtime.AdmitWait in place of Wait with wait=), the call to the
+// wrapped method with its results kept, the settlement, and the return. A method panicking, or returning an error where settle=
 // needs its results, keeps its reservation: nothing is settled.
 //
 // The model allows it for a method of one limit, or of limits whose costs
@@ -159,9 +159,15 @@ func (e *emitter) outcomes(ls []*limit, used string, refs []string, errVar strin
 	return stmts
 }
 
-// admit spells the runtime.Admit call of mc for reqs.
+// admit spells the runtime.Admit call of mc for reqs, or
+// runtime.AdmitWait with the method's wait= when it has one.
 func (e *emitter) admit(mc methodCall, reqs ...jen.Code) *jen.Statement {
+	fn := "Admit"
 	args := []jen.Code{mc.ctx, jen.Id(mc.recv).Dot(mc.id.limiter)}
+	if w := methodWait(mc.wm); w > 0 {
+		fn = "AdmitWait"
+		args = append(args, durationCode(w))
+	}
 	if len(reqs) > 1 {
 		for _, r := range reqs {
 			args = append(args, jen.Line().Add(r))
@@ -170,7 +176,7 @@ func (e *emitter) admit(mc methodCall, reqs ...jen.Code) *jen.Statement {
 	} else {
 		args = append(args, reqs...)
 	}
-	return jen.Qual(RuntimePath, "Admit").Call(args...)
+	return jen.Qual(RuntimePath, fn).Call(args...)
 }
 
 // outcomeIf returns the statement that settles l's outcome through set,

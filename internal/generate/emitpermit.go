@@ -5,7 +5,8 @@ import (
 )
 
 // permitBody returns the whole body of a method with a concurrency limit:
-// one runtime.Admit over all its limits, runtime.Keep to renew the permit
+// one runtime.Admit over all its limits (runtime.AdmitWait with wait=,
+// which waits for the permit in its turn), runtime.Keep to renew the permit
 // while the wrapped method runs with Keep's context, and a deferred
 // Settle that releases the permit however the method ends, a panic
 // included. The deferred Settle gives each rate limit its reservation

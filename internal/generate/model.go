@@ -245,8 +245,8 @@ func buildWrappers(m *pkgModel, index *limitIndex, ds *diagnostics) {
 // checkHeldWithTypeLimits checks the methods of w whose own limits are
 // settled once the call returns (refund=, settle=, concurrency=) against
 // the type-level limits they also count against, which buildLimits did
-// not see: none may have wait=, which such a call cannot honour. It
-// returns false if any does.
+// not see: none may have a cost computed per call (see
+// checkOutcomeLimits). It returns false if any does.
 func checkHeldWithTypeLimits(w *wrapper, ds *diagnostics) bool {
 	ok := true
 	for _, wm := range w.methods {

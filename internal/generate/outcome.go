@@ -131,10 +131,9 @@ func settled(wm *wrapperMethod) bool {
 
 // checkOutcomeLimits reports the limits of one method that a limit
 // settled once its call returns (refund=, settle=, or a concurrency
-// limit, whose permit is released then) cannot be combined with: wait=,
-// which decides a call several times, and, beside other limits, a cost
-// computed per call, which may leave a limit out of the call. It returns
-// false if there are any.
+// limit, whose permit is released then) cannot be combined with: beside
+// other limits, a cost computed per call, which may leave a limit out of
+// the call. It returns false if there are any.
 func checkOutcomeLimits(ls []*limit, ds *diagnostics) bool {
 	// The first limit with an outcome, else the first concurrency limit.
 	var with *limit
@@ -143,19 +142,15 @@ func checkOutcomeLimits(ls []*limit, ds *diagnostics) bool {
 			with = l
 		}
 	}
-	if with == nil {
+	if with == nil || len(ls) == 1 {
 		return true
 	}
-	what, option, call, apart := "has refund= or settle=", "one has refund= or settle=", "a call settled by its outcome", "the limit settled by its outcome"
+	option, apart := "one has refund= or settle=", "the limit settled by its outcome"
 	if !with.hasOutcome() {
-		what, option, call, apart = "is a concurrency limit", "one is a concurrency limit", "a call that holds a permit", "the rate limit"
+		option, apart = "one is a concurrency limit", "the rate limit"
 	}
 	for _, l := range ls {
-		switch {
-		case l.wait > 0:
-			ds.errorf(l.pos, "the method's limit at %s %s, so no limit of the method can have wait=: %s is decided once, without waiting; remove wait=", with.pos, what, call)
-			return false
-		case len(ls) > 1 && computedCost(l):
+		if computedCost(l) {
 			ds.errorf(l.pos, "cost %s is computed per call, but the method has several limits and %s: give each limit a constant cost, or put %s on a method of its own", l.cost.text, option, apart)
 			return false
 		}

@@ -22,8 +22,8 @@ import (
 // declaration carries a directive (in any package, through any chain of
 // embedding), or whose declaring type or the wrapped type itself carries a
 // type-level directive, must be declared on the wrapper and pass those
-// limits, by name, window and max, to runtime.Enforce, runtime.Wait or
-// runtime.Admit.
+// limits, by name, window and max, to runtime.Enforce, runtime.Wait,
+// runtime.Admit or runtime.AdmitWait (see admitCalls).
 //
 // The generated files must be up to date (see Stale): Verify reads them as
 // the build does. It returns an ErrorList of the methods that fail, or
@@ -316,8 +316,7 @@ func (v *verifier) declPackage(path string) *declPackage {
 }
 
 // checkMethod checks that w declares the method name and that its body
-// passes every limit of want to runtime.Enforce, runtime.Wait or
-// runtime.Admit.
+// passes every limit of want to one of the admitCalls.
 func (v *verifier) checkMethod(pkg *packages.Package, w generatedWrapper, name string, want []wantLimit) {
 	pos := pkg.Fset.Position(w.name.Pos())
 	var decl *ast.FuncDecl
@@ -346,14 +345,18 @@ func (v *verifier) checkMethod(pkg *packages.Package, w generatedWrapper, name s
 	}
 }
 
+// admitCalls are the functions of the runtime package that admit a call
+// of a generated method: its limits are the requests passed to them.
+var admitCalls = map[string]bool{"Enforce": true, "Wait": true, "Admit": true, "AdmitWait": true}
+
 // enforcedLimits returns, by name, the runtime.Limit variables of the
-// requests that decl passes to runtime.Enforce, runtime.Wait or runtime.Admit (directly,
-// or in a slice of requests it builds first).
+// requests that decl passes to one of the admitCalls (directly, or in a
+// slice of requests it builds first).
 func enforcedLimits(pkg *packages.Package, decl *ast.FuncDecl) map[string]wantLimit {
 	calls := false
 	ast.Inspect(decl.Body, func(n ast.Node) bool {
 		if call, ok := n.(*ast.CallExpr); ok {
-			if fn, ok := typeutilCallee(pkg.TypesInfo, call).(*types.Func); ok && fn.Pkg() != nil && fn.Pkg().Path() == runtimePath && (fn.Name() == "Enforce" || fn.Name() == "Wait" || fn.Name() == "Admit") {
+			if fn, ok := typeutilCallee(pkg.TypesInfo, call).(*types.Func); ok && fn.Pkg() != nil && fn.Pkg().Path() == runtimePath && admitCalls[fn.Name()] {
 				calls = true
 			}
 		}

@@ -8,8 +8,9 @@ import (
 
 // A concurrency directive, concurrency=N, limits calls in flight rather
 // than a rate: runtime.Concurrency with Max N and the permit's lease as
-// its Window. It takes key=, name= and mode= as a rate limit does, and
-// lease= in place of window=.
+// its Window. It takes key=, name=, mode= and wait= as a rate limit does
+// (a call with wait= waits for a permit in its turn), and lease= in place
+// of window=.
 
 // Lease bounds. A permit is renewed every third of its lease, so a short
 // lease costs the store a write every few hundred milliseconds per call in
@@ -56,7 +57,6 @@ var concurrencyRefusals = []struct{ name, why string }{
 	{"algo", "concurrency= is an algorithm of its own; remove algo=, or put a rate limit on a //ratelimit: line of its own"},
 	{"burst", "calls in flight have no burst; remove burst="},
 	{"cost", "each call in flight holds one permit; remove cost=, or put a cost on a rate limit on a //ratelimit: line of its own"},
-	{"wait", "a permit comes back when some call ends, which nothing predicts, so a call cannot wait for one; remove wait="},
 	{"refund", "a permit is always released when the call returns, or panics; remove refund=, or put it on a rate limit of the method"},
 	{"settle", "a call in flight holds one permit whatever it did; remove settle=, or put it on a rate limit of the method"},
 }
@@ -76,7 +76,7 @@ func (p *parser) checkConcurrencyOptions() {
 		p.d.Window = DefaultLease
 	}
 	p.d.Algorithm = runtime.Concurrency
-	p.d.MaxExpr, p.d.Burst, p.d.Cost, p.d.Wait, p.d.Refund, p.d.Settle = nil, 0, nil, 0, nil, nil
+	p.d.MaxExpr, p.d.Burst, p.d.Cost, p.d.Refund, p.d.Settle = nil, 0, nil, nil, nil
 }
 
 // checkLeaseAlone reports lease= on a rate limit.

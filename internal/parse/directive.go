@@ -55,7 +55,8 @@ type Directive struct {
 	// Name is the name= override, or "" for the default Type.Method.
 	Name string
 	// Wait is the wait= duration, > 0, or 0 when absent: how long a call
-	// may wait for room instead of being denied.
+	// may wait for room, or for a concurrency directive's permit, instead
+	// of being denied.
 	Wait time.Duration
 	// Mode is the mode= value: runtime.ModeEnforce (also when absent) or
 	// runtime.ModeShadow. runtime.ModeOff is refused: a disabled limit is

@@ -33,22 +33,3 @@ func (p *parser) oneExpr(v value, name, what string) *Expr {
 	}
 	return &Expr{Text: v.Value, Pos: p.loc.at(v.off)}
 }
-
-// checkOutcomeWait reports refund= or settle= beside wait=: a call that
-// waited for room is decided again and again, and only Enforce's single
-// decision can be held until the call returns.
-func (p *parser) checkOutcomeWait() {
-	w, ok := p.d.Lookup("wait")
-	if !ok {
-		return
-	}
-	for _, name := range []string{"refund", "settle"} {
-		if _, set := p.d.Lookup(name); set {
-			p.errs = append(p.errs, &Error{
-				Pos: w.NamePos,
-				Msg: "wait= cannot be combined with " + name + "=: a call settled by its outcome is decided once, without waiting; remove wait=",
-			})
-			return
-		}
-	}
-}

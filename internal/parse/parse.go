@@ -120,7 +120,6 @@ func (p *parser) parse() {
 	p.checkLeaseAlone()
 	p.checkMissing()
 	p.checkBurstAlgo()
-	p.checkOutcomeWait()
 }
 
 // option handles the name=value option whose name spans s[start:nameEnd]

@@ -482,17 +482,17 @@ func TestLinePositionWithoutBase(t *testing.T) {
 func TestOptions(t *testing.T) {
 	assert.Equal(t, []string{"key", "window", "max", "algo", "burst", "cost", "name", "wait", "mode", "refund", "settle", "concurrency", "lease"}, Options)
 	// The examples quoted in messages must themselves be valid: all in
-	// one directive, but for wait=, which a call settled by its outcome
-	// cannot have, and the options of a concurrency directive.
+	// one directive, but for the options of a concurrency directive.
 	var examples []string
 	for _, o := range optionTable {
-		if o.name != "wait" && o.name != "concurrency" && o.name != "lease" {
+		if o.name != "concurrency" && o.name != "lease" {
 			examples = append(examples, o.example)
 		}
 	}
 	d, errs := Line(Prefix+strings.Join(examples, " "), base)
 	assert.Nil(t, errs)
-	assert.Len(t, d.Options, len(Options)-3)
+	assert.Len(t, d.Options, len(Options)-2)
+	assert.Equal(t, 2*time.Second, d.Wait)
 	assert.Equal(t, "err == nil", d.Refund.Text)
 	assert.Equal(t, "resp.Usage.TotalTokens", d.Settle.Text)
 	_, errs = Line(Prefix+"window=1s max=3 wait=2s", base)
@@ -511,6 +511,7 @@ func TestConcurrency(t *testing.T) {
 		{"//ratelimit:concurrency=1_000 lease=1m name=Svc.Call.inflight mode=shadow", time.Minute, 1000},
 		{"//ratelimit:lease=1s concurrency=1", time.Second, 1},
 		{"//ratelimit:concurrency=3 lease=1h", time.Hour, 3},
+		{"//ratelimit:key=req.TenantID concurrency=2 wait=5s", DefaultLease, 2},
 	} {
 		d, errs := Line(tc.text, base)
 		require.Nil(t, errs, tc.text)
@@ -539,9 +540,10 @@ func TestConcurrencyErrors(t *testing.T) {
 		{"//ratelimit:algo=concurrency max=2 window=1s", "concurrency", "a limit of calls in flight is written concurrency=N (with lease=, not window= or max=), e.g. concurrency=2"},
 		{"//ratelimit:concurrency=2 burst=4", "burst", "concurrency= cannot be combined with burst=: calls in flight have no burst; remove burst="},
 		{"//ratelimit:concurrency=2 cost=len(items)", "cost", "concurrency= cannot be combined with cost=: each call in flight holds one permit; remove cost=, or put a cost on a rate limit on a //ratelimit: line of its own"},
-		{"//ratelimit:concurrency=2 wait=1s", "wait", "concurrency= cannot be combined with wait=: a permit comes back when some call ends, which nothing predicts, so a call cannot wait for one; remove wait="},
 		{"//ratelimit:concurrency=2 refund=err == nil", "refund", "concurrency= cannot be combined with refund=: a permit is always released when the call returns, or panics; remove refund=, or put it on a rate limit of the method"},
 		{"//ratelimit:concurrency=2 settle=n", "settle", "concurrency= cannot be combined with settle=: a call in flight holds one permit whatever it did; remove settle=, or put it on a rate limit of the method"},
+		{"//ratelimit:concurrency=2 wait=0s", "0s", `wait must be positive; got "0s" (omit wait= to deny at once)`},
+		{"//ratelimit:concurrency=2 wait=soon", "soon", `wait "soon" is not a Go duration: write e.g. wait=2s or wait=500ms`},
 		{"//ratelimit:window=1s max=2 lease=30s", "lease", "lease= applies only to concurrency=, the permit of a call in flight; a rate limit counts over window=: remove lease="},
 		{"//ratelimit:concurrency=2 concurency=3", "concurency", `unknown option "concurency"; did you mean "concurrency"?`},
 	} {
@@ -554,7 +556,6 @@ func TestConcurrencyErrors(t *testing.T) {
 
 func TestOutcomeErrors(t *testing.T) {
 	for _, tc := range []struct{ text, at, msg string }{
-		{"//ratelimit:window=1s max=3 wait=2s refund=err == nil", "wait", "wait= cannot be combined with refund=: a call settled by its outcome is decided once, without waiting; remove wait="},
 		{"//ratelimit:window=1s max=3 settle=n, m", ",", `settle= takes an integer expression, not a list; remove the "," (key= is the option whose parts are separated by commas)`},
 		{"//ratelimit:window=1s max=3 refund=err ==", "err", `refund "err ==" is not a Go expression: expected operand, found 'EOF'`},
 	} {
@@ -601,6 +602,12 @@ func TestWait(t *testing.T) {
 	d, errs := Line("//ratelimit:window=1s max=10 wait=2s", token.Position{})
 	require.Empty(t, errs)
 	assert.Equal(t, 2*time.Second, d.Wait)
+	// A call settled by its outcome, or holding a permit, waits too.
+	for _, text := range []string{"//ratelimit:window=1s max=3 wait=2s refund=err == nil", "//ratelimit:window=1s max=3 settle=n wait=2s", "//ratelimit:concurrency=2 wait=2s"} {
+		d, errs := Line(text, token.Position{})
+		require.Empty(t, errs, text)
+		assert.Equal(t, 2*time.Second, d.Wait, text)
+	}
 	for _, text := range []string{"//ratelimit:window=1s max=10 wait=soon", "//ratelimit:window=1s max=10 wait=0s", "//ratelimit:window=1s max=10 wait=-1s"} {
 		d, errs := Line(text, token.Position{})
 		assert.NotEmpty(t, errs, text)

@@ -44,6 +44,19 @@ type Jobs interface {
 	//ratelimit:key=req.TenantID concurrency=8 name=Jobs.Summarize.inflight
 	Summarize(ctx context.Context, req Request) (summary string, tokens int, failed error)
 
+	// Convert waits up to 5s for one of a tenant's two permits, in its
+	// turn, rather than be denied.
+	//
+	//ratelimit:key=req.TenantID concurrency=2 wait=5s
+	Convert(ctx context.Context, req Request) (*Report, error)
+
+	// Index counts failed runs only, and waits up to a minute and a half
+	// for room and for one of a tenant's two permits.
+	//
+	//ratelimit:key=req.TenantID window=1m max=20 refund=err == nil
+	//ratelimit:key=req.TenantID concurrency=2 wait=1m30s name=Jobs.Index.inflight
+	Index(ctx context.Context, req Request) (pages int, err error)
+
 	// Ping holds the one permit of every caller, and has no context, so
 	// its permit is renewed but it cannot be told when it is lost.
 	//

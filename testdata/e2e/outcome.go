@@ -40,4 +40,10 @@ type Guard interface {
 	//ratelimit:key=user window=1h max=2 algo=sliding-window refund=resp2
 	//ratelimit:key=user window=1h max=3 name=Guard.Fetch.all algo=token-bucket
 	Fetch(ctx context.Context, user string) (int, bool, error)
+
+	// Retry counts failures only, one per 50ms, and a call waits for the
+	// room rather than be denied.
+	//
+	//ratelimit:key=user window=50ms max=1 refund=err == nil wait=10s
+	Retry(ctx context.Context, user string) error
 }

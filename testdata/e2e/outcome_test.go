@@ -13,7 +13,7 @@ import (
 // told to.
 type guard struct {
 	wrong, fail, cached, panics bool
-	used                        int
+	used, retries               int
 }
 
 func (g *guard) Verify(context.Context, string, string) error {
@@ -42,6 +42,14 @@ func (g *guard) Complete(context.Context, string, int) (*Answer, error) {
 }
 
 func (g *guard) Fetch(context.Context, string) (int, bool, error) { return 1, g.cached, nil }
+
+func (g *guard) Retry(context.Context, string) error {
+	g.retries++
+	if g.fail {
+		return errors.New("upstream unavailable")
+	}
+	return nil
+}
 
 // exerciseOutcome checks that generated wrappers count what their calls
 // did: only wrong codes and failed logins, a completion's tokens as used,
@@ -139,6 +147,28 @@ func exerciseOutcome(t *testing.T, lim runtime.Limiter) {
 	var le *runtime.LimitError
 	if !errors.As(err, &le) || le.Limit.Name != "Guard.Fetch.all" {
 		t.Fatalf("a 4th fetch: got %v, want a denial by Guard.Fetch.all", err)
+	}
+
+	// refund= with wait=: successes give back and never fill the window;
+	// each failure fills it, and the next call waits for the room (50ms)
+	// and runs, rather than be denied.
+	for n := range 5 {
+		if err := w.Retry(ctx, "fay"); err != nil {
+			t.Fatalf("retry %d, which succeeds: %v", n+1, err)
+		}
+	}
+	g.fail = true
+	for n := range 3 {
+		if err := w.Retry(ctx, "fay"); err == nil || errors.Is(err, runtime.ErrLimited) {
+			t.Fatalf("failing retry %d, which waits for the room its predecessor took: got %v, want its own error", n+1, err)
+		}
+	}
+	g.fail = false
+	if err := w.Retry(ctx, "fay"); err != nil {
+		t.Fatalf("a retry after 3 failures, which waits for the room: %v", err)
+	}
+	if g.retries != 9 {
+		t.Fatalf("Retry ran %d times; want 9, every call", g.retries)
 	}
 }
 

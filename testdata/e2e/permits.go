@@ -12,3 +12,13 @@ type Renderer interface {
 	//ratelimit:key=tenant window=1m max=100 name=Renderer.Render.rate refund=err != nil
 	Render(ctx context.Context, tenant string) (pages int, err error)
 }
+
+// Printer prints tenants' documents, one at a time: a call waits for the
+// tenant's permit rather than be denied.
+type Printer interface {
+	// Print holds the tenant's one permit while it runs, and waits up to
+	// 10s for it, in its turn.
+	//
+	//ratelimit:key=tenant concurrency=1 wait=10s
+	Print(ctx context.Context, tenant string) error
+}

@@ -33,8 +33,8 @@ type Svc interface {
 	//ratelimit:key=req.TenantID concurrency=2 name=Svc.ComputedCost.inflight
 	ComputedCost(ctx context.Context, req Request) error
 
-	//ratelimit:key=req.TenantID window=1m max=100 wait=1s
-	//ratelimit:key=req.TenantID concurrency=2 name=Svc.Wait.inflight
+	//ratelimit:key=req.TenantID window=1m max=100
+	//ratelimit:key=req.TenantID concurrency=2 wait=1d name=Svc.Wait.inflight
 	Wait(ctx context.Context, req Request) error
 
 	//ratelimit:key=req.TenantID concurrency=2 name=Svc.Twice.inflight
@@ -65,13 +65,4 @@ type Svc interface {
 //ratelimit:concurrency=5
 type Typed interface {
 	Get(ctx context.Context) error
-}
-
-// Waiting has a type-level limit that waits, which a call holding a permit
-// cannot.
-//
-//ratelimit:window=1m max=3 wait=1s
-type Waiting interface {
-	//ratelimit:key=id concurrency=2
-	Get(ctx context.Context, id string) error
 }

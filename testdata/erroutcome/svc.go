@@ -31,10 +31,10 @@ type Service interface {
 	//ratelimit:key=user window=1m max=5 settle=resp.Tokens
 	Clash(ctx context.Context, user string, resp int) (*Reply, error)
 
-	// A call settled by its outcome cannot wait.
+	// A call settled by its outcome may wait, but for a while.
 	//
 	//ratelimit:key=user window=1m max=5 refund=err == nil
-	//ratelimit:key=user window=1h max=50 wait=1s name=Service.Waits.hourly
+	//ratelimit:key=user window=1h max=50 wait=0s name=Service.Waits.hourly
 	Waits(ctx context.Context, user string) error
 
 	// Beside another limit, a cost computed per call cannot be settled.
@@ -49,4 +49,13 @@ type Service interface {
 //ratelimit:window=1m max=5 refund=err == nil
 type Typed interface {
 	Do(ctx context.Context) error
+}
+
+// Counted has a type-level limit, which a method's limit whose cost is
+// computed per call and settled by its outcome cannot be beside.
+//
+//ratelimit:window=1m max=50 wait=1s
+type Counted interface {
+	//ratelimit:key=user window=1m max=10 cost=n refund=err == nil
+	Do(ctx context.Context, user string, n int) error
 }

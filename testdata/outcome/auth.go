@@ -44,6 +44,12 @@ type Auth interface {
 	//
 	//ratelimit:key=account window=1m max=10 refund=ok && fail == nil algo=gcra
 	Logout(ctx context.Context, account string) (ok bool, fail error)
+
+	// Reset counts failed resets only, and waits up to 2s for room
+	// rather than be denied.
+	//
+	//ratelimit:key=account window=1h max=3 refund=err == nil wait=2s
+	Reset(ctx context.Context, account string) error
 }
 
 // Model completes prompts.
@@ -52,6 +58,12 @@ type Model interface {
 	//
 	//ratelimit:key=p.User window=1m max=100_000 cost=p.MaxTokens settle=resp.Usage.TotalTokens algo=token-bucket
 	Complete(ctx context.Context, p Prompt) (*Completion, error)
+
+	// Embed reserves a unit per text, waiting up to 500ms for room, and
+	// counts the tokens it used.
+	//
+	//ratelimit:key=user window=1m max=10_000 cost=len(texts) settle=resp.Usage.TotalTokens wait=500ms
+	Embed(ctx context.Context, user string, texts []string) (*Completion, error)
 
 	// Stream has several unnamed results, and a refund beside a settle.
 	//

@@ -49,3 +49,19 @@ type Folded interface {
 	A(ctx context.Context) error
 	B(ctx context.Context) error
 }
+
+// Queue waits up to a second for room on every method, those settled by
+// their outcome or holding a permit too.
+//
+//ratelimit:key=Tenant(ctx) window=1m max=20 wait=1s
+type Queue interface {
+	// Push counts failed pushes only.
+	//
+	//ratelimit:key=Tenant(ctx) window=1m max=5 refund=err == nil name=Queue.Push.failed
+	Push(ctx context.Context, item string) error
+
+	// Drain holds one of a tenant's permits while it runs.
+	//
+	//ratelimit:key=Tenant(ctx) concurrency=1 name=Queue.Drain.inflight
+	Drain(ctx context.Context) (int, error)
+}

@@ -21,6 +21,9 @@ var (
 	limitJobsTrainPerModel     = runtime.Limit{Name: "Jobs.Train.perModel", Window: 30 * time.Second, Max: 4, Algorithm: runtime.Concurrency}
 	limitJobsSummarize         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/concurrency.Jobs.Summarize", Window: time.Minute, Max: 10000, Algorithm: runtime.TokenBucket}
 	limitJobsSummarizeInflight = runtime.Limit{Name: "Jobs.Summarize.inflight", Window: 30 * time.Second, Max: 8, Algorithm: runtime.Concurrency}
+	limitJobsConvert           = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/concurrency.Jobs.Convert", Window: 30 * time.Second, Max: 2, Algorithm: runtime.Concurrency}
+	limitJobsIndex             = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/concurrency.Jobs.Index", Window: time.Minute, Max: 20}
+	limitJobsIndexInflight     = runtime.Limit{Name: "Jobs.Index.inflight", Window: 30 * time.Second, Max: 2, Algorithm: runtime.Concurrency}
 	limitJobsPing              = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/concurrency.Jobs.Ping", Window: 10 * time.Second, Max: 1, Algorithm: runtime.Concurrency}
 	limitJobsUpload            = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/concurrency.Jobs.Upload", Window: 30 * time.Second, Max: 4, Algorithm: runtime.Concurrency}
 )
@@ -38,14 +41,17 @@ func RateLimits() []runtime.Request {
 		{Limit: limitJobsTrainPerModel},
 		{Limit: limitJobsSummarize, Cost: 100},
 		{Limit: limitJobsSummarizeInflight},
+		{Limit: limitJobsConvert},
+		{Limit: limitJobsIndex},
+		{Limit: limitJobsIndexInflight},
 		{Limit: limitJobsPing},
 		{Limit: limitJobsUpload},
 	}
 }
 
-// RateLimitedJobs wraps a Jobs: each limited method calls the wrapped one only
-// once [runtime.Enforce] admits the call ([runtime.Admit] if it is settled or
-// holds a permit), and returns its error otherwise.
+// RateLimitedJobs wraps a Jobs: each limited method calls it only once
+// [runtime.Enforce] admits the call ([runtime.Admit] if it is settled or holds
+// a permit, [runtime.AdmitWait] if it also waits).
 type RateLimitedJobs struct {
 	next    Jobs
 	limiter runtime.Limiter
@@ -57,6 +63,23 @@ var _ Jobs = (*RateLimitedJobs)(nil)
 // that limiter admits.
 func NewRateLimitedJobs(next Jobs, limiter runtime.Limiter) *RateLimitedJobs {
 	return &RateLimitedJobs{next: next, limiter: limiter}
+}
+
+// Convert calls the wrapped Convert if
+// "github.com/ratelimitgen/ratelimitgen/testmod/concurrency.Jobs.Convert"
+// admits it: at most 2 in flight, keyed by req.TenantID, waiting up to 5s for
+// a permit.
+func (r *RateLimitedJobs) Convert(ctx context.Context, req Request) (*Report, error) {
+	hold, err := runtime.AdmitWait(ctx, r.limiter, 5*time.Second, runtime.Request{Limit: limitJobsConvert, Key: req.TenantID})
+	if err != nil {
+		return nil, err
+	}
+	callCtx, stop := runtime.Keep(ctx, hold)
+	defer func() {
+		stop()
+		_ = hold.Settle(ctx, 1)
+	}()
+	return r.next.Convert(callCtx, req)
 }
 
 // Export calls the wrapped Export if
@@ -77,6 +100,32 @@ func (r *RateLimitedJobs) Export(ctx context.Context, req Request, w io.Writer) 
 		_ = hold.Settle(ctx, 1, 1)
 	}()
 	return r.next.Export(callCtx, req, w)
+}
+
+// Index calls the wrapped Index if
+// "github.com/ratelimitgen/ratelimitgen/testmod/concurrency.Jobs.Index" (20
+// per 1m, keyed by req.TenantID, given back when err == nil) and
+// "Jobs.Index.inflight" (at most 2 in flight, keyed by req.TenantID) all admit
+// it, waiting up to 1m30s for room and a permit.
+func (r *RateLimitedJobs) Index(ctx context.Context, req Request) (int, error) {
+	hold, err := runtime.AdmitWait(ctx, r.limiter, 90*time.Second,
+		runtime.Request{Limit: limitJobsIndex, Key: req.TenantID},
+		runtime.Request{Limit: limitJobsIndexInflight, Key: req.TenantID},
+	)
+	if err != nil {
+		return 0, err
+	}
+	used := [2]int64{1, 1}
+	callCtx, stop := runtime.Keep(ctx, hold)
+	defer func() {
+		stop()
+		_ = hold.Settle(ctx, used[:]...)
+	}()
+	pages, err := r.next.Index(callCtx, req)
+	if err == nil {
+		used[0] = 0
+	}
+	return pages, err
 }
 
 // Ping calls the wrapped Ping if

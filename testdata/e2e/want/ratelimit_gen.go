@@ -47,9 +47,11 @@ var (
 	limitGuardComplete      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Guard.Complete", Window: time.Hour, Max: 100, Algorithm: runtime.GCRA}
 	limitGuardFetch         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Guard.Fetch", Window: time.Hour, Max: 2, Algorithm: runtime.SlidingWindow}
 	limitGuardFetchAll      = runtime.Limit{Name: "Guard.Fetch.all", Window: time.Hour, Max: 3, Algorithm: runtime.TokenBucket}
+	limitGuardRetry         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Guard.Retry", Window: 50 * time.Millisecond, Max: 1}
 	limitExportsRun         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Exports.Run", Window: time.Minute, Max: 12, Algorithm: runtime.TokenBucket}
 	limitRendererRender     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Renderer.Render", Window: time.Second, Max: 2, Algorithm: runtime.Concurrency}
 	limitRendererRenderRate = runtime.Limit{Name: "Renderer.Render.rate", Window: time.Minute, Max: 100}
+	limitPrinterPrint       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Printer.Print", Window: 30 * time.Second, Max: 1, Algorithm: runtime.Concurrency}
 	// limitReportsRun's Max is set by each call, to PlanLimit(ctx).
 	limitReportsRun = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Reports.Run", Window: time.Minute}
 	// limitReportsExport's Max is set by each call, to q.Max.
@@ -100,9 +102,11 @@ func RateLimits() []runtime.Request {
 		{Limit: limitGuardComplete},
 		{Limit: limitGuardFetch},
 		{Limit: limitGuardFetchAll},
+		{Limit: limitGuardRetry},
 		{Limit: limitExportsRun, Cost: exportCost},
 		{Limit: limitRendererRender},
 		{Limit: limitRendererRenderRate},
+		{Limit: limitPrinterPrint},
 		{Limit: limitReportsRun},
 		{Limit: limitReportsExport},
 		{Limit: limitStoreRead},
@@ -666,9 +670,9 @@ func (r *RateLimitedCache[V]) Get(ctx context.Context, key string) (V, error) {
 	return r.next.Get(ctx, key)
 }
 
-// RateLimitedGuard wraps a Guard: each limited method calls the wrapped one
-// only once [runtime.Enforce] admits the call ([runtime.Admit] if it is
-// settled), and returns its error otherwise.
+// RateLimitedGuard wraps a Guard: each limited method calls it only once
+// [runtime.Enforce] admits the call ([runtime.Admit] if it is settled,
+// [runtime.AdmitWait] if it also waits).
 type RateLimitedGuard struct {
 	next    Guard
 	limiter runtime.Limiter
@@ -738,6 +742,22 @@ func (r *RateLimitedGuard) Login(ctx context.Context, user string) (string, erro
 		_ = hold.Settle(ctx, 0)
 	}
 	return session, failed
+}
+
+// Retry calls the wrapped Retry if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Guard.Retry" admits it: 1
+// per 50ms, keyed by user, given back when err == nil, waiting up to 10s for
+// room.
+func (r *RateLimitedGuard) Retry(ctx context.Context, user string) error {
+	hold, err := runtime.AdmitWait(ctx, r.limiter, 10*time.Second, runtime.Request{Limit: limitGuardRetry, Key: user})
+	if err != nil {
+		return err
+	}
+	err = r.next.Retry(ctx, user)
+	if err == nil {
+		_ = hold.Settle(ctx, 0)
+	}
+	return err
 }
 
 // Verify calls the wrapped Verify if
@@ -820,6 +840,38 @@ func (r *RateLimitedRenderer) Render(ctx context.Context, tenant string) (int, e
 		used[1] = 0
 	}
 	return pages, err
+}
+
+// RateLimitedPrinter wraps a Printer: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call ([runtime.AdmitWait] if it
+// holds a permit), and returns its error otherwise.
+type RateLimitedPrinter struct {
+	next    Printer
+	limiter runtime.Limiter
+}
+
+var _ Printer = (*RateLimitedPrinter)(nil)
+
+// NewRateLimitedPrinter returns a RateLimitedPrinter that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedPrinter(next Printer, limiter runtime.Limiter) *RateLimitedPrinter {
+	return &RateLimitedPrinter{next: next, limiter: limiter}
+}
+
+// Print calls the wrapped Print if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Printer.Print" admits it:
+// at most 1 in flight, keyed by tenant, waiting up to 10s for a permit.
+func (r *RateLimitedPrinter) Print(ctx context.Context, tenant string) error {
+	hold, err := runtime.AdmitWait(ctx, r.limiter, 10*time.Second, runtime.Request{Limit: limitPrinterPrint, Key: tenant})
+	if err != nil {
+		return err
+	}
+	callCtx, stop := runtime.Keep(ctx, hold)
+	defer func() {
+		stop()
+		_ = hold.Settle(ctx, 1)
+	}()
+	return r.next.Print(callCtx, tenant)
 }
 
 // RateLimitedReports wraps a Reports: each limited method calls the wrapped

@@ -17,7 +17,9 @@ var (
 	limitAuthLogin         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/outcome.Auth.Login", Window: 15 * time.Minute, Max: 5}
 	limitAuthVerify        = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/outcome.Auth.Verify", Window: 15 * time.Minute, Max: 5, Algorithm: runtime.FixedWindow}
 	limitAuthLogout        = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/outcome.Auth.Logout", Window: time.Minute, Max: 10, Algorithm: runtime.GCRA}
+	limitAuthReset         = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/outcome.Auth.Reset", Window: time.Hour, Max: 3}
 	limitModelComplete     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/outcome.Model.Complete", Window: time.Minute, Max: 100000, Algorithm: runtime.TokenBucket}
+	limitModelEmbed        = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/outcome.Model.Embed", Window: time.Minute, Max: 10000}
 	limitModelStream       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/outcome.Model.Stream", Window: time.Minute, Max: 1000, Algorithm: runtime.SlidingWindow}
 	limitModelStreamHourly = runtime.Limit{Name: "Model.Stream.hourly", Window: time.Hour, Max: 100}
 )
@@ -31,15 +33,17 @@ func RateLimits() []runtime.Request {
 		{Limit: limitAuthLogin},
 		{Limit: limitAuthVerify},
 		{Limit: limitAuthLogout},
+		{Limit: limitAuthReset},
 		{Limit: limitModelComplete},
+		{Limit: limitModelEmbed},
 		{Limit: limitModelStream, Cost: 10},
 		{Limit: limitModelStreamHourly},
 	}
 }
 
 // RateLimitedAuth wraps a Auth: each limited method calls the wrapped one only
-// once [runtime.Enforce] admits the call ([runtime.Admit] if it is settled),
-// and returns its error otherwise.
+// once [runtime.Enforce] admits the call ([runtime.Admit] if it is settled,
+// [runtime.AdmitWait] if it also waits), and returns its error otherwise.
 type RateLimitedAuth struct {
 	next    Auth
 	limiter runtime.Limiter
@@ -83,6 +87,22 @@ func (r *RateLimitedAuth) Logout(ctx context.Context, account string) (bool, err
 	return ok, fail
 }
 
+// Reset calls the wrapped Reset if
+// "github.com/ratelimitgen/ratelimitgen/testmod/outcome.Auth.Reset" admits it:
+// 3 per 1h, keyed by account, given back when err == nil, waiting up to 2s for
+// room.
+func (r *RateLimitedAuth) Reset(ctx context.Context, account string) error {
+	hold, err := runtime.AdmitWait(ctx, r.limiter, 2*time.Second, runtime.Request{Limit: limitAuthReset, Key: account})
+	if err != nil {
+		return err
+	}
+	err = r.next.Reset(ctx, account)
+	if err == nil {
+		_ = hold.Settle(ctx, 0)
+	}
+	return err
+}
+
 // Verify calls the wrapped Verify if
 // "github.com/ratelimitgen/ratelimitgen/testmod/outcome.Auth.Verify" admits
 // it: 5 per 15m, fixed-window, keyed by account, given back when
@@ -99,9 +119,9 @@ func (r *RateLimitedAuth) Verify(ctx context.Context, account string, code strin
 	return err
 }
 
-// RateLimitedModel wraps a Model: each limited method calls the wrapped one
-// only once [runtime.Enforce] admits the call ([runtime.Admit] if it is
-// settled), and returns its error otherwise.
+// RateLimitedModel wraps a Model: each limited method calls it only once
+// [runtime.Enforce] admits the call ([runtime.Admit] if it is settled,
+// [runtime.AdmitWait] if it also waits).
 type RateLimitedModel struct {
 	next    Model
 	limiter runtime.Limiter
@@ -130,6 +150,29 @@ func (r *RateLimitedModel) Complete(ctx context.Context, p Prompt) (*Completion,
 		hold = h
 	}
 	resp, err := r.next.Complete(ctx, p)
+	if hold != nil {
+		if err == nil {
+			_ = hold.Settle(ctx, int64(resp.Usage.TotalTokens))
+		}
+	}
+	return resp, err
+}
+
+// Embed calls the wrapped Embed if
+// "github.com/ratelimitgen/ratelimitgen/testmod/outcome.Model.Embed" admits
+// it: 10000 per 1m, keyed by user, at a cost of len(texts), none when 0,
+// settled at resp.Usage.TotalTokens when the call returns no error, waiting up
+// to 500ms for room.
+func (r *RateLimitedModel) Embed(ctx context.Context, user string, texts []string) (*Completion, error) {
+	var hold runtime.Hold
+	if cost := int64(len(texts)); cost != 0 {
+		h, err := runtime.AdmitWait(ctx, r.limiter, 500*time.Millisecond, runtime.Request{Limit: limitModelEmbed, Key: user, Cost: cost})
+		if err != nil {
+			return nil, err
+		}
+		hold = h
+	}
+	resp, err := r.next.Embed(ctx, user, texts)
 	if hold != nil {
 		if err == nil {
 			_ = hold.Settle(ctx, int64(resp.Usage.TotalTokens))

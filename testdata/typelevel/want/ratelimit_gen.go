@@ -19,6 +19,9 @@ var (
 	limitClient          = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/typelevel.Client", Window: time.Second, Max: 10}
 	limitClientPerTenant = runtime.Limit{Name: "Client.perTenant", Window: time.Minute, Max: 50, Algorithm: runtime.GCRA}
 	limitFolded          = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/typelevel.Folded", Window: time.Minute, Max: 10}
+	limitQueue           = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/typelevel.Queue", Window: time.Minute, Max: 20}
+	limitQueuePush       = runtime.Limit{Name: "Queue.Push.failed", Window: time.Minute, Max: 5}
+	limitQueueDrain      = runtime.Limit{Name: "Queue.Drain.inflight", Window: 30 * time.Second, Max: 1, Algorithm: runtime.Concurrency}
 )
 
 // RateLimits returns the limits of this package's wrappers, for
@@ -32,6 +35,9 @@ func RateLimits() []runtime.Request {
 		{Limit: limitClient},
 		{Limit: limitClientPerTenant},
 		{Limit: limitFolded},
+		{Limit: limitQueue},
+		{Limit: limitQueuePush},
+		{Limit: limitQueueDrain},
 	}
 }
 
@@ -142,4 +148,64 @@ func (r *RateLimitedFolded) B(ctx context.Context) error {
 		return err
 	}
 	return r.next.B(ctx)
+}
+
+// RateLimitedQueue wraps a Queue: each limited method calls the wrapped one
+// only once [runtime.Enforce] admits the call ([runtime.AdmitWait] if it is
+// settled or holds a permit), and returns its error otherwise.
+type RateLimitedQueue struct {
+	next    Queue
+	limiter runtime.Limiter
+}
+
+var _ Queue = (*RateLimitedQueue)(nil)
+
+// NewRateLimitedQueue returns a RateLimitedQueue that forwards to next the
+// calls that limiter admits.
+func NewRateLimitedQueue(next Queue, limiter runtime.Limiter) *RateLimitedQueue {
+	return &RateLimitedQueue{next: next, limiter: limiter}
+}
+
+// Drain calls the wrapped Drain if
+// "github.com/ratelimitgen/ratelimitgen/testmod/typelevel.Queue" (20 per 1m,
+// keyed by Tenant(ctx)) and "Queue.Drain.inflight" (at most 1 in flight, keyed
+// by Tenant(ctx)) all admit it, waiting up to 1s for room and a permit.
+func (r *RateLimitedQueue) Drain(ctx context.Context) (int, error) {
+	key := Tenant(ctx)
+	hold, err := runtime.AdmitWait(ctx, r.limiter, time.Second,
+		runtime.Request{Limit: limitQueue, Key: key},
+		runtime.Request{Limit: limitQueueDrain, Key: key},
+	)
+	if err != nil {
+		return 0, err
+	}
+	callCtx, stop := runtime.Keep(ctx, hold)
+	defer func() {
+		stop()
+		_ = hold.Settle(ctx, 1, 1)
+	}()
+	return r.next.Drain(callCtx)
+}
+
+// Push calls the wrapped Push if
+// "github.com/ratelimitgen/ratelimitgen/testmod/typelevel.Queue" (20 per 1m,
+// keyed by Tenant(ctx)) and "Queue.Push.failed" (5 per 1m, keyed by
+// Tenant(ctx), given back when err == nil) all admit it, waiting up to 1s for
+// room.
+func (r *RateLimitedQueue) Push(ctx context.Context, item string) error {
+	key := Tenant(ctx)
+	hold, err := runtime.AdmitWait(ctx, r.limiter, time.Second,
+		runtime.Request{Limit: limitQueue, Key: key},
+		runtime.Request{Limit: limitQueuePush, Key: key},
+	)
+	if err != nil {
+		return err
+	}
+	err = r.next.Push(ctx, item)
+	used := [2]int64{1, 1}
+	if err == nil {
+		used[1] = 0
+	}
+	_ = hold.Settle(ctx, used[:]...)
+	return err
 }

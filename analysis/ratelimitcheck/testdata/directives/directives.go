@@ -55,6 +55,17 @@ type Service interface {
 	//ratelimit:key=id concurrency=2 refund=err == nil
 	ConcurrencyRefund(ctx context.Context, id string) error
 
+	// A call may wait for a permit, and a call settled by its outcome for
+	// room, as long as wait= is a positive Go duration.
+	//
+	//ratelimit:key=id concurrency=2 wait=5s
+	//ratelimit:key=id window=1m max=3 refund=err == nil wait=1s name=Service.Waits.rate
+	Waits(ctx context.Context, id string) error
+
+	// want +1 `^wait "1d" is not a Go duration: write e.g. wait=2s or wait=500ms$`
+	//ratelimit:key=id concurrency=2 wait=1d
+	ConcurrencyWait(ctx context.Context, id string) error
+
 	// want +1 `^lease "100ms" is out of bounds: `
 	//ratelimit:key=id concurrency=2 lease=100ms
 	Lease(ctx context.Context, id string) error

@@ -10,8 +10,9 @@ import (
 // outcomeBody returns the whole body of a method with a limit settled by
 // its outcome (refund= or settle=): runtime.Admit in place of Enforce
 // (runtime.AdmitWait in place of Wait with wait=), the call to the
-// wrapped method with its results kept, the settlement, and the return. A method panicking, or returning an error where settle=
-// needs its results, keeps its reservation: nothing is settled.
+// wrapped method with its results kept, the settlement, and the return.
+// A method panicking, or returning an error where settle= needs its
+// results, keeps its reservation: nothing is settled.
 //
 // The model allows it for a method of one limit, or of limits whose costs
 // are constants (see checkOutcomeLimits), so each limit's reservation is

@@ -56,8 +56,8 @@ func TestE2EOutcomeRedis(t *testing.T)                { runE2E(t, "TestOutcomeRe
 func TestE2EConcurrencyMemory(t *testing.T)     { runE2E(t, "TestConcurrencyMemory") }
 func TestE2EConcurrencyPermitLost(t *testing.T) { runE2E(t, "TestConcurrencyPermitLost") }
 
-// TestE2EConcurrencyWaitMemory needs memlimit's HoldWait.
 func TestE2EConcurrencyWaitMemory(t *testing.T) { runE2E(t, "TestConcurrencyWaitMemory") }
+func TestE2EConcurrencyWaitRedis(t *testing.T)  { runE2E(t, "TestConcurrencyWaitRedis") }
 func TestE2EConcurrencyWaitHolder(t *testing.T) { runE2E(t, "TestConcurrencyWaitHolder") }
 
 // TestE2EListComplete fails when a test of testdata/e2e has no TestE2E

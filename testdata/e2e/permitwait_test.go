@@ -71,13 +71,16 @@ func (p *printer) waiting(t *testing.T, done <-chan error, what string) {
 	}
 }
 
-// TestConcurrencyWaitMemory needs memlimit's HoldWait: a call of a method
-// with concurrency=1 wait= waits while another holds the permit and runs
-// once that one returns; a caller whose context ends while it waits
-// returns the context's error, its method never runs, and it holds
-// nothing.
-func TestConcurrencyWaitMemory(t *testing.T) {
-	lim := memlimit.New()
+// TestConcurrencyWaitMemory and TestConcurrencyWaitRedis need the
+// backends' HoldWait: a call of a method with concurrency=1 wait= waits
+// while another holds the permit and runs once that one returns; a caller
+// whose context ends while it waits returns the context's error, its
+// method never runs, and it holds nothing.
+func TestConcurrencyWaitMemory(t *testing.T) { exercisePermitWait(t, memlimit.New()) }
+
+func TestConcurrencyWaitRedis(t *testing.T) { exercisePermitWait(t, newRedisLimiter(t)) }
+
+func exercisePermitWait(t *testing.T, lim runtime.Limiter) {
 	p := newPrinter()
 	w := NewRateLimitedPrinter(p, lim)
 	ctx := context.Background()

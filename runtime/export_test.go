@@ -2,4 +2,6 @@ package runtime
 
 // ApplyOverrides returns reqs with o's overrides in force, for the tests
 // of package runtime_test.
-var ApplyOverrides = (*Overrides).apply
+func ApplyOverrides(o *Overrides, reqs []Request) []Request {
+	return o.apply(reqs, func(Request, error) {})
+}

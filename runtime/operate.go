@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"sync"
 	"time"
 )
 
@@ -44,10 +46,20 @@ func WithLabel(f func(ctx context.Context, r Request) string) OperateOption {
 }
 
 // WithOverrides makes every decision read o's current overrides: a request
-// whose Limit.Name has an override is decided with the override's values.
-// Reading them takes no lock and no I/O.
+// whose Limit.Name has an override is decided with the override's values,
+// unless they would make it invalid (see Overrides). Reading them takes no
+// lock and no I/O. Each limit decided is told to o, which then refuses
+// overrides that would break it.
 func WithOverrides(o *Overrides) OperateOption {
 	return func(op *operated) { op.overrides = o }
+}
+
+// WithLogger sets where Operate logs what an operator must correct: an
+// override not applied because it would make a limit invalid, at level
+// Error, once per limit and error. nil, or no WithLogger, means
+// slog.Default(). Decisions are logged by observers (NewLogObserver).
+func WithLogger(l *slog.Logger) OperateOption {
+	return func(op *operated) { op.logger = l }
 }
 
 type operated struct {
@@ -55,6 +67,46 @@ type operated struct {
 	observers []Observer
 	label     func(context.Context, Request) string
 	overrides *Overrides
+	logger    *slog.Logger
+
+	// refusals are the overrides not applied that were logged, by limit
+	// name and error.
+	refusalsMu sync.Mutex
+	refusals   map[string]bool
+}
+
+// overridden returns reqs with the overrides in force applied, having told
+// the overrides of the limits as declared.
+func (op *operated) overridden(ctx context.Context, reqs []Request) []Request {
+	if op.overrides == nil {
+		return reqs
+	}
+	op.overrides.learn(reqs)
+	return op.overrides.apply(reqs, func(r Request, err error) { op.refused(ctx, r, err) })
+}
+
+// maxRefusals bounds the refusals remembered for logging once.
+const maxRefusals = 1000
+
+// refused logs, once per limit and error, an override not applied to r.
+func (op *operated) refused(ctx context.Context, r Request, err error) {
+	key := r.Limit.Name + "\x00" + err.Error()
+	op.refusalsMu.Lock()
+	if op.refusals[key] || len(op.refusals) >= maxRefusals {
+		op.refusalsMu.Unlock()
+		return
+	}
+	if op.refusals == nil {
+		op.refusals = make(map[string]bool)
+	}
+	op.refusals[key] = true
+	op.refusalsMu.Unlock()
+	l := op.logger
+	if l == nil {
+		l = slog.Default()
+	}
+	l.LogAttrs(ctx, slog.LevelError, "ratelimit: override not applied, as it would make the limit invalid; the limit as declared decides: correct or remove the override",
+		slog.String("limit", r.Limit.Name), slog.Any("err", err))
 }
 
 // Decide implements Limiter: it applies overrides, asks the next Limiter,
@@ -67,9 +119,7 @@ func (op *operated) Decide(ctx context.Context, reqs ...Request) (Decisions, err
 // decide returns the requests as decided, overrides applied, with their
 // decisions.
 func (op *operated) decide(ctx context.Context, reqs []Request) ([]Request, Decisions, error) {
-	if op.overrides != nil {
-		reqs = op.overrides.apply(reqs)
-	}
+	reqs = op.overridden(ctx, reqs)
 	if len(op.observers) == 0 {
 		return decide(ctx, op.next, reqs)
 	}
@@ -143,9 +193,7 @@ func (op *operated) hold(ctx context.Context, reqs []Request) ([]Request, Decisi
 // holdWait is HoldWait, also returning the requests as decided; with max
 // <= 0 it is Hold.
 func (op *operated) holdWait(ctx context.Context, max time.Duration, reqs []Request) ([]Request, Decisions, Hold, error) {
-	if op.overrides != nil {
-		reqs = op.overrides.apply(reqs)
-	}
+	reqs = op.overridden(ctx, reqs)
 	start := time.Now()
 	reqs, ds, h, err := reserveWait(ctx, op.next, max, reqs)
 	if len(op.observers) == 0 {
@@ -214,17 +262,13 @@ func (h *observedHold) Settle(ctx context.Context, used ...int64) error {
 // Peek implements Peeker: it applies overrides and asks lim, which must be
 // a Peeker. Observers are not told: nothing is decided.
 func (op *operated) Peek(ctx context.Context, reqs ...Request) (Decisions, error) {
-	if op.overrides != nil {
-		reqs = op.overrides.apply(reqs)
-	}
+	reqs = op.overridden(ctx, reqs)
 	return Peek(ctx, op.next, reqs...)
 }
 
 // Reset implements Resetter: it applies overrides and asks lim, which must
 // be a Resetter.
 func (op *operated) Reset(ctx context.Context, reqs ...Request) error {
-	if op.overrides != nil {
-		reqs = op.overrides.apply(reqs)
-	}
+	reqs = op.overridden(ctx, reqs)
 	return Reset(ctx, op.next, reqs...)
 }

@@ -37,9 +37,12 @@ type Override struct {
 // WatchFile replace the whole set at once; a decision reads one set,
 // never a mix of two.
 //
-// Told the process's limits (AddLimits), it refuses a set that would make
-// any of them invalid, and names the overrides that match none of them
-// (Unmatched).
+// Told the process's limits (AddLimits), and the limits decided through
+// Operate, it refuses a set that would make any of them invalid, and names
+// the overrides that match none of them (Unmatched). At decide time, an
+// override under which a request would be invalid, though it is valid as
+// declared, is not applied to it: the declared limit decides, and Operate
+// logs it (see WithLogger).
 //
 // An overridden limit keeps its counts: raising or lowering Max takes effect
 // on the next call of every key, against the admissions already recorded.
@@ -53,12 +56,74 @@ type Overrides struct {
 	// known holds the limits told by AddLimits, by Limit.Name, each with
 	// the largest cost its calls use.
 	known map[string][]Request
+	// decided holds the limits Operate decided, by Limit.Name, as first
+	// declared, with the largest cost decided: copied on write, so that a
+	// decision reads it without a lock.
+	decided atomic.Pointer[map[string]Request]
+}
+
+// maxDecided bounds the limits Overrides learns from decisions: names come
+// from code, so a process that decides more names makes them up at run
+// time, and the rest are checked at decide time only.
+const maxDecided = 10_000
+
+// learn notes the limits of reqs, as declared, for Set and the loads to
+// check overrides against.
+func (o *Overrides) learn(reqs []Request) {
+	m := o.decided.Load()
+	for _, r := range reqs {
+		if m != nil {
+			if have, ok := (*m)[r.Limit.Name]; ok && r.cost() <= have.cost() {
+				continue
+			}
+		}
+		o.mu.Lock()
+		m = o.decided.Load()
+		have, ok := Request{}, false
+		if m != nil {
+			have, ok = (*m)[r.Limit.Name]
+		}
+		if (ok && r.cost() > have.cost()) || (!ok && (m == nil || len(*m) < maxDecided)) {
+			n := make(map[string]Request, 1)
+			if m != nil {
+				n = make(map[string]Request, len(*m)+1)
+				for k, v := range *m {
+					n[k] = v
+				}
+			}
+			learned := Request{Limit: r.Limit, Cost: r.cost()}
+			if ok {
+				learned.Limit = have.Limit
+			}
+			n[r.Limit.Name] = learned
+			o.decided.Store(&n)
+			m = &n
+		}
+		o.mu.Unlock()
+	}
+}
+
+// limits returns the limits a set of overrides is checked against: those
+// told by AddLimits and those decided; o.mu is held.
+func (o *Overrides) limits() map[string][]Request {
+	m := o.decided.Load()
+	if m == nil || len(*m) == 0 {
+		return o.known
+	}
+	all := make(map[string][]Request, len(o.known)+len(*m))
+	for name, rs := range o.known {
+		all[name] = rs
+	}
+	for name, r := range *m {
+		all[name] = append(all[name][:len(all[name]):len(all[name])], r)
+	}
+	return all
 }
 
 // Set replaces the overrides in force with m, keyed by Limit.Name. It
 // returns an error, and changes nothing, if an override has a negative
 // field, a Window under 1µs or an unknown Mode, or would make a limit
-// told by AddLimits invalid (see AddLimits). A name that matches no such
+// told by AddLimits, or decided through Operate, invalid (see AddLimits). A name that matches no such
 // limit is no error (see Unmatched). A nil or empty m removes every
 // override.
 func (o *Overrides) Set(m map[string]Override) error {
@@ -84,7 +149,7 @@ func (o *Overrides) set(m map[string]Override) error {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if err := checkOverridden(c, o.known); err != nil {
+	if err := checkOverridden(c, o.limits()); err != nil {
 		return err
 	}
 	o.cur.Store(&c)
@@ -131,7 +196,7 @@ func (o *Overrides) AddLimits(reqs ...Request) error {
 }
 
 // Unmatched returns, sorted, the names of the overrides in force that
-// match no limit told by AddLimits (every name, until it is called). Such
+// match no limit told by AddLimits or decided through Operate. Such
 // an override changes no limit AddLimits was told of: its name is often a
 // typo, or a limit since renamed, so a caller should report it (see
 // WatchFile).
@@ -143,8 +208,13 @@ func (o *Overrides) Unmatched() []string {
 		return nil
 	}
 	var out []string
+	decided := o.decided.Load()
 	for name := range *cur {
-		if _, ok := o.known[name]; !ok {
+		_, ok := o.known[name]
+		if !ok && decided != nil {
+			_, ok = (*decided)[name]
+		}
+		if !ok {
 			out = append(out, name)
 		}
 	}
@@ -244,7 +314,10 @@ func (ov Override) applyTo(l Limit) Limit {
 
 // apply returns reqs with the overrides in force applied, copying reqs only
 // when an override matches, so that the caller's requests are never changed.
-func (o *Overrides) apply(reqs []Request) []Request {
+// An override under which a request would be invalid, though it is valid
+// as declared, is not applied to it: refused is told of the request and
+// the error.
+func (o *Overrides) apply(reqs []Request, refused func(Request, error)) []Request {
 	m := o.cur.Load()
 	if m == nil || len(*m) == 0 {
 		return reqs
@@ -255,10 +328,15 @@ func (o *Overrides) apply(reqs []Request) []Request {
 		if !ok {
 			continue
 		}
+		l := ov.applyTo(r.Limit)
+		if err := checkRequest(l, r.cost()); err != nil && checkRequest(r.Limit, r.cost()) == nil {
+			refused(r, err)
+			continue
+		}
 		if out == nil {
 			out = append(make([]Request, 0, len(reqs)), reqs...)
 		}
-		out[i].Limit = ov.applyTo(r.Limit)
+		out[i].Limit = l
 	}
 	if out == nil {
 		return reqs

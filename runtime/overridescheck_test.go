@@ -1,7 +1,10 @@
 package runtime_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
 	"path/filepath"
 	"testing"
 	"time"
@@ -41,8 +44,10 @@ const (
 )
 
 // TestOverridesFilesThatWouldBreakALimit: without the limits, each file
-// loads and then fails every call of its limit; told them, LoadFile
-// refuses it whole, naming the limit and why, and the last good set stays.
+// loads, and its calls are decided by the limit as declared, the override
+// logged once; once a limit was decided through Operate, or told by
+// AddLimits, LoadFile refuses the file whole, naming the limit and why, and
+// the last good set stays.
 func TestOverridesFilesThatWouldBreakALimit(t *testing.T) {
 	for _, c := range []struct {
 		file string
@@ -55,18 +60,42 @@ func TestOverridesFilesThatWouldBreakALimit(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "overrides.json")
 		writeFile(t, path, c.file)
 
-		// What the file does to a process that does not know its limits.
+		// A process that does not know its limits loads the file, and the
+		// limit as declared decides, the override logged once.
 		var blind runtime.Overrides
 		require.NoError(t, blind.LoadFile(path), c.file)
 		mem, _ := newTestMemory()
-		require.Error(t, runtime.Enforce(ctx, runtime.Operate(mem, runtime.WithOverrides(&blind)), c.req), "%s: the file breaks the limit", c.file)
+		var logs bytes.Buffer
+		blindLim := runtime.Operate(mem, runtime.WithOverrides(&blind), runtime.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+		for range 3 {
+			ds, err := blindLim.Decide(ctx, c.req)
+			require.NoError(t, err, "%s: the declared limit decides", c.file)
+			require.Equal(t, c.req.Limit.Max, ds.Each[0].Remaining+int(max(c.req.Cost, 1)), "%s: under the declared Max", c.file)
+			_ = runtime.Reset(ctx, blindLim, c.req)
+		}
+		require.Equal(t, 1, strings.Count(logs.String(), "level=ERROR"), "%s: logged once:\n%s", c.file, logs.String())
+		require.Contains(t, logs.String(), "override not applied")
+		require.Contains(t, logs.String(), "limit="+c.req.Limit.Name)
+		require.NotContains(t, logs.String(), "=k ", "no key in the log")
+
+		// A process that decided the limit refuses the file, though it
+		// never called AddLimits.
+		var learned runtime.Overrides
+		decided, _ := newTestMemory()
+		_, err := runtime.Operate(decided, runtime.WithOverrides(&learned)).Decide(ctx, c.req)
+		require.NoError(t, err)
+		err = learned.LoadFile(path)
+		require.Error(t, err, "%s: refused once the limit was decided", c.file)
+		for _, want := range c.want {
+			require.ErrorContains(t, err, want)
+		}
 
 		var ov runtime.Overrides
 		require.NoError(t, ov.AddLimits(svcLimits...))
 		writeFile(t, path, good)
 		require.NoError(t, ov.LoadFile(path))
 		writeFile(t, path, c.file)
-		err := ov.LoadFile(path)
+		err = ov.LoadFile(path)
 		require.Error(t, err, c.file)
 		for _, want := range c.want {
 			require.ErrorContains(t, err, want)

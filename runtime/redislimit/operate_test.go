@@ -254,3 +254,33 @@ func TestObserverSeesWhyRedisDidNotDecide(t *testing.T) {
 		})
 	}
 }
+
+// TestOverridesNeverBreakALimitOnRedis loads, into a process that was not
+// told its limits, an override that would make a token-bucket limit
+// invalid: Redis decides its calls by the limit as declared, the override
+// is logged once, and once the limit was decided, the same file is
+// refused.
+func TestOverridesNeverBreakALimitOnRedis(t *testing.T) {
+	srv := redistest.StartServer(t)
+	tb := runtime.Limit{Name: "Trust.TB", Window: time.Second, Max: 2, Algorithm: runtime.TokenBucket}
+	path := filepath.Join(t.TempDir(), "overrides.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"limits":{"Trust.TB":{"window":"2000000h"}}}`), 0o600))
+
+	var ov runtime.Overrides
+	require.NoError(t, ov.LoadFile(path), "nothing is known of Trust.TB yet")
+	var logs bytes.Buffer
+	clock := newFakeClock()
+	lim := runtime.Operate(New(srv.Client(t), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second), WithClock(clock.Now)),
+		runtime.WithOverrides(&ov), runtime.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	for i := range 3 {
+		ds, err := lim.Decide(ctx, runtime.Request{Limit: tb, Key: "alice"})
+		require.NoError(t, err, "call %d", i+1)
+		require.Equal(t, runtime.SourceStore, ds.Source)
+		require.Equal(t, i < 2, ds.Allowed, "call %d: the declared Max of 2", i+1)
+	}
+	require.Equal(t, 1, strings.Count(logs.String(), "level=ERROR"), logs.String())
+	require.Contains(t, logs.String(), "limit=Trust.TB")
+	require.NotContains(t, logs.String(), "alice")
+
+	require.ErrorContains(t, ov.LoadFile(path), `"Trust.TB": its calls would fail`, "the decided limit is known now")
+}

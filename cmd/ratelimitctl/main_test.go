@@ -80,6 +80,17 @@ func TestBinary(t *testing.T) {
 	if code != 2 || !strings.Contains(errOut, "refusing to reset without -yes") {
 		t.Errorf("reset from a pipe: exit %d, stderr\n%s", code, errOut)
 	}
+	// /dev/null is a character device, but no terminal to confirm on.
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
+	cmd := exec.Command(bin, append([]string{"reset"}, args...)...)
+	cmd.Stdin = devNull
+	if out, err := cmd.CombinedOutput(); cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "refusing to reset without -yes") {
+		t.Errorf("reset from %s: %v\n%s", os.DevNull, err, out)
+	}
 	out, _, code = ctl("", append([]string{"reset", "-yes"}, args...)...)
 	if code != 0 || !strings.Contains(out, "0 of 3 remaining before, 3 now") {
 		t.Errorf("reset -yes: exit %d, output\n%s", code, out)

@@ -7,6 +7,8 @@ package ctl
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -38,7 +40,7 @@ The password comes from the URL or $` + PasswordEnv + ` ($` + SentinelPasswordEn
 `
 
 // A Terminal is a standard input that an operator types on: reset asks it
-// for confirmation. An *os.File is one when it is a character device.
+// for confirmation. An *os.File is one when it is a terminal device.
 type Terminal interface {
 	io.Reader
 	IsTerminal() bool
@@ -117,6 +119,7 @@ type command struct {
 	conn                connection
 	prefix              string
 	hashSecretEnv       string
+	hashSecretEncoding  string
 }
 
 func (c *command) flags(name string) *flag.FlagSet {
@@ -148,6 +151,7 @@ func (c *command) flags(name string) *flag.FlagSet {
 	fs.DurationVar(&c.conn.timeout, "timeout", 5*time.Second, "how long to wait for Redis")
 	fs.StringVar(&c.prefix, "prefix", "ratelimit:", "the prefix of the service's Redis keys (redislimit.WithPrefix)")
 	fs.StringVar(&c.hashSecretEnv, "hash-secret-env", "", "the `NAME` of the environment variable holding the service's WithHashedKeys secret")
+	fs.StringVar(&c.hashSecretEncoding, "hash-secret-encoding", "raw", "how the variable holds the secret: raw (its bytes), base64 or hex, as the service decodes it")
 	return fs
 }
 
@@ -260,14 +264,14 @@ func (c *command) target() (*target, error) {
 		redislimit.WithLogger(slog.New(slog.DiscardHandler)),
 	}
 	if c.hashSecretEnv != "" {
-		secret := c.env(c.hashSecretEnv)
-		switch {
-		case secret == "":
-			return nil, fmt.Errorf("-hash-secret-env %s: the environment variable %s is empty or unset; set it to the service's WithHashedKeys secret", c.hashSecretEnv, c.hashSecretEnv)
-		case len(secret) < 32:
+		secret, err := c.hashSecret()
+		if err != nil {
+			return nil, err
+		}
+		if len(secret) < 32 {
 			return nil, fmt.Errorf("-hash-secret-env %s: the secret holds %d bytes; WithHashedKeys takes at least 32, so it is not the service's", c.hashSecretEnv, len(secret))
 		}
-		opts = append(opts, redislimit.WithHashedKeys([]byte(secret)))
+		opts = append(opts, redislimit.WithHashedKeys(secret))
 		t.hashed = true
 	}
 	client, store, err := c.conn.client(c.env)
@@ -276,6 +280,34 @@ func (c *command) target() (*target, error) {
 	}
 	t.client, t.store, t.lim = client, store, redislimit.New(client, opts...)
 	return t, nil
+}
+
+// hashSecret reads the secret of WithHashedKeys from the environment
+// variable -hash-secret-env names, decoded as -hash-secret-encoding says.
+// Its errors never hold the secret.
+func (c *command) hashSecret() ([]byte, error) {
+	v := c.env(c.hashSecretEnv)
+	if v == "" {
+		return nil, fmt.Errorf("-hash-secret-env %s: the environment variable %s is empty or unset; set it to the service's WithHashedKeys secret", c.hashSecretEnv, c.hashSecretEnv)
+	}
+	var (
+		secret []byte
+		err    error
+	)
+	switch c.hashSecretEncoding {
+	case "raw":
+		return []byte(v), nil
+	case "base64":
+		secret, err = base64.StdEncoding.DecodeString(strings.TrimSpace(v))
+	case "hex":
+		secret, err = hex.DecodeString(strings.TrimSpace(v))
+	default:
+		return nil, usageError{fmt.Errorf("-hash-secret-encoding %q: use raw, base64 or hex", c.hashSecretEncoding)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("-hash-secret-env %s: the variable does not hold %s", c.hashSecretEnv, c.hashSecretEncoding)
+	}
+	return secret, nil
 }
 
 func orUnknown(parts []string) string {
@@ -491,6 +523,9 @@ func isTerminal(r io.Reader) bool {
 	case Terminal:
 		return r.IsTerminal()
 	case *os.File:
+		if terminal, known := isTerminalFd(r.Fd()); known {
+			return terminal
+		}
 		fi, err := r.Stat()
 		return err == nil && fi.Mode()&os.ModeCharDevice != 0
 	}

@@ -3,6 +3,7 @@ package ctl
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -250,6 +251,17 @@ func TestHashedKeys(t *testing.T) {
 	require.Contains(t, r.stdout, "0 of 3 remaining before, 3 now")
 	requireRemaining(t, service, sendCode, alice, 3)
 
+	// A service that decodes the secret from base64, as docs/redis.md's.
+	env["SVC_SECRET_B64"] = base64.StdEncoding.EncodeToString([]byte(secret))
+	admit(t, service, sendCode, alice, 1)
+	r = run(t, nil, env, append([]string{"show", "-hash-secret-env", "SVC_SECRET_B64", "-hash-secret-encoding", "base64"}, args...)...)
+	require.Equal(t, 0, r.code)
+	requireLine(t, r.stdout, `^remaining +2 of 3$`)
+	r = run(t, nil, env, append([]string{"show", "-hash-secret-env", "SVC_SECRET", "-hash-secret-encoding", "base64"}, args...)...)
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "-hash-secret-env SVC_SECRET: the variable does not hold base64")
+	require.NotContains(t, r.stderr, secret)
+
 	r = run(t, nil, env, append([]string{"show", "-hash-secret-env", "UNSET"}, args...)...)
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "-hash-secret-env UNSET: the environment variable UNSET is empty or unset")
@@ -460,7 +472,6 @@ func TestKeysStayOutOfErrors(t *testing.T) {
 	require.Equal(t, 1, r.code)
 	require.NotContains(t, r.stderr, alice)
 }
-
 
 // TestGeneratorManifests reads every manifest that the generator's golden
 // tests hold, so that the command reads what `ratelimitgen -list -json`

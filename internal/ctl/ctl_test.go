@@ -394,7 +394,9 @@ func TestErrors(t *testing.T) {
 		{"bad URL", show("-limit", "Notifier.SendCode", "-redis", "redis://ops:hunter2@host:port/0"), nil, 2, `bad -redis URL: invalid port ":port" after host`},
 		{"bad db", show("-limit", "Notifier.SendCode", "-redis", "redis://ops:hunter2@"+srv.Addr()+"/x"), nil, 2, "bad -redis URL redis://ops:xxxxx@" + srv.Addr() + "/x: invalid database number"},
 		{"unreachable", show("-limit", "Notifier.SendCode", "-redis", "redis://127.0.0.1:1/0", "-timeout", "1s"), nil, 1,
-			"cannot reach redis 127.0.0.1:1 db 0: dial tcp 127.0.0.1:1: connect: connection refused"},
+			// The dial's error, or, on a loaded machine that retries the
+			// dial past the timeout, the limiter's.
+			"cannot reach redis 127.0.0.1:1 db 0: "},
 		{"unknown command", []string{"peek"}, nil, 2, `unknown command "peek"`},
 		{"stray argument", show("-limit", "Notifier.SendCode", "-redis", srv.URL(), "extra"), nil, 2, `unexpected argument "extra"`},
 	} {

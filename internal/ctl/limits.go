@@ -6,11 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/ratelimitgen/ratelimitgen/internal/manifest"
+	"github.com/ratelimitgen/ratelimitgen/internal/parse"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
@@ -31,22 +34,6 @@ type known struct {
 	where                  string
 }
 
-// manifestEntry is one object of `ratelimitgen -list -json`.
-type manifestEntry struct {
-	Name        string            `json:"name"`
-	Window      string            `json:"window"`
-	Max         int               `json:"max"`
-	MaxExpr     string            `json:"max_expr"`
-	Concurrency int               `json:"concurrency"`
-	Lease       string            `json:"lease"`
-	Algorithm   runtime.Algorithm `json:"algorithm"`
-	Burst       int               `json:"burst"`
-	Mode        runtime.Mode      `json:"mode"`
-	Key         []string          `json:"key"`
-	File        string            `json:"file"`
-	Line        int               `json:"line"`
-}
-
 // loadLimits reads the manifest and the overrides file (either may be "")
 // and returns the limits they name, in the manifest's order, then the
 // names only the overrides file gives, sorted.
@@ -60,13 +47,13 @@ func loadLimits(manifestPath, overridesPath string) ([]known, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading the manifest: %w (write one with `ratelimitgen -list -json ./... > %s`)", err, manifestPath)
 		}
-		var entries []manifestEntry
+		var entries []manifest.Entry
 		dec := json.NewDecoder(bytes.NewReader(b))
 		if err := dec.Decode(&entries); err != nil {
 			return nil, fmt.Errorf("manifest %s is not the output of `ratelimitgen -list -json`: %v", manifestPath, err)
 		}
 		for _, e := range entries {
-			k, err := e.known()
+			k, err := fromManifest(e)
 			if err != nil {
 				return nil, fmt.Errorf("manifest %s: %v", manifestPath, err)
 			}
@@ -84,7 +71,8 @@ func loadLimits(manifestPath, overridesPath string) ([]known, error) {
 	return applyOverrides(limits, overridesPath)
 }
 
-func (e manifestEntry) known() (known, error) {
+// fromManifest returns the limit e declares.
+func fromManifest(e manifest.Entry) (known, error) {
 	if e.Name == "" {
 		return known{}, errors.New("a limit has no name")
 	}
@@ -183,6 +171,13 @@ func find(limits []known, name string) (known, error) {
 	case 1:
 		return matches[0], nil
 	case 0:
+		// The RateLimit fields name a limit with the bytes outside
+		// printable ASCII, and '%', as %xx.
+		if decoded, err := url.PathUnescape(name); err == nil && decoded != name {
+			if k, err := find(limits, decoded); err == nil {
+				return k, nil
+			}
+		}
 		msg := fmt.Sprintf("no limit named %q", name)
 		if near := nearNames(limits, name); len(near) > 0 {
 			msg += "; did you mean " + strings.Join(quoteAll(near), " or ") + "?"
@@ -211,7 +206,7 @@ func nearNames(limits []known, name string) []string {
 	for _, k := range limits {
 		full := k.limit.Name
 		short := shortName(full)
-		d := min(editDistance(lower, strings.ToLower(short)), editDistance(lower, strings.ToLower(full)))
+		d := min(parse.EditDistance(lower, strings.ToLower(short)), parse.EditDistance(lower, strings.ToLower(full)))
 		if strings.Contains(strings.ToLower(full), lower) || strings.Contains(lower, strings.ToLower(short)) {
 			d = 0
 		}
@@ -239,27 +234,6 @@ func shortName(name string) string {
 		name = name[j+1:]
 	}
 	return name
-}
-
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 func quoteAll(names []string) []string {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,20 +15,6 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 	"github.com/ratelimitgen/ratelimitgen/runtime/redislimit"
 )
-
-const manifest = `[
-  {
-    "name": "example.com/notify.Notifier.SendCode",
-    "window": "1m",
-    "max": 3,
-    "algorithm": "sliding-log",
-    "mode": "enforce",
-    "key": ["req.Email"],
-    "file": "notify/notifier.go",
-    "line": 12
-  }
-]
-`
 
 // TestBinary builds the command and runs it as an operator would, against
 // a real redis-server whose ACL user the service and the command share,
@@ -38,8 +25,8 @@ func TestBinary(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	limits := filepath.Join(dir, "limits.json")
-	if err := os.WriteFile(limits, []byte(manifest), 0o600); err != nil {
+	limits, err := filepath.Abs(filepath.Join("..", "..", "internal", "ctl", "testdata", "limits.json"))
+	if err != nil {
 		t.Fatal(err)
 	}
 	srv := redistest.StartServer(t)
@@ -69,7 +56,7 @@ func TestBinary(t *testing.T) {
 	args := []string{"-manifest", limits, "-limit", "Notifier.SendCode", "-key", "alice@example.com", "-redis", srv.URL()}
 
 	out, _, code := ctl("", "list", "-manifest", limits)
-	if code != 0 || !strings.Contains(out, "example.com/notify.Notifier.SendCode  sliding-log  3") {
+	if code != 0 || !regexp.MustCompile(`(?m)^example\.com/notify\.Notifier\.SendCode +sliding-log +3 +1m0s +enforce `).MatchString(out) {
 		t.Errorf("list: exit %d, output\n%s", code, out)
 	}
 	out, _, code = ctl("", append([]string{"show"}, args...)...)

@@ -129,8 +129,8 @@ func (c *command) flags(name string) *flag.FlagSet {
 		fmt.Fprint(c.stderr, Usage+"\nflags:\n")
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&c.manifest, "manifest", "", "the limits, as `ratelimitgen -list -json` prints them")
-	fs.StringVar(&c.overrides, "overrides", "", "the service's overrides file, whose values replace the manifest's")
+	fs.StringVar(&c.manifest, "manifest", "", "the `file` of limits that ratelimitgen -list -json prints")
+	fs.StringVar(&c.overrides, "overrides", "", "the service's overrides `file`, whose values replace the manifest's")
 	if name == "list" {
 		return fs
 	}
@@ -241,6 +241,8 @@ func (c *command) target() (*target, error) {
 	switch {
 	case len(k.keyParts) > 1 && len(c.keys) != len(k.keyParts):
 		return nil, usageError{fmt.Errorf("limit %s has a key of %d parts (%s): give one -key for each, in order", l.Name, len(k.keyParts), strings.Join(k.keyParts, ", "))}
+	case len(k.keyParts) == 1 && len(c.keys) > 1:
+		return nil, usageError{fmt.Errorf("limit %s has a key of one part (%s): give one -key", l.Name, k.keyParts[0])}
 	case len(k.keyParts) > 1 || len(c.keys) > 1:
 		t.key = runtime.Key(c.keys...)
 	case len(c.keys) == 1:

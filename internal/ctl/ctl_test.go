@@ -18,52 +18,6 @@ import (
 	"github.com/ratelimitgen/ratelimitgen/runtime/redislimit"
 )
 
-// testManifest is a manifest as `ratelimitgen -list -json` prints it.
-const testManifest = `[
-  {
-    "name": "example.com/notify.Notifier.SendCode",
-    "window": "1m",
-    "max": 3,
-    "algorithm": "sliding-log",
-    "mode": "enforce",
-    "key": ["req.Email"],
-    "file": "notify/notifier.go",
-    "line": 12
-  },
-  {
-    "name": "example.com/notify.Notifier.SendBatch",
-    "window": "1h",
-    "max": 100,
-    "algorithm": "token-bucket",
-    "burst": 10,
-    "mode": "shadow",
-    "key": ["req.Tenant", "req.Region"],
-    "file": "notify/notifier.go",
-    "line": 16
-  },
-  {
-    "name": "Jobs.Render.inflight",
-    "concurrency": 2,
-    "lease": "30s",
-    "algorithm": "concurrency",
-    "mode": "enforce",
-    "key": ["req.TenantID"],
-    "file": "jobs/jobs.go",
-    "line": 22
-  },
-  {
-    "name": "example.com/tenants.Tenants.Query",
-    "window": "1m",
-    "max_expr": "planLimit(ctx)",
-    "algorithm": "gcra",
-    "mode": "enforce",
-    "key": ["TenantOf(ctx)"],
-    "file": "tenants/plans.go",
-    "line": 46
-  }
-]
-`
-
 var (
 	sendCode  = runtime.Limit{Name: "example.com/notify.Notifier.SendCode", Window: time.Minute, Max: 3, Algorithm: runtime.SlidingLog}
 	sendBatch = runtime.Limit{Name: "example.com/notify.Notifier.SendBatch", Window: time.Hour, Max: 100, Algorithm: runtime.TokenBucket, Burst: 10, Mode: runtime.ModeShadow}
@@ -75,15 +29,15 @@ const (
 	secret = "0123456789abcdef0123456789abcdef-service-secret"
 )
 
-// files writes the manifest and, when not "", an overrides file, and
-// returns their paths.
+// files returns the path of the manifest, testdata/limits.json (as
+// `ratelimitgen -list -json` prints it), and writes the overrides file
+// when it is not "".
 func files(t *testing.T, overrides string) (manifest, over string) {
 	t.Helper()
-	dir := t.TempDir()
-	manifest = filepath.Join(dir, "limits.json")
-	require.NoError(t, os.WriteFile(manifest, []byte(testManifest), 0o600))
+	manifest, err := filepath.Abs(filepath.Join("testdata", "limits.json"))
+	require.NoError(t, err)
 	if overrides != "" {
-		over = filepath.Join(dir, "overrides.json")
+		over = filepath.Join(t.TempDir(), "overrides.json")
 		require.NoError(t, os.WriteFile(over, []byte(overrides), 0o600))
 	}
 	return manifest, over
@@ -388,6 +342,7 @@ func TestErrors(t *testing.T) {
 			"reading the manifest: open /nonexistent/limits.json: no such file or directory (write one with `ratelimitgen -list -json ./... > /nonexistent/limits.json`)"},
 		{"no limits", []string{"list"}, nil, 1, "no limits to work with: give -manifest"},
 		{"no key", []string{"show", "-manifest", manifest, "-limit", "Notifier.SendCode", "-redis", srv.URL()}, nil, 2, "give the key with -key (limit example.com/notify.Notifier.SendCode counts per req.Email)"},
+		{"two keys", show("-limit", "Notifier.SendCode", "-key", "bob@example.com", "-redis", srv.URL()), nil, 2, "has a key of one part (req.Email): give one -key"},
 		{"no redis", show("-limit", "Notifier.SendCode"), nil, 2, "say where Redis is"},
 		{"bad scheme", show("-limit", "Notifier.SendCode", "-redis", "http://ops:hunter2@"+srv.Addr()), nil, 2,
 			"bad -redis URL http://ops:xxxxx@" + srv.Addr() + ": it must begin with redis:// or rediss://"},

@@ -267,6 +267,17 @@ func TestOverrides(t *testing.T) {
 	requireLine(t, r.stdout, `^example\.com/tenants\.Tenants\.Query +gcra +7 +1m0s +enforce +TenantOf\(ctx\) +yes$`)
 	requireLine(t, r.stdout, `^Search\.Suggest +\? +- +- +off +\? +yes$`)
 
+	// With the overrides file alone, a limit it gives a max and a window
+	// can be shown, under the runtime's default algorithm.
+	_, alone := files(t, `{"limits": {"example.com/notify.Notifier.SendCode": {"max": 5, "window": "2m"}, "Search.Suggest": {"mode": "off"}}}`)
+	r = run(t, nil, nil, "show", "-overrides", alone, "-limit", "Notifier.SendCode", "-key", alice, "-redis", srv.URL())
+	require.Equal(t, 0, r.code)
+	requireLine(t, r.stdout, `^policy +5 per 2m0s, sliding-log, enforce \(overridden by the overrides file; algorithm assumed: no manifest declares the limit\)$`)
+	requireLine(t, r.stdout, `^remaining +2 of 5$`)
+	r = run(t, nil, nil, "show", "-overrides", alone, "-limit", "Search.Suggest", "-key", alice, "-redis", srv.URL())
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "the overrides file gives limit Search.Suggest no max and window, and no manifest declares it: give -manifest file.json")
+
 	// The service refuses an overrides file that would make a limit
 	// invalid; so does the command.
 	_, bad := files(t, `{"limits": {"example.com/notify.Notifier.SendBatch": {"burst": 0}}}`)
@@ -390,6 +401,21 @@ func TestACL(t *testing.T) {
 	r = run(t, nil, map[string]string{PasswordEnv: "wrong"}, append([]string{"show", "-redis", "redis://ops@" + srv.Addr()}, args...)...)
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "refused the user and password: WRONGPASS")
+
+	// A user that may read but not delete: show works, reset is refused.
+	var noDel []string
+	for _, r := range docsACL(t, "hunter4") {
+		if r != "+del" {
+			noDel = append(noDel, r)
+		}
+	}
+	srv.SetUser(t, "reader", noDel...)
+	r = run(t, nil, nil, append([]string{"show", "-redis", "redis://reader:hunter4@" + srv.Addr()}, args...)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	r = run(t, nil, nil, append([]string{"reset", "-yes", "-redis", "redis://reader:hunter4@" + srv.Addr()}, args...)...)
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "redis "+srv.Addr()+" db 0 refused to reset the state of limit example.com/notify.Notifier.SendCode: NOPERM")
+	require.NotContains(t, r.stderr, "hunter")
 
 	r = run(t, nil, nil, append([]string{"show", "-redis", "redis://viewer:hunter3@" + srv.Addr()}, args...)...)
 	require.Equal(t, 1, r.code)

@@ -7,6 +7,7 @@ require (
 	github.com/redis/go-redis/v9 v9.22.0
 	github.com/stretchr/testify v1.12.1
 	golang.org/x/mod v0.40.0
+	golang.org/x/sys v0.47.0
 	golang.org/x/tools v0.49.0
 )
 
@@ -15,7 +16,6 @@ require (
 	go.uber.org/atomic v1.12.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sync v0.22.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
 )
 
 tool github.com/ratelimitgen/ratelimitgen/cmd/ratelimitgen

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ratelimitgen/ratelimitgen/internal/manifest"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
@@ -119,25 +120,9 @@ func (l *limit) entry() Entry {
 	return e
 }
 
-// jsonEntry is the JSON form of an Entry: the fields of -list -json.
-type jsonEntry struct {
-	Name        string            `json:"name"`
-	Window      string            `json:"window,omitempty"`
-	Max         int               `json:"max,omitempty"`
-	MaxExpr     string            `json:"max_expr,omitempty"`
-	Concurrency int               `json:"concurrency,omitempty"`
-	Lease       string            `json:"lease,omitempty"`
-	Algorithm   runtime.Algorithm `json:"algorithm"`
-	Burst       int               `json:"burst,omitempty"`
-	Mode        runtime.Mode      `json:"mode"`
-	Key         []string          `json:"key,omitempty"`
-	Cost        string            `json:"cost,omitempty"`
-	Wait        string            `json:"wait,omitempty"`
-	Refund      string            `json:"refund,omitempty"`
-	Settle      string            `json:"settle,omitempty"`
-	File        string            `json:"file"`
-	Line        int               `json:"line"`
-}
+// jsonEntry is the JSON form of an Entry: the fields of -list -json,
+// which ratelimitctl reads.
+type jsonEntry = manifest.Entry
 
 // JSON renders the manifest as a JSON array with one object per limit,
 // indented, with file names relative to dir where they lie below it. The

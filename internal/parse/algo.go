@@ -96,7 +96,7 @@ func suggestAlgorithm(s string) (string, bool) {
 		if squashed == strings.ReplaceAll(a, "-", "") {
 			return a, true
 		}
-		if d := editDistance(n, a); d < bestDist && d < len(n) {
+		if d := EditDistance(n, a); d < bestDist && d < len(n) {
 			best, bestDist = a, d
 		}
 	}

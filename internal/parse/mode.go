@@ -63,7 +63,7 @@ func suggestMode(s string) (runtime.Mode, bool) {
 		return m, true
 	}
 	for m := runtime.ModeEnforce; m <= runtime.ModeOff; m++ {
-		if d := editDistance(n, m.String()); d <= 2 && d < len(n) {
+		if d := EditDistance(n, m.String()); d <= 2 && d < len(n) {
 			return m, true
 		}
 	}

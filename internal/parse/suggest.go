@@ -42,7 +42,7 @@ func suggest(name string) (string, bool) {
 	}
 	best, bestDist := "", -1
 	for _, o := range Options {
-		d := editDistance(lower, o)
+		d := EditDistance(lower, o)
 		allowed := 1
 		if len(o) >= 4 {
 			allowed = 2
@@ -54,10 +54,10 @@ func suggest(name string) (string, bool) {
 	return best, bestDist >= 0
 }
 
-// editDistance returns the optimal string alignment distance between a and
+// EditDistance returns the optimal string alignment distance between a and
 // b: insertions, deletions, substitutions and transpositions of adjacent
 // bytes each cost 1.
-func editDistance(a, b string) int {
+func EditDistance(a, b string) int {
 	if len(a) > 64 {
 		return len(a) // far from any option name; spare the quadratic work
 	}

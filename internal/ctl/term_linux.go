@@ -1,0 +1,5 @@
+package ctl
+
+import "golang.org/x/sys/unix"
+
+const ioctlGetTermios = unix.TCGETS

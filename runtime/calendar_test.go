@@ -1,6 +1,8 @@
 package runtime_test
 
 import (
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,4 +114,57 @@ func TestCalendarLimitValidate(t *testing.T) {
 		c.change(&l)
 		require.ErrorContains(t, l.Validate(), c.msg)
 	}
+}
+
+// TestCalendarZones checks that CalendarZones loads zones, caches a
+// bounded number of calendars while still serving the others, computes
+// the boundaries around an instant, and names a zone it cannot load.
+func TestCalendarZones(t *testing.T) {
+	var z runtime.CalendarZones
+	berlin := mustZone(t, "Europe/Berlin")
+	w, err := z.Windows(runtime.Calendar{Period: runtime.Day, Zone: "Europe/Berlin"})
+	require.NoError(t, err)
+	at := time.Date(2026, 3, 29, 12, 0, 0, 0, berlin)
+	b := w.At(at.UnixMicro())
+	require.Equal(t, runtime.Boundaries{
+		Prev:  time.Date(2026, 3, 28, 0, 0, 0, 0, berlin).UnixMicro(),
+		Start: time.Date(2026, 3, 29, 0, 0, 0, 0, berlin).UnixMicro(),
+		End:   time.Date(2026, 3, 30, 0, 0, 0, 0, berlin).UnixMicro(),
+		Next:  time.Date(2026, 3, 31, 0, 0, 0, 0, berlin).UnixMicro(),
+	}, b)
+	require.Equal(t, b, w.At(b.End-1), "the window's last µs")
+	require.Equal(t, b.End, w.At(b.End).Start, "the next window")
+	again, err := z.Windows(runtime.Calendar{Period: runtime.Day, Zone: "Europe/Berlin"})
+	require.NoError(t, err)
+	require.Same(t, w, again, "loaded once")
+
+	_, err = z.Windows(runtime.Calendar{Period: runtime.Day, Zone: "Not/A_Zone"})
+	require.ErrorContains(t, err, `"Not/A_Zone"`)
+	require.ErrorContains(t, err, "tzdata")
+
+	// More calendars than it keeps: every zone of the database, by day.
+	tab, err := os.ReadFile("/usr/share/zoneinfo/zone1970.tab")
+	if err != nil {
+		t.Skipf("no zone table to draw zones from: %v", err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(tab), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		w, err := z.Windows(runtime.Calendar{Period: runtime.Day, Zone: f[2]})
+		require.NoError(t, err)
+		require.Less(t, w.At(at.UnixMicro()).Start, w.At(at.UnixMicro()).End)
+		n++
+	}
+	require.Greater(t, n, 256)
+	require.LessOrEqual(t, runtime.CachedCalendars(&z), 256)
+}
+
+func TestLimitErrorCalendar(t *testing.T) {
+	l := runtime.Limit{Name: "Exports.Run", Algorithm: runtime.FixedWindow, Max: 1000,
+		Calendar: runtime.Calendar{Period: runtime.Month, Zone: "Europe/Berlin"}}
+	err := &runtime.LimitError{Limit: l, Decision: runtime.Decision{RetryAfter: 90 * time.Minute}}
+	require.Equal(t, `ratelimit: "Exports.Run" allows 1000 calls per month in Europe/Berlin; retry in 1h30m0s`, err.Error())
 }

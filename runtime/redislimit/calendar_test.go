@@ -326,3 +326,32 @@ func TestCalendarStorageKey(t *testing.T) {
 		require.True(t, d.Allowed, "%v", x)
 	}
 }
+
+// TestCalendarOnRedisClock decides a calendar limit on Redis's own clock
+// (no WithClock): the key counts in the day that holds Redis's TIME, and
+// ResetAfter runs to that day's end.
+func TestCalendarOnRedisClock(t *testing.T) {
+	srv := redistest.StartServer(t)
+	client := srv.Client(t)
+	lim := New(client, WithPrefix("calnow:"), WithFailurePolicy(FailClosed), WithTimeout(10*time.Second))
+	tokyo := calZone(t, "Asia/Tokyo")
+	l := calLimit("cal.now", runtime.Day, "Asia/Tokyo", 3)
+	before, err := client.Time(ctx).Result()
+	require.NoError(t, err)
+	d, err := lim.Allow(ctx, l, "k")
+	require.NoError(t, err)
+	after, err := client.Time(ctx).Result()
+	require.NoError(t, err)
+	start, end := l.Calendar.Window(before, tokyo)
+	if !after.Before(end) {
+		t.Skip("Redis's clock crossed midnight in Tokyo during the call")
+	}
+	require.True(t, d.Allowed)
+	require.Equal(t, 2, d.Remaining)
+	require.LessOrEqual(t, d.ResetAfter, end.Sub(before))
+	require.GreaterOrEqual(t, d.ResetAfter, end.Sub(after))
+	fields, err := client.HGetAll(ctx, lim.storageKey(l, "k")).Result()
+	require.NoError(t, err)
+	require.Equal(t, fmt.Sprint(start.UnixMicro()), fields["w"])
+	require.Equal(t, fmt.Sprint(end.UnixMicro()), fields["e"])
+}

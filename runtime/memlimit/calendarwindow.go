@@ -18,16 +18,8 @@ func (c *calendarWindow) check(now int64, p params) verdict {
 		// A window later than ours was written by a clock ahead of ours.
 		w, e, count = c.w, c.e, c.n
 	}
-	ends := e - now
-	v := verdict{remaining: max(0, p.max-count), scratch: w, count: count, end: e}
-	if count > 0 {
-		v.reset = ends
-	}
-	if count+p.cost > p.max {
-		v.retry = ends
-		return v
-	}
-	v.ok = true
+	v := windowVerdict(count, e-now, w, p)
+	v.end = e
 	return v
 }
 

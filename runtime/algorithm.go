@@ -73,6 +73,10 @@ const (
 	// charge adds e to the current window's count (floor(now/Window), or the
 	// key's window if later; a count of an earlier window starts again from
 	// 0).
+	//
+	// With a Calendar, the windows are the calendar's periods in its zone
+	// instead (see Calendar), and the receipt is the window's start; a
+	// calendar limit never leases, as its windows have no fixed length.
 	FixedWindow Algorithm = "fixed-window"
 
 	// TokenBucket is a rate with a burst: a bucket of Burst tokens

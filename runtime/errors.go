@@ -39,8 +39,13 @@ func (e *LimitError) Error() string {
 	if e.Limit.algorithm() == Concurrency {
 		return fmt.Sprintf("ratelimit: %q allows %d calls in flight; retry once one ends", e.Limit.Name, e.Limit.Max)
 	}
+	var per any = e.Limit.Window
+	if !e.Limit.Calendar.IsZero() {
+		// "per month in Europe/Berlin"
+		per = e.Limit.Calendar
+	}
 	return fmt.Sprintf("ratelimit: %q allows %d calls per %v; retry in %v",
-		e.Limit.Name, e.Limit.Max, e.Limit.Window, roundUp(e.Decision.RetryAfter, time.Millisecond))
+		e.Limit.Name, e.Limit.Max, per, roundUp(e.Decision.RetryAfter, time.Millisecond))
 }
 
 // Is reports whether target is ErrLimited, so errors.Is(err, ErrLimited)

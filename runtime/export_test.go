@@ -5,3 +5,6 @@ package runtime
 func ApplyOverrides(o *Overrides, reqs []Request) []Request {
 	return o.apply(reqs, func(Request, error) {})
 }
+
+// CachedCalendars returns how many calendars z keeps.
+func CachedCalendars(z *CalendarZones) int { return lenOf(z.m.Load()) }

@@ -28,8 +28,12 @@ type Limit struct {
 	Name string
 	// Window is the window length: the period in which Max units are
 	// admitted; for Concurrency, a permit's lease. It must be at least 1µs
-	// and is used in whole microseconds.
+	// and is used in whole microseconds, unless Calendar is set: it must
+	// then be 0.
 	Window time.Duration
+	// Calendar, when set, makes the windows of a FixedWindow limit the
+	// periods of a calendar (see Calendar), in place of Window.
+	Calendar Calendar
 	// Max is the number of units admitted per Window (for Concurrency, of
 	// calls in flight). It must be at least 1 and at most MaxUnits, or
 	// MaxSlidingLog for SlidingLog.
@@ -53,7 +57,7 @@ func (l Limit) Validate() error {
 	switch {
 	case l.Name == "":
 		return fmt.Errorf("ratelimit: limit has no Name; set Limit.Name to identify it, e.g. \"Notifier.SendCode\"")
-	case l.Window < time.Microsecond:
+	case l.Window < time.Microsecond && l.Calendar.IsZero():
 		return fmt.Errorf("ratelimit: limit %q has Window %v; it must be at least 1µs", l.Name, l.Window)
 	case l.Max < 1:
 		return fmt.Errorf("ratelimit: limit %q has Max %d; it must be at least 1", l.Name, l.Max)
@@ -62,10 +66,17 @@ func (l Limit) Validate() error {
 	case l.Mode > ModeOff:
 		return fmt.Errorf("ratelimit: limit %q has unknown %#v; use ModeEnforce, ModeShadow or ModeOff", l.Name, l.Mode)
 	}
+	if !l.Calendar.IsZero() {
+		return validateCalendar(l)
+	}
 	return validateAlgorithm(l)
 }
 
-// String formats l as "Name (Max per Window)", for logs and error messages.
+// String formats l as "Name (Max per Window)", or "Name (Max per month in
+// Europe/Berlin)" with a Calendar, for logs and error messages.
 func (l Limit) String() string {
+	if !l.Calendar.IsZero() {
+		return fmt.Sprintf("%s (%d per %v)", l.Name, l.Max, l.Calendar)
+	}
 	return fmt.Sprintf("%s (%d per %v)", l.Name, l.Max, l.Window)
 }

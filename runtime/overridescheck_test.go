@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"strings"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 

@@ -1,6 +1,7 @@
 package memlimit
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/ratelimitgen/ratelimitgen/runtime"
@@ -17,6 +18,9 @@ const (
 	algoTokenBucket
 	algoGCRA
 	algoConcurrency
+	// algoCalendar is a FixedWindow limit with a runtime.Calendar: its
+	// state, and so its entries, differ from a plain fixed window's.
+	algoCalendar
 	algoCount
 )
 
@@ -40,6 +44,16 @@ func algoIndexOf(a runtime.Algorithm) (_ algoIndex, ok bool) {
 	return 0, false
 }
 
+// algoOf returns l's number: a FixedWindow limit with a Calendar counts
+// calendar windows (algoCalendar), apart from plain fixed windows.
+func algoOf(l runtime.Limit) algoIndex {
+	if !l.Calendar.IsZero() {
+		return algoCalendar
+	}
+	a, _ := algoIndexOf(l.Algorithm)
+	return a
+}
+
 // params is one limit of one call in the units the algorithms compute in,
 // as the Redis scripts do: µs and admission units.
 type params struct {
@@ -47,16 +61,28 @@ type params struct {
 	max    int64
 	burst  int64
 	cost   int64
+	// cal is the calendar of a calendar limit (algoCalendar), nil for any
+	// other.
+	cal *runtime.CalendarWindows
 }
 
 // paramsOf returns the params of a call of cost n under l, which
-// runtime.Validate accepted.
-func paramsOf(l runtime.Limit, n int64) params {
+// runtime.Validate accepted. Only a calendar limit whose zone cannot be
+// loaded fails.
+func (m *Limiter) paramsOf(l runtime.Limit, n int64) (params, error) {
 	burst := l.Burst
 	if burst <= 0 {
 		burst = l.Max
 	}
-	return params{window: l.Window.Microseconds(), max: int64(l.Max), burst: int64(burst), cost: n}
+	p := params{window: l.Window.Microseconds(), max: int64(l.Max), burst: int64(burst), cost: n}
+	if !l.Calendar.IsZero() {
+		w, err := m.zones.Windows(l.Calendar)
+		if err != nil {
+			return p, fmt.Errorf("%w (limit %q)", err, l.Name)
+		}
+		p.cal = w
+	}
+	return p, nil
 }
 
 // verdict is one algorithm's answer for one limit, before the
@@ -68,6 +94,8 @@ type verdict struct {
 	reset     int64
 	// scratch and count carry what check learnt to commit, per algorithm.
 	scratch, count int64
+	// end is the end of a calendar window (µs) that check found.
+	end int64
 }
 
 func (v verdict) decision() runtime.Decision {

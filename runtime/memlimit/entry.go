@@ -142,6 +142,8 @@ func newEntry(algo algoIndex) *entry {
 		return &new(entryOf[slidingWindow]).entry
 	case algoFixedWindow:
 		return &new(entryOf[fixedWindow]).entry
+	case algoCalendar:
+		return &new(entryOf[calendarWindow]).entry
 	case algoTokenBucket:
 		return &new(entryOf[tokenBucket]).entry
 	case algoConcurrency:
@@ -168,6 +170,8 @@ func (e *entry) check(now int64, p params) verdict {
 		return stateOf[slidingWindow](e).check(now, p)
 	case algoFixedWindow:
 		return stateOf[fixedWindow](e).check(now, p)
+	case algoCalendar:
+		return stateOf[calendarWindow](e).check(now, p)
 	case algoTokenBucket:
 		return stateOf[tokenBucket](e).check(now, p)
 	case algoConcurrency:
@@ -194,6 +198,8 @@ func (e *entry) commit(now int64, p params, v *verdict) (grew int64) {
 		}
 	case algoFixedWindow:
 		stateOf[fixedWindow](e).commit(now, p, v)
+	case algoCalendar:
+		stateOf[calendarWindow](e).commit(now, p, v)
 	case algoTokenBucket:
 		stateOf[tokenBucket](e).commit(now, p, v)
 	case algoConcurrency:
@@ -253,6 +259,8 @@ func (e *entry) giveBack(now int64, p params, receipt, d int64) {
 		stateOf[slidingWindow](e).giveBack(now, p, receipt, d)
 	case algoFixedWindow:
 		stateOf[fixedWindow](e).giveBack(now, p, receipt, d)
+	case algoCalendar:
+		stateOf[calendarWindow](e).giveBack(now, p, receipt, d)
 	case algoTokenBucket:
 		stateOf[tokenBucket](e).giveBack(p, d)
 	case algoConcurrency:
@@ -273,6 +281,8 @@ func (e *entry) empty() (state int64) {
 		*stateOf[slidingWindow](e) = slidingWindow{}
 	case algoFixedWindow:
 		*stateOf[fixedWindow](e) = fixedWindow{}
+	case algoCalendar:
+		*stateOf[calendarWindow](e) = calendarWindow{}
 	case algoTokenBucket:
 		*stateOf[tokenBucket](e) = tokenBucket{}
 	case algoConcurrency:
@@ -334,6 +344,7 @@ var entrySizes = [algoCount]int64{
 	algoSlidingLog:    roundAlloc(int(unsafe.Sizeof(entryOf[slidingLog]{}))),
 	algoSlidingWindow: roundAlloc(int(unsafe.Sizeof(entryOf[slidingWindow]{}))),
 	algoFixedWindow:   roundAlloc(int(unsafe.Sizeof(entryOf[fixedWindow]{}))),
+	algoCalendar:      roundAlloc(int(unsafe.Sizeof(entryOf[calendarWindow]{}))),
 	algoTokenBucket:   roundAlloc(int(unsafe.Sizeof(entryOf[tokenBucket]{}))),
 	algoGCRA:          roundAlloc(int(unsafe.Sizeof(entryOf[gcra]{}))),
 	algoConcurrency:   roundAlloc(int(unsafe.Sizeof(entryOf[concurrency]{}))),

@@ -14,8 +14,13 @@ func (f *fixedWindow) check(now int64, p params) verdict {
 		// A window later than ours was written by a clock ahead of ours.
 		w, count = f.w, f.n
 	}
-	ends := (w+1)*p.window - now
-	v := verdict{remaining: max(0, p.max-count), scratch: w, count: count}
+	return windowVerdict(count, (w+1)*p.window-now, w, p)
+}
+
+// windowVerdict is the verdict of a fixed window (plain or of a calendar)
+// that holds count units and ends in ends µs, with its receipt.
+func windowVerdict(count, ends, receipt int64, p params) verdict {
+	v := verdict{remaining: max(0, p.max-count), scratch: receipt, count: count}
 	if count > 0 {
 		v.reset = ends
 	}

@@ -59,13 +59,16 @@ func (m *Limiter) hold(ctx context.Context, reqs []runtime.Request, w *waiter) (
 			v      verdict
 			forgot bool
 		)
+		p, err := m.paramsOf(r.Limit, costOf(r))
+		if err != nil {
+			return runtime.Decisions{}, nil, err
+		}
 		if len(r.Limit.Name) > maxLiteralLen || len(r.Key) > maxLiteralLen {
-			v, forgot = m.decideLong(r.Limit, r.Key, costOf(r))
+			v, forgot = m.decideLong(r.Limit, r.Key, p)
 		} else {
-			algo, _ := algoIndexOf(r.Limit.Algorithm)
-			k := storeKey{algo: algo, name: r.Limit.Name, key: r.Key}
+			k := storeKey{algo: algoOf(r.Limit), name: r.Limit.Name, key: r.Key}
 			h := m.hash(&k)
-			v, forgot = m.decide(&m.shards[shardOf(h)], h, &k, r.Limit.Name, paramsOf(r.Limit, costOf(r)))
+			v, forgot = m.decide(&m.shards[shardOf(h)], h, &k, r.Limit.Name, p)
 		}
 		ds := runtime.Decisions{Allowed: v.ok || r.Limit.Mode == runtime.ModeShadow, Each: []runtime.Decision{v.decision()}, Cause: memoryFull(forgot)}
 		if !ds.Allowed {
@@ -156,9 +159,12 @@ func (h *hold) Settle(ctx context.Context, used ...int64) error {
 
 // settle settles the call r recorded under receipt at used units.
 func (m *Limiter) settle(r runtime.Request, receipt, used int64) {
-	p := paramsOf(r.Limit, costOf(r))
+	p, err := m.paramsOf(r.Limit, costOf(r))
 	used = min(used, int64(r.Limit.Capacity()))
-	if used == p.cost {
+	if err != nil || used == p.cost {
+		// err: a calendar's zone that no longer loads, after it did for
+		// the decision; only a limiter keeping more calendars than it
+		// caches loads one again.
 		return
 	}
 	var d keyDigests
@@ -194,8 +200,7 @@ func (m *Limiter) settle(r runtime.Request, receipt, used int64) {
 // locate returns the shard, hash and store key of r's key, hashing its long
 // parts into d.
 func (m *Limiter) locate(r runtime.Request, d *keyDigests) (*shard, uint64, storeKey) {
-	algo, _ := algoIndexOf(r.Limit.Algorithm)
-	k := newStoreKey(algo, r.Limit.Name, r.Key, d)
+	k := newStoreKey(algoOf(r.Limit), r.Limit.Name, r.Key, d)
 	h := m.hash(&k)
 	return &m.shards[shardOf(h)], h, k
 }

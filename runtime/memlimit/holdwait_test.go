@@ -37,7 +37,11 @@ func permits(lim *Limiter, r runtime.Request) int {
 	}
 	e.acquire()
 	defer e.release(false)
-	return int(e.peek(lim.now(), paramsOf(r.Limit, 1)).count)
+	p, err := lim.paramsOf(r.Limit, 1)
+	if err != nil {
+		panic(err)
+	}
+	return int(e.peek(lim.now(), p).count)
 }
 
 // queues returns how many keys have a queue, over every shard.

@@ -57,6 +57,9 @@ type Limiter struct {
 	// waitHook, when tests set it, runs each time a HoldWait call was
 	// denied and is about to wait, its queues joined.
 	waitHook func()
+
+	// zones holds the zones of calendar limits, each loaded once.
+	zones runtime.CalendarZones
 }
 
 // New returns a Limiter reading the process's monotonic clock, or
@@ -148,25 +151,27 @@ func (m *Limiter) allowN(ctx context.Context, l runtime.Limit, key string, n int
 	if err := ctx.Err(); err != nil {
 		return runtime.Decision{}, false, err
 	}
+	p, err := m.paramsOf(l, n)
+	if err != nil {
+		return runtime.Decision{}, false, err
+	}
 	if len(l.Name) > maxLiteralLen || len(key) > maxLiteralLen {
-		v, forgot := m.decideLong(l, key, n)
+		v, forgot := m.decideLong(l, key, p)
 		return v.decision(), forgot, nil
 	}
-	algo, _ := algoIndexOf(l.Algorithm)
-	k := storeKey{algo: algo, name: l.Name, key: key}
+	k := storeKey{algo: algoOf(l), name: l.Name, key: key}
 	h := m.hash(&k)
-	v, forgot := m.decide(&m.shards[shardOf(h)], h, &k, l.Name, paramsOf(l, n))
+	v, forgot := m.decide(&m.shards[shardOf(h)], h, &k, l.Name, p)
 	return v.decision(), forgot, nil
 }
 
 // decideLong decides a valid call whose name or key is long, for allowN:
 // it hashes the long parts.
-func (m *Limiter) decideLong(l runtime.Limit, key string, n int64) (verdict, bool) {
-	algo, _ := algoIndexOf(l.Algorithm)
+func (m *Limiter) decideLong(l runtime.Limit, key string, p params) (verdict, bool) {
 	var d keyDigests
-	k := newStoreKey(algo, l.Name, key, &d)
+	k := newStoreKey(algoOf(l), l.Name, key, &d)
 	h := m.hash(&k)
-	return m.decide(&m.shards[shardOf(h)], h, &k, l.Name, paramsOf(l, n))
+	return m.decide(&m.shards[shardOf(h)], h, &k, l.Name, p)
 }
 
 // costOf returns r's cost, 0 meaning 1.
@@ -340,8 +345,11 @@ func (m *Limiter) decideMany(ctx context.Context, reqs []runtime.Request, held [
 		used = make([]bool, 0, len(reqs))
 	}
 	for i, r := range reqs {
-		algo, _ := algoIndexOf(r.Limit.Algorithm)
-		p := paramsOf(r.Limit, costOf(r))
+		algo := algoOf(r.Limit)
+		p, err := m.paramsOf(r.Limit, costOf(r))
+		if err != nil {
+			return runtime.Decisions{}, err
+		}
 		if r.Limit.Mode == runtime.ModeOff {
 			// Not consulted: no key, no shard, no entry.
 			keys, hashes, ps = append(keys, storeKey{}), append(hashes, 0), append(ps, p)

@@ -109,7 +109,7 @@ func (h *hold) renewLocked() error {
 	}
 	for i, l := range h.lims {
 		if l.permit != nil {
-			until := now + paramsOf(h.reqs[i].Limit, 1).window
+			until := now + h.reqs[i].Limit.Window.Microseconds()
 			stateOf[concurrency](l.permit).renew(l.receipt, until)
 			l.permit.expireAt = max(l.permit.expireAt, until)
 		}

@@ -15,6 +15,12 @@ const (
 	// codeConcurrency is runtime.Concurrency's, which limits calls in
 	// flight: it is in no list of runtime.Algorithms, and never leases.
 	codeConcurrency
+	// codeCalendar is a runtime.FixedWindow limit with a runtime.Calendar
+	// (lua/calendar_window.lua): its windows are the calendar's, whose
+	// boundaries the client computes in the zone and sends (see
+	// Limiter.resolveCalendars), and its state is kept apart from a plain
+	// fixed window's. It never leases (see leases).
+	codeCalendar
 )
 
 // algoSpec is what the Redis backend keeps per algorithm; the algorithms
@@ -41,6 +47,7 @@ var specsByCode = [shadowFlag]algoSpec{
 	codeTokenBucket:   {tag: "tb", code: codeTokenBucket, file: "token_bucket.lua", lua: "TOKEN_BUCKET"},
 	codeGCRA:          {tag: "gc", code: codeGCRA, file: "gcra.lua", lua: "GCRA"},
 	codeConcurrency:   {tag: "cc", code: codeConcurrency, file: "concurrency.lua", lua: "CONCURRENCY"},
+	codeCalendar:      {tag: "cw", code: codeCalendar, file: "calendar_window.lua", lua: "CALENDAR_WINDOW"},
 }
 
 // algoSpecs holds specsByCode by algorithm, for the rate algorithms
@@ -57,8 +64,14 @@ var algoSpecs = func() map[runtime.Algorithm]algoSpec {
 	return m
 }()
 
-// specOf returns l's algorithm's spec.
-func specOf(l runtime.Limit) *algoSpec { return &specsByCode[algoCode(l.Algorithm)] }
+// specOf returns l's algorithm's spec: a calendar limit's is
+// codeCalendar's.
+func specOf(l runtime.Limit) *algoSpec {
+	if !l.Calendar.IsZero() {
+		return &specsByCode[codeCalendar]
+	}
+	return &specsByCode[algoCode(l.Algorithm)]
+}
 
 // codeOf returns l's code in the script's input.
 func codeOf(l runtime.Limit) int64 {
@@ -113,7 +126,8 @@ func burstOf(l runtime.Limit) int64 {
 
 // resolveLimit sets a, but for its storage key, to q's numbers. Both are
 // passed by pointer: a decision resolves before the deny cache answers, so
-// this is on the path of every cached denial.
+// this is on the path of every cached denial. A calendar limit's
+// boundaries are left to Limiter.resolveCalendars, which loads its zone.
 func resolveLimit(a *ask, q *runtime.Request) {
 	a.code, a.window, a.max = codeOf(q.Limit), q.Limit.Window.Microseconds(), int64(q.Limit.Max)
 	a.burst, a.cost = burstOf(q.Limit), costOf(*q)

@@ -203,18 +203,27 @@ func (r *Limiter) checkScripts(ctx context.Context, key string) []error {
 		algos = append(algos, a)
 	}
 	slices.Sort(algos)
-	reqs := make([]runtime.Request, len(algos))
-	all := make([]int, len(algos))
+	reqs := make([]runtime.Request, len(algos), len(algos)+1)
+	all := make([]int, len(algos)+1)
 	for i, a := range algos {
 		reqs[i] = runtime.Request{Limit: checkLimit(a), Key: key}
 		all[i] = i
 	}
+	// A calendar limit's script (lua/calendar_window.lua), in UTC, which
+	// needs no time zone database.
+	cal := checkLimit(runtime.FixedWindow)
+	cal.Window, cal.Calendar = 0, runtime.Calendar{Period: runtime.Day}
+	reqs = append(reqs, runtime.Request{Limit: cal, Key: key})
+	all[len(algos)] = len(algos)
 	d := resolvedCall{now: -1, asks: r.resolve(nil, reqs), vs: make([]verdict, len(reqs))}
+	if err := r.resolveCalendars(d.asks, reqs); err != nil {
+		return append(errs, err)
+	}
 	if r.cfg.clock != nil {
 		d.now = r.cfg.clock().UnixMicro()
 	}
-	groups := make([][]int, 0, len(algos)+1)
-	for i := range algos {
+	groups := make([][]int, 0, len(reqs)+1)
+	for i := range reqs {
 		groups = append(groups, all[i:i+1])
 	}
 	groups = append(groups, all) // the script of mixed algorithms

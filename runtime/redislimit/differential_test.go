@@ -409,6 +409,23 @@ func TestDifferential(t *testing.T) {
 		diffScenario{seed: 41, steps: 3000, single: mixedLimits(), multi: mixedLimits(),
 			keys: keys, pAll: 0.7, backwards: true, modes: true}.run(newDiffHarness(t, client))
 	})
+	t.Run("calendar", func(t *testing.T) {
+		// Calendar limits in several-limit calls, with every mode, while
+		// the clock moves by up to two days at a time, now and then back.
+		diffScenario{seed: 46, steps: 3000, single: diffLimits(runtime.FixedWindow), multi: append(mixedLimits(), calendarDiffLimits()...),
+			keys: keys, pAll: 0.7, backwards: true, modes: true}.run(newDiffHarness(t, client))
+	})
+}
+
+// calendarDiffLimits returns calendar limits of each period, in zones with
+// daylight-saving changes (Santiago's skipping midnight).
+func calendarDiffLimits() []runtime.Limit {
+	return []runtime.Limit{
+		calLimit("cal-d", runtime.Day, "Europe/Berlin", 5),
+		calLimit("cal-w", runtime.Week, "America/Santiago", 9),
+		calLimit("cal-m", runtime.Month, "", 20),
+		calLimit("cal-y", runtime.Year, "Asia/Tokyo", 40),
+	}
 }
 
 // TestAlgorithmsCluster runs the algorithm and multi-limit suites on one
@@ -447,6 +464,10 @@ func TestAlgorithmsCluster(t *testing.T) {
 		})
 		t.Run("modes", func(t *testing.T) {
 			diffScenario{seed: 8, steps: 2000, single: mixedLimits(), multi: mixedLimits(),
+				keys: keys, pAll: 0.9, backwards: false, modes: true}.run(newDiffHarness(t, client))
+		})
+		t.Run("calendar", func(t *testing.T) {
+			diffScenario{seed: 47, steps: 2000, single: diffLimits(runtime.FixedWindow), multi: append(mixedLimits(), calendarDiffLimits()...),
 				keys: keys, pAll: 0.9, backwards: false, modes: true}.run(newDiffHarness(t, client))
 		})
 	})

@@ -163,6 +163,9 @@ func (h *hold) Settle(ctx context.Context, used ...int64) error {
 	r := h.r
 	var asksBuf [inlineLimits]ask
 	asks := r.resolve(asksBuf[:0], h.reqs)
+	if err := r.resolveCalendars(asks, h.reqs); err != nil {
+		return err
+	}
 	var usedBuf [inlineLimits]int64
 	d := resolvedCall{asks: asks, vs: h.vs, receipts: h.kept.receipts, used: usedBuf[:0]}
 	if len(used) > inlineLimits {
@@ -280,6 +283,9 @@ func (r *Limiter) Peek(ctx context.Context, reqs ...runtime.Request) (runtime.De
 	}
 	vs := make([]verdict, len(reqs))
 	asks, on := resolveLimits(nil, reqs, vs)
+	if err := r.resolveCalendars(asks, reqs); err != nil {
+		return runtime.Decisions{}, err
+	}
 	if on {
 		d := resolvedCall{now: -1, asks: asks, vs: vs, op: opCheck}
 		r.placeKeys(asks, reqs)

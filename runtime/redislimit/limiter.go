@@ -77,6 +77,9 @@ type Limiter struct {
 	// refusals spaces the logs of Redis refusing the limiter (see
 	// ErrPermission).
 	refusals refusalLog
+	// zones holds the zones of calendar limits, each loaded once (see
+	// resolveCalendars).
+	zones runtime.CalendarZones
 }
 
 // New returns a Limiter backed by c, which may be a *redis.Client, a
@@ -193,6 +196,9 @@ func (r *Limiter) decide(ctx context.Context, reqs []runtime.Request, vs []verdi
 	asks, on := resolveLimits(stack[:0], reqs, vs)
 	if !on {
 		return runtime.Decisions{Allowed: true}, nil
+	}
+	if err := r.resolveCalendars(asks, reqs); err != nil {
+		return runtime.Decisions{}, err
 	}
 	if kept == nil {
 		if i := permitAt(asks); i >= 0 {

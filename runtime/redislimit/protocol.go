@@ -19,7 +19,9 @@ import (
 //	ARGV[2]  numbers, little-endian 64-bit integers: for each call now (µs,
 //	         or -1 for the server's clock) and its number of limits, then
 //	         for each limit its code (plus shadowFlag in shadow mode),
-//	         window µs, max, burst, cost, and for a settle or a renewal its
+//	         window µs, max, burst, cost, for a calendar limit
+//	         (codeCalendar) the previous window's start and the next
+//	         window's end (see calendar.go), and for a settle or a renewal its
 //	         receipt and the units it used (appendNums). modeUniform sends one limit's code, window µs,
 //	         max, burst and cost, then one now shared by every call or one
 //	         per call (appendUniform).
@@ -132,6 +134,10 @@ func appendNums(nums []byte, d *resolvedCall, idx []int, receipts bool) []byte {
 		nums = le.AppendUint64(nums, uint64(a.max))
 		nums = le.AppendUint64(nums, uint64(a.burst))
 		nums = le.AppendUint64(nums, uint64(a.cost))
+		if a.algo() == codeCalendar {
+			nums = le.AppendUint64(nums, uint64(a.prev))
+			nums = le.AppendUint64(nums, uint64(a.next))
+		}
 		if receipts {
 			var used int64
 			if d.used != nil {
@@ -168,7 +174,8 @@ func uniformAsk(batch []*call) *ask {
 
 // uniform reports whether a, of a call of n limits, can be decided in a
 // uniform script call.
-func (a *ask) uniform(n int) bool { return n == 1 && a.code < shadowFlag }
+// A calendar limit's boundaries do not fit the uniform layout.
+func (a *ask) uniform(n int) bool { return n == 1 && a.code < shadowFlag && a.code != codeCalendar }
 
 // sameLimit reports whether a and b are decided by the same numbers.
 func (a *ask) sameLimit(b *ask) bool {

@@ -10,6 +10,11 @@ import "github.com/ratelimitgen/ratelimitgen/runtime"
 type ask struct {
 	key                            string
 	code, window, max, burst, cost int64
+	// prev and next are, for a calendar limit (codeCalendar), the start
+	// of the window before the current one and the end of the one after
+	// it; window and burst then hold the current window's start and end
+	// (see Limiter.resolveCalendars).
+	prev, next int64
 }
 
 // algo is a's algorithm code, without the shadow flag.

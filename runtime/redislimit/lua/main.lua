@@ -54,8 +54,10 @@
 --           settle, 3*OP_SHIFT for one to renew, 4*OP_SHIFT for one that
 --           waits, 5*OP_SHIFT for one to release, whatever ARGV[1] says (a
 --           batch mixes them all), then for each limit: code, window µs,
---           max, burst, cost, and for SETTLE, RENEW, WAIT and RELEASE the
---           receipt and the units used (for WAIT, see below). code is the
+--           max, burst, cost, for a calendar limit (CALENDAR_WINDOW) the
+--           previous window's start and the next window's end (see
+--           lua/calendar_window.lua), and for SETTLE, RENEW, WAIT and
+--           RELEASE the receipt and the units used (for WAIT, see below). code is the
 --           algorithm's code (its key in algos), plus SHADOW_FLAG for a
 --           limit in shadow mode.
 --           For UNIFORM: the limit's code, window µs, max, burst and cost, then
@@ -316,6 +318,13 @@ local function decide_calls()
         if shadow then
           code = code - SHADOW_FLAG
         end
+        local prev, nxt = 0, 0
+        if code == CALENDAR_WINDOW then
+          -- A calendar's boundaries before and after the current window's
+          -- (window and burst; lua/calendar_window.lua).
+          prev, nxt = nums[pos], nums[pos + 1]
+          pos = pos + 2
+        end
         impl[i] = ops(code)
         if impl[i] == nil then
           return redis.error_reply('ERR ratelimit: unknown algorithm ' .. tostring(code))
@@ -323,10 +332,11 @@ local function decide_calls()
         local p = ps[i]
         if p == nil then
           -- Sized for its fields: a table that grows is rebuilt each time.
-          p = {window = 0, max = 0, burst = 0, cost = 0, receipt = 0, shadow = false, ticket = 0, wait = 0}
+          p = {window = 0, max = 0, burst = 0, cost = 0, receipt = 0, shadow = false, ticket = 0, wait = 0, prev = 0, next = 0}
           ps[i] = p
         end
         p.window, p.max, p.burst, p.cost, p.receipt, p.shadow, p.ticket, p.wait = window, max, burst, cost, 0, shadow, 0, 0
+        p.prev, p.next = prev, nxt
         if cmode == SETTLE or cmode == RENEW then
           used = used or {}
           p.receipt, used[i] = nums[pos], nums[pos + 1]

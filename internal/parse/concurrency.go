@@ -59,6 +59,7 @@ var concurrencyRefusals = []struct{ name, why string }{
 	{"wait", "a permit comes back when some call ends, which nothing predicts, so a call cannot wait for one; remove wait="},
 	{"refund", "a permit is always released when the call returns, or panics; remove refund=, or put it on a rate limit of the method"},
 	{"settle", "a call in flight holds one permit whatever it did; remove settle=, or put it on a rate limit of the method"},
+	{"tz", "a permit has a lease, not a calendar window; remove tz="},
 }
 
 // checkConcurrencyOptions reports, once every option of a concurrency
@@ -77,6 +78,7 @@ func (p *parser) checkConcurrencyOptions() {
 	}
 	p.d.Algorithm = runtime.Concurrency
 	p.d.MaxExpr, p.d.Burst, p.d.Cost, p.d.Wait, p.d.Refund, p.d.Settle = nil, 0, nil, 0, nil, nil
+	p.d.Calendar = runtime.Calendar{}
 }
 
 // checkLeaseAlone reports lease= on a rate limit.

@@ -84,12 +84,7 @@ func (p *parser) checkCalendarWindow(v value) bool {
 // checkCalendar.
 func (p *parser) checkTZ(v value) {
 	s := v.Value
-	if q := s[0]; q == '"' || q == '`' || q == '\'' {
-		if u, err := strconv.Unquote(s); err == nil {
-			p.errorf(v.off, "write the time zone without quotes: tz=%s", u)
-		} else {
-			p.errorf(v.off, "time zone %s starts with a quote; write it without quotes, e.g. tz=Europe/Berlin", s)
-		}
+	if p.quoted(v, "time zone") {
 		return
 	}
 	if s == "Local" {

@@ -137,17 +137,27 @@ func (p *parser) parseCount(v value, name, example string) (int, bool) {
 	return int(n), true
 }
 
+// quoted reports, if the value of option name starts with a quote, that
+// it is written without; what names the value in messages.
+func (p *parser) quoted(v value, what string) bool {
+	s := v.Value
+	if q := s[0]; q != '"' && q != '`' && q != '\'' {
+		return false
+	}
+	if u, err := strconv.Unquote(s); err == nil {
+		p.errorf(v.off, "write the %s without quotes: %s=%s", what, v.Name, u)
+	} else {
+		p.errorf(v.off, "%s %s starts with a quote; write the %s without quotes", what, s, what)
+	}
+	return true
+}
+
 // checkName checks name=, the limit's name in storage keys, errors and
 // metrics: any printable text without whitespace, such as
 // "Notifier.SendCode" or "sendcode-per-email".
 func (p *parser) checkName(v value) {
 	s := v.Value
-	if q := s[0]; q == '"' || q == '`' || q == '\'' {
-		if u, err := strconv.Unquote(s); err == nil {
-			p.errorf(v.off, "write the name without quotes: name=%s", u)
-		} else {
-			p.errorf(v.off, "name %s starts with a quote; write the name without quotes", s)
-		}
+	if p.quoted(v, "name") {
 		return
 	}
 	if !utf8.ValidString(s) {

@@ -23,7 +23,7 @@ import (
 // declaration carries a directive (in any package, through any chain of
 // embedding), or whose declaring type or the wrapped type itself carries a
 // type-level directive, must be declared on the wrapper and pass those
-// limits, by name, window and max, to runtime.Enforce, runtime.Wait or
+// limits, by name, window (or calendar window) and max, to runtime.Enforce, runtime.Wait or
 // runtime.Admit.
 //
 // The generated files must be up to date (see Stale): Verify reads them as

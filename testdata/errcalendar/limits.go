@@ -22,4 +22,11 @@ type Bad interface {
 
 	//ratelimit:window=1month max=10
 	SpeltOut(ctx context.Context) error
+
+	//ratelimit:window=1m max=10
+	//ratelimit:window=1mo max=1000
+	Several(ctx context.Context) error
+
+	//ratelimit:concurrency=2 tz=UTC
+	Permits(ctx context.Context) error
 }

@@ -160,7 +160,7 @@ func (c *checker) limit(d *ratelimitgenv1.Limit, i int) limit {
 		l.Window = c.window(d.GetWindow())
 	}
 	if tz := d.GetTz(); tz != "" {
-		l.Calendar.Zone = c.zone(tz, l.Calendar.Period, d.GetWindow())
+		l.Calendar.Zone = c.zone(tz, l.Calendar.Period, l.Window)
 	}
 	switch max := d.GetMax(); {
 	case max == 0:
@@ -232,12 +232,13 @@ func defaultName(m *protogen.Method) string {
 	return string(m.Parent.Desc.Name()) + "." + string(m.Desc.Name())
 }
 
-// zone checks tz, the time zone of a calendar window of period (0 for a
-// duration window, written window), by loading it as the runtime will.
-func (c *checker) zone(tz string, period runtime.Period, window string) string {
+// zone checks tz, the time zone of a calendar window of period, by
+// loading it as the runtime will. With period 0, window is the duration
+// window, or 0 when window is missing or wrong, which is reported already.
+func (c *checker) zone(tz string, period runtime.Period, window time.Duration) string {
 	switch _, err := time.LoadLocation(tz); {
-	case period == 0 && window != "":
-		c.errorf("tz applies only to a calendar window (\"1d\", \"1w\", \"1mo\" or \"1y\"), whose periods begin at midnight in that zone; window %q is a duration, the same in every zone: remove tz", window)
+	case period == 0 && window > 0:
+		c.errorf("tz applies only to a calendar window (\"1d\", \"1w\", \"1mo\" or \"1y\"), whose periods begin at midnight in that zone; window %q is a duration, the same in every zone: remove tz", shortWindow(window))
 	case period == 0:
 		return ""
 	case tz == "Local":
@@ -248,6 +249,19 @@ func (c *checker) zone(tz string, period runtime.Period, window string) string {
 		return tz
 	}
 	return ""
+}
+
+// shortWindow spells d as time.Duration.String does, without its zero
+// minutes and seconds: "24h", "1h30m".
+func shortWindow(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // calendarCount reports whether s counts calendar periods, as "2mo" or

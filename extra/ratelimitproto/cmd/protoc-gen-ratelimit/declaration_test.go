@@ -113,6 +113,14 @@ func TestBadDeclarations(t *testing.T) {
 			`option (ratelimitgen.v1.limit) = {window: "24h" tz: "Europe/Berlin" max: 3};`,
 			`bad.proto:11:5: rpc SendCode: tz applies only to a calendar window ("1d", "1w", "1mo" or "1y"), whose periods begin at midnight in that zone; window "24h" is a duration, the same in every zone: remove tz`,
 		},
+		"time zone of a wrong window": {
+			`option (ratelimitgen.v1.limit) = {window: "soon" tz: "Europe/Berlin" max: 3};`,
+			`bad.proto:11:5: rpc SendCode: window "soon" is not a Go duration; write e.g. "60s", "5m" or "1h30m" (units ns, us, ms, s, m, h), or a calendar window: "1d", "1w", "1mo" or "1y"`,
+		},
+		"time zone of a 30s window": {
+			`option (ratelimitgen.v1.limit) = {window: "30s" tz: "UTC" max: 3};`,
+			`bad.proto:11:5: rpc SendCode: tz applies only to a calendar window ("1d", "1w", "1mo" or "1y"), whose periods begin at midnight in that zone; window "30s" is a duration, the same in every zone: remove tz`,
+		},
 		"calendar window of a sliding window": {
 			`option (ratelimitgen.v1.limit) = {window: "1d" max: 3 algo: "sliding-window"};`,
 			`bad.proto:11:5: rpc SendCode: window "1d" is a calendar window, and calendar windows are fixed windows, counted from the start of one day to the start of the next; algo "sliding-window" has no calendar boundary: remove algo, or use a duration window`,

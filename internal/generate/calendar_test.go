@@ -2,7 +2,6 @@ package generate
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,12 +42,7 @@ func TestVerifyCatchesAnotherCalendar(t *testing.T) {
 		src = strings.Replace(src, edit[0], edit[1], 1)
 	}
 	writeFile(t, path, []byte(src))
-	err = Verify(context.Background(), cfg, "./calendar")
-	var list ErrorList
-	if !errors.As(err, &list) {
-		t.Fatalf("Verify = %v; want an ErrorList", err)
-	}
-	got := list.Format(mod)
+	got := verifyErrors(t, cfg, "./calendar")
 	for _, want := range []string{
 		`"github.com/ratelimitgen/ratelimitgen/testmod/calendar.Messenger.SendSMS" with window day in Europe/Paris and max 50; the directive at calendar/quotas.go:12:2 says window day in Europe/Berlin and max 50`,
 		`"github.com/ratelimitgen/ratelimitgen/testmod/calendar.Exports.Run" with window 720h and max 1000; the directive at calendar/quotas.go:25:2 says window month in UTC and max 1000`,

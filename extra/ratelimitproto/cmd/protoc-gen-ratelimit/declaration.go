@@ -160,7 +160,7 @@ func (c *checker) limit(d *ratelimitgenv1.Limit, i int) limit {
 		l.Window = c.window(d.GetWindow())
 	}
 	if tz := d.GetTz(); tz != "" {
-		l.Calendar.Zone = c.zone(tz, l.Calendar.Period, l.Window)
+		l.Calendar.Zone = c.zone(tz, l.Calendar.Period, d.GetWindow(), l.Window > 0)
 	}
 	switch max := d.GetMax(); {
 	case max == 0:
@@ -234,11 +234,12 @@ func defaultName(m *protogen.Method) string {
 
 // zone checks tz, the time zone of a calendar window of period, by
 // loading it as the runtime will. With period 0, window is the duration
-// window, or 0 when window is missing or wrong, which is reported already.
-func (c *checker) zone(tz string, period runtime.Period, window time.Duration) string {
+// window as written, and valid says whether it is one: a missing or wrong
+// window is reported already.
+func (c *checker) zone(tz string, period runtime.Period, window string, valid bool) string {
 	switch _, err := time.LoadLocation(tz); {
-	case period == 0 && window > 0:
-		c.errorf("tz applies only to a calendar window (\"1d\", \"1w\", \"1mo\" or \"1y\"), whose periods begin at midnight in that zone; window %q is a duration, the same in every zone: remove tz", shortWindow(window))
+	case period == 0 && valid:
+		c.errorf("tz applies only to a calendar window (\"1d\", \"1w\", \"1mo\" or \"1y\"), whose periods begin at midnight in that zone; window %q is a duration, the same in every zone: remove tz", window)
 	case period == 0:
 		return ""
 	case tz == "Local":
@@ -249,19 +250,6 @@ func (c *checker) zone(tz string, period runtime.Period, window time.Duration) s
 		return tz
 	}
 	return ""
-}
-
-// shortWindow spells d as time.Duration.String does, without its zero
-// minutes and seconds: "24h", "1h30m".
-func shortWindow(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // calendarCount reports whether s counts calendar periods, as "2mo" or

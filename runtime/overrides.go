@@ -22,8 +22,15 @@ type Override struct {
 	// Max replaces Limit.Max when positive. It also replaces a Max computed
 	// per call (a directive's max= expression).
 	Max int
-	// Window replaces Limit.Window when positive.
+	// Window replaces Limit.Window when positive, and clears a Calendar:
+	// it turns a calendar window back into a window of that length.
 	Window time.Duration
+	// Calendar, when its Period is set, replaces Limit.Calendar, clears
+	// Window and makes the limit a FixedWindow without Burst: calendar
+	// windows are fixed windows. It cannot be combined with Window or
+	// Burst, and its Zone must load with time.LoadLocation ("" is UTC).
+	// A Concurrency limit cannot take one.
+	Calendar Calendar
 	// Burst replaces Limit.Burst when positive.
 	Burst int
 	// Mode replaces Limit.Mode when not nil: ModeShadow to watch a limit
@@ -122,10 +129,12 @@ func (o *Overrides) limits() map[string][]Request {
 
 // Set replaces the overrides in force with m, keyed by Limit.Name. It
 // returns an error, and changes nothing, if an override has a negative
-// field, a Window under 1µs or an unknown Mode, or would make a limit
-// told by AddLimits, or decided through Operate, invalid (see AddLimits). A name that matches no such
-// limit is no error (see Unmatched). A nil or empty m removes every
-// override.
+// field, a Window under 1µs, an unknown Mode, a Calendar without a
+// Period, with an unknown one or with a Zone that does not load, or a
+// Calendar beside a Window or Burst, or would make a limit told by
+// AddLimits, or decided through Operate, invalid (see AddLimits). A name
+// that matches no such limit is no error (see Unmatched). A nil or empty m
+// removes every override.
 func (o *Overrides) Set(m map[string]Override) error {
 	if err := o.set(m); err != nil {
 		return fmt.Errorf("ratelimit: overrides refused, those in force stay: %w", err)
@@ -237,12 +246,40 @@ func validateOverrides(m map[string]Override) error {
 			problems = append(problems, fmt.Sprintf("%q: burst %d is negative", name, ov.Burst))
 		case ov.Mode != nil && *ov.Mode > ModeOff:
 			problems = append(problems, fmt.Sprintf("%q: unknown %#v", name, *ov.Mode))
+		case ov.Calendar != Calendar{}:
+			if msg := validateOverrideCalendar(ov); msg != "" {
+				problems = append(problems, fmt.Sprintf("%q: %s", name, msg))
+			}
 		}
 	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// validateOverrideCalendar says what is wrong with the Calendar of ov, if
+// anything. Unlike Limit.Validate, it loads the Zone: an override is
+// checked once, when it is set, and a zone that does not load would fail
+// every call of the limit.
+func validateOverrideCalendar(ov Override) string {
+	c := ov.Calendar
+	switch {
+	case c.Period == 0:
+		return fmt.Sprintf("zone %q without a calendar Period: a zone applies only to a calendar window", c.Zone)
+	case c.Period > Year:
+		return fmt.Sprintf("unknown calendar %v; use Day, Week, Month or Year", c.Period)
+	case ov.Window > 0:
+		return fmt.Sprintf("window %v and a calendar window of a %v: give one of them", ov.Window, c.Period)
+	case ov.Burst > 0:
+		return fmt.Sprintf("burst %d with a calendar window, which is a fixed window and has no burst", ov.Burst)
+	case c.Zone == "Local":
+		return "zone \"Local\" is the time zone of whichever machine runs the program; name the zone, e.g. \"Europe/Berlin\""
+	}
+	if _, err := time.LoadLocation(c.Zone); err != nil {
+		return fmt.Sprintf("unknown time zone %q; use an IANA name such as \"Europe/Berlin\"", c.Zone)
+	}
+	return ""
 }
 
 // checkOverridden returns an error naming each override of m that would
@@ -301,7 +338,13 @@ func (ov Override) applyTo(l Limit) Limit {
 		l.Max = ov.Max
 	}
 	if ov.Window > 0 {
-		l.Window = ov.Window
+		l.Window, l.Calendar = ov.Window, Calendar{}
+	}
+	if ov.Calendar.Period != 0 {
+		l.Window, l.Calendar, l.Burst = 0, ov.Calendar, 0
+		if l.Algorithm != Concurrency {
+			l.Algorithm = FixedWindow
+		}
 	}
 	if ov.Burst > 0 {
 		l.Burst = ov.Burst

@@ -23,8 +23,13 @@ import (
 //	  }
 //	}
 //
-// Window is a Go duration ("30s", "1m"); mode is "enforce", "shadow" or
-// "off". An unknown member, a zero or negative number, an invalid value,
+// Window is a Go duration ("30s", "1m"), or a calendar window, "1d",
+// "1w", "1mo" or "1y", with "tz" the IANA name of its time zone ("UTC"
+// when absent): {"window": "1mo", "tz": "Europe/Berlin"} counts a limit
+// per calendar month in Berlin, as a fixed window (see Override.Calendar),
+// and {"window": "30s"} turns a calendar limit back into a 30-second
+// window. "tz" without a calendar window is an error. Mode is "enforce",
+// "shadow" or "off". An unknown member, a zero or negative number, an invalid value,
 // or an override that would make a limit told by AddLimits invalid is an
 // error naming it, and leaves the overrides in force unchanged, as Set
 // does. A name that matches no such limit is no error: see Unmatched.
@@ -117,9 +122,13 @@ func (o *Overrides) loadBytes(path string, b []byte) error {
 type overrideJSON struct {
 	Max    *int    `json:"max"`
 	Window *string `json:"window"`
+	TZ     *string `json:"tz"`
 	Burst  *int    `json:"burst"`
 	Mode   *Mode   `json:"mode"`
 }
+
+// calendarWindows maps the file's calendar windows to their periods.
+var calendarWindows = map[string]Period{"1d": Day, "1w": Week, "1mo": Month, "1y": Year}
 
 func parseOverrides(b []byte) (map[string]Override, error) {
 	var file struct {
@@ -143,11 +152,22 @@ func parseOverrides(b []byte) (map[string]Override, error) {
 			ov.Max = *j.Max
 		}
 		if j.Window != nil {
-			d, err := time.ParseDuration(*j.Window)
-			if err != nil || d < time.Microsecond {
-				return nil, fmt.Errorf("%q: window %q must be a Go duration of at least 1µs, such as \"30s\"", name, *j.Window)
+			if p, ok := calendarWindows[*j.Window]; ok {
+				ov.Calendar.Period = p
+			} else if d, err := time.ParseDuration(*j.Window); err != nil || d < time.Microsecond {
+				return nil, fmt.Errorf("%q: window %q must be a Go duration of at least 1µs, such as \"30s\", or a calendar window: \"1d\", \"1w\", \"1mo\" or \"1y\"", name, *j.Window)
+			} else {
+				ov.Window = d
 			}
-			ov.Window = d
+		}
+		if j.TZ != nil {
+			if ov.Calendar.Period == 0 {
+				return nil, fmt.Errorf("%q: tz %q applies only to a calendar window; give it with \"window\": \"1d\", \"1w\", \"1mo\" or \"1y\"", name, *j.TZ)
+			}
+			if *j.TZ == "" {
+				return nil, fmt.Errorf("%q: tz is empty; name a time zone such as \"Europe/Berlin\", or remove tz for UTC", name)
+			}
+			ov.Calendar.Zone = *j.TZ
 		}
 		if j.Burst != nil {
 			if *j.Burst < 1 {

@@ -178,7 +178,10 @@ func (c *command) list() error {
 				max = k.maxExpr
 			}
 		}
-		if l.Window == 0 {
+		switch {
+		case !l.Calendar.IsZero():
+			window = l.Calendar.String()
+		case l.Window == 0:
 			window = "-"
 		}
 		if l.Algorithm == runtime.Concurrency {
@@ -225,7 +228,7 @@ func (c *command) target() (*target, error) {
 		return nil, usageError{err}
 	}
 	l := &k.limit
-	if !k.inManifest && (l.Max == 0 || l.Window == 0) {
+	if !k.inManifest && (l.Max == 0 || l.Window == 0 && l.Calendar.IsZero()) {
 		return nil, usageError{fmt.Errorf("the overrides file gives limit %s no max and window, and no manifest declares it: give -manifest file.json", l.Name)}
 	}
 	if c.max > 0 {
@@ -448,6 +451,8 @@ func policy(k known) string {
 	var s string
 	if alg == runtime.Concurrency {
 		s = fmt.Sprintf("%d in flight, lease %v, %s", l.Max, l.Window, alg)
+	} else if !l.Calendar.IsZero() {
+		s = fmt.Sprintf("%d per %v, %s", l.Max, l.Calendar, alg)
 	} else {
 		s = fmt.Sprintf("%d per %v, %s", l.Max, l.Window, alg)
 		if l.Burst > 0 && (alg == runtime.TokenBucket || alg == runtime.GCRA) {

@@ -80,11 +80,21 @@ func fromManifest(e manifest.Entry) (known, error) {
 	if e.Algorithm == runtime.Concurrency {
 		window, max = e.Lease, e.Concurrency
 	}
-	d, err := time.ParseDuration(window)
-	if err != nil {
-		return known{}, fmt.Errorf("limit %s: window %q: %v", e.Name, window, err)
+	l := runtime.Limit{Name: e.Name, Max: max, Algorithm: e.Algorithm, Burst: e.Burst, Mode: e.Mode}
+	if p, ok := parse.CalendarWindow(window); ok {
+		// A calendar window: the manifest names its zone, "UTC" for none.
+		zone := e.Zone
+		if zone == "UTC" {
+			zone = ""
+		}
+		l.Calendar = runtime.Calendar{Period: p, Zone: zone}
+	} else {
+		d, err := time.ParseDuration(window)
+		if err != nil {
+			return known{}, fmt.Errorf("limit %s: window %q: %v", e.Name, window, err)
+		}
+		l.Window = d
 	}
-	l := runtime.Limit{Name: e.Name, Window: d, Max: max, Algorithm: e.Algorithm, Burst: e.Burst, Mode: e.Mode}
 	k := known{limit: l, declared: l, maxExpr: e.MaxExpr, keyParts: e.Key, inManifest: true}
 	if e.File != "" {
 		k.where = fmt.Sprintf("%s:%d", e.File, e.Line)

@@ -17,7 +17,7 @@ import (
 
 // runtimeLimit is l as the runtime sees it.
 func (l *limit) runtimeLimit() runtime.Limit {
-	return runtime.Limit{Name: l.name, Window: l.window, Max: l.max, Algorithm: l.algo, Burst: l.burst, Mode: l.mode}
+	return runtime.Limit{Name: l.name, Window: l.window, Calendar: l.calendar, Max: l.max, Algorithm: l.algo, Burst: l.burst, Mode: l.mode}
 }
 
 // algorithm returns l's algorithm, resolving the default.

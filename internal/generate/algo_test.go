@@ -84,7 +84,7 @@ func TestWindowNickname(t *testing.T) {
 		7 * 24 * time.Hour: "weekly", 10 * time.Minute: "per-10m", 90 * time.Second: "per-90s", 48 * time.Hour: "per-48h",
 		1500 * time.Millisecond: "per-1.5s",
 	} {
-		if got := windowNickname(w); got != want {
+		if got := windowNickname(w, runtime.Calendar{}); got != want {
 			t.Errorf("windowNickname(%v) = %q, want %q", w, got, want)
 		}
 	}

@@ -43,6 +43,8 @@ func limitRules(l *limit) string {
 	switch {
 	case l.concurrency():
 		fmt.Fprintf(&b, "at most %d in flight on a lease of %s", l.max, shortDuration(l.window))
+	case !l.calendar.IsZero():
+		fmt.Fprintf(&b, "%s per %v, %s", max, l.calendar, l.algorithm())
 	default:
 		fmt.Fprintf(&b, "%s %s, %s", max, windowWords(l.window), l.algorithm())
 	}

@@ -151,12 +151,7 @@ func TestVerifyCatchesUnlimited(t *testing.T) {
 	}
 	writeFile(t, path, []byte(src[:start]+src[end:]))
 
-	err = Verify(context.Background(), cfg, "./...")
-	var list ErrorList
-	if !errors.As(err, &list) {
-		t.Fatalf("Verify = %v; want an ErrorList", err)
-	}
-	got := list.Format(mod)
+	got := verifyErrors(t, cfg, "./...")
 	for _, want := range []string{
 		`outer/ratelimit_gen.go:62:30: RateLimitedCatalog.Read does not enforce the limit "shop/base.Store.Read" of the directive at base/base.go:6:2`,
 		"outer/ratelimit_gen.go:72:6: RateLimitedShop does not override Audit, which the directive at base/base.go:12:1 limits: the method is promoted unlimited",
@@ -165,4 +160,16 @@ func TestVerifyCatchesUnlimited(t *testing.T) {
 			t.Errorf("Verify:\n%s\nlacks %q", got, want)
 		}
 	}
+}
+
+// verifyErrors runs Verify, which must fail with an ErrorList, and
+// returns it formatted relative to cfg.Dir.
+func verifyErrors(t *testing.T, cfg Config, patterns ...string) string {
+	t.Helper()
+	err := Verify(context.Background(), cfg, patterns...)
+	var list ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("Verify = %v; want an ErrorList", err)
+	}
+	return list.Format(cfg.Dir)
 }

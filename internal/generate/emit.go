@@ -324,10 +324,9 @@ func (e *emitter) limitVar(l *limit) string {
 // limitValue spells l as a runtime.Limit literal, without a Max when each
 // call sets it.
 func (e *emitter) limitValue(l *limit) *jen.Statement {
-	window := durationCode(l.window)
-	fields := []jen.Code{
-		jen.Id("Name").Op(":").Lit(l.name),
-		jen.Id("Window").Op(":").Add(window),
+	fields := []jen.Code{jen.Id("Name").Op(":").Lit(l.name)}
+	if l.calendar.IsZero() {
+		fields = append(fields, jen.Id("Window").Op(":").Add(durationCode(l.window)))
 	}
 	switch {
 	case l.maxText != "" && !l.perCallMax():
@@ -341,10 +340,24 @@ func (e *emitter) limitValue(l *limit) *jen.Statement {
 	if l.burst > 0 {
 		fields = append(fields, jen.Id("Burst").Op(":").Lit(l.burst))
 	}
+	if !l.calendar.IsZero() {
+		fields = append(fields, jen.Id("Calendar").Op(":").Add(calendarCode(l.calendar)))
+	}
 	if l.mode != runtime.ModeEnforce {
 		fields = append(fields, jen.Id("Mode").Op(":").Qual(RuntimePath, runtimeConst(l.mode)))
 	}
 	return jen.Qual(RuntimePath, "Limit").Values(fields...)
+}
+
+// calendarCode spells c as a runtime.Calendar literal, without a Zone
+// for UTC by default: runtime.Calendar{Period: runtime.Month, Zone:
+// "Europe/Berlin"}.
+func calendarCode(c runtime.Calendar) *jen.Statement {
+	fields := []jen.Code{jen.Id("Period").Op(":").Qual(RuntimePath, upperFirst(c.Period.String()))}
+	if c.Zone != "" {
+		fields = append(fields, jen.Id("Zone").Op(":").Lit(c.Zone))
+	}
+	return jen.Qual(RuntimePath, "Calendar").Values(fields...)
 }
 
 // durationCode spells d with the time package's largest unit that

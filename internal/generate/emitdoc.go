@@ -134,8 +134,9 @@ func ruleWords(l *limit) string {
 	if l.perCallMax() {
 		max = l.maxText
 	}
-	s := max + " per " + shortDuration(l.window)
-	if a := l.algorithm(); a != defaultAlgorithm() {
+	s := max + " per " + limitWindow(l.window, l.calendar)
+	if a := l.algorithm(); a != defaultAlgorithm() && l.calendar.IsZero() {
+		// A calendar window is a fixed window, which it needs not say.
 		s += ", " + string(a)
 	}
 	if l.burst > 0 {

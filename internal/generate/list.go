@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ratelimitgen/ratelimitgen/internal/manifest"
+	"github.com/ratelimitgen/ratelimitgen/internal/parse"
 	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
@@ -24,6 +25,9 @@ type Entry struct {
 	// Window is the window= duration; for a concurrency limit
 	// (Algorithm runtime.Concurrency), the lease.
 	Window time.Duration
+	// Calendar is the calendar window of window=1d, 1w, 1mo or 1y in tz=,
+	// in place of Window (then 0), or the zero value.
+	Calendar runtime.Calendar
 	// Max is the limit's max, known at generate time from a literal or a
 	// constant expression, or 0 when each call computes it; for a
 	// concurrency limit, the calls in flight. MaxExpr is the
@@ -97,6 +101,7 @@ func (l *limit) entry() Entry {
 	e := Entry{
 		Name:      l.name,
 		Window:    l.window,
+		Calendar:  l.calendar,
 		Max:       l.max,
 		MaxExpr:   l.maxText,
 		Algorithm: l.algorithm(),
@@ -129,7 +134,13 @@ type jsonEntry = manifest.Entry
 // fields are:
 //
 //	name         the limit's name (runtime.Limit.Name)
-//	window       a Go duration, as short as it reads: "1m", "1h30m", "500ms"
+//	window       a Go duration, as short as it reads: "1m", "1h30m", "500ms";
+//	             or for a calendar window, as written: "1d", "1w", "1mo", "1y"
+//	period       for a calendar window, its period: day, week, month or
+//	             year; absent for a duration window
+//	zone         for a calendar window, the IANA time zone whose calendar
+//	             counts, "UTC" when the directive has no tz=; absent for a
+//	             duration window
 //	max          the max, absent when each call computes it from max_expr
 //	max_expr     the max= expression as written, absent for a literal
 //	concurrency  for a limit of calls in flight, the most in flight (in
@@ -167,6 +178,10 @@ func (man *Manifest) JSON(dir string) ([]byte, error) {
 		if e.Wait > 0 {
 			out[i].Wait = shortDuration(e.Wait)
 		}
+		if c := e.Calendar; !c.IsZero() {
+			out[i].Window = parse.CalendarSpelling(c.Period)
+			out[i].Period, out[i].Zone = c.Period.String(), cmp.Or(c.Zone, "UTC")
+		}
 		if e.Algorithm == runtime.Concurrency {
 			out[i].Window, out[i].Max = "", 0
 			out[i].Concurrency, out[i].Lease = e.Max, shortDuration(e.Window)
@@ -183,7 +198,8 @@ func (man *Manifest) JSON(dir string) ([]byte, error) {
 // limit under a header, with "-" for what a limit does not set and file
 // names relative to dir where they lie below it. SETTLED is the refund=
 // or settle= option as written. A limit of calls in flight reads "lease
-// 30s" under WINDOW and "2 in flight" under MAX.
+// 30s" under WINDOW and "2 in flight" under MAX; a calendar window reads
+// "month in Europe/Berlin" under WINDOW.
 func (man *Manifest) Text(dir string) []byte {
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', 0)
@@ -196,7 +212,7 @@ func (man *Manifest) Text(dir string) []byte {
 		case e.MaxExpr != "":
 			max = e.MaxExpr
 		}
-		window := shortDuration(e.Window)
+		window := limitWindow(e.Window, e.Calendar)
 		if e.Algorithm == runtime.Concurrency {
 			window, max = "lease "+window, max+" in flight"
 		}

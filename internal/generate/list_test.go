@@ -9,13 +9,13 @@ import (
 	"time"
 )
 
-// TestManifest lists the limits of the maxexpr, outcome and concurrency
-// cases, as
+// TestManifest lists the limits of the maxexpr, outcome, concurrency and
+// calendar cases, as
 // ratelimitgen -list prints them, and compares both formats with each
 // case's golden files. The JSON must read back into the fields it
 // documents.
 func TestManifest(t *testing.T) {
-	for _, name := range []string{"maxexpr", "outcome", "concurrency"} {
+	for _, name := range []string{"maxexpr", "outcome", "concurrency", "calendar"} {
 		t.Run(name, func(t *testing.T) { testManifest(t, name) })
 	}
 }
@@ -43,7 +43,7 @@ func testManifest(t *testing.T, name string) {
 	if len(back) != len(man.Entries) {
 		t.Fatalf("the JSON has %d entries; want %d", len(back), len(man.Entries))
 	}
-	known := map[string]bool{"name": true, "window": true, "max": true, "max_expr": true, "algorithm": true, "burst": true, "mode": true, "key": true, "cost": true, "wait": true, "refund": true, "settle": true, "file": true, "line": true, "concurrency": true, "lease": true}
+	known := map[string]bool{"name": true, "window": true, "max": true, "max_expr": true, "algorithm": true, "burst": true, "mode": true, "key": true, "cost": true, "wait": true, "refund": true, "settle": true, "file": true, "line": true, "concurrency": true, "lease": true, "period": true, "zone": true}
 	for i, obj := range back {
 		for field := range obj {
 			if !known[field] {
@@ -55,6 +55,10 @@ func testManifest(t *testing.T, name string) {
 			if obj["concurrency"] == nil || obj["lease"] == nil || obj["window"] != nil || obj["max"] != nil {
 				t.Errorf("entry %d, of calls in flight, has not concurrency and lease in place of window and max", i)
 			}
+		case (obj["period"] == nil) != (obj["zone"] == nil):
+			t.Errorf("entry %d has one of period and zone without the other", i)
+		case obj["period"] != nil && obj["algorithm"] != "fixed-window":
+			t.Errorf("entry %d has a calendar window and algorithm %v", i, obj["algorithm"])
 		case obj["max"] == nil && obj["max_expr"] == nil:
 			t.Errorf("entry %d has neither max nor max_expr", i)
 		}

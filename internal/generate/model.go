@@ -34,6 +34,9 @@ type limit struct {
 	// name is the runtime.Limit's Name: name= or path/to/pkg.Type.Method.
 	name   string
 	window time.Duration
+	// calendar is the calendar window of window=1d, 1w, 1mo or 1y in
+	// tz=, in place of window, or the zero value.
+	calendar runtime.Calendar
 	// max is the max= literal or constant, or 0 when each call computes
 	// it. A max= expression is maxText as written and maxExpr as checked
 	// in the method's scope (for the declared type-level limit, only when
@@ -331,18 +334,19 @@ func buildLimits(pkg *packages.Package, file *ast.File, a *annotated, imports *i
 // without its key, cost and max expression.
 func newLimit(a *annotated, d *directive, i int) *limit {
 	l := &limit{
-		fn:     a.fn,
-		owner:  a.owner,
-		pos:    d.pos,
-		name:   limitName(a, d, i),
-		window: d.parsed.Window,
-		max:    d.parsed.Max,
-		algo:   d.parsed.Algorithm,
-		burst:  d.parsed.Burst,
-		wait:   d.parsed.Wait,
-		mode:   d.parsed.Mode,
-		index:  i,
-		multi:  len(a.directives) > 1,
+		fn:       a.fn,
+		owner:    a.owner,
+		pos:      d.pos,
+		name:     limitName(a, d, i),
+		window:   d.parsed.Window,
+		calendar: d.parsed.Calendar,
+		max:      d.parsed.Max,
+		algo:     d.parsed.Algorithm,
+		burst:    d.parsed.Burst,
+		wait:     d.parsed.Wait,
+		mode:     d.parsed.Mode,
+		index:    i,
+		multi:    len(a.directives) > 1,
 	}
 	if d.parsed.MaxExpr != nil {
 		l.maxText = d.parsed.MaxExpr.Text
@@ -438,7 +442,7 @@ func checkLimitNames(a *annotated, ds *diagnostics) bool {
 			continue // an invalid name=, reported by the parser
 		}
 		if !named && i > 0 {
-			ds.errorf(d.pos, "%s has several //ratelimit: lines: give each after the first its own name=, which keeps its count apart and names it in denials; add name=..., e.g. name=%s.%s", method, method, windowNickname(d.parsed.Window))
+			ds.errorf(d.pos, "%s has several //ratelimit: lines: give each after the first its own name=, which keeps its count apart and names it in denials; add name=..., e.g. name=%s.%s", method, method, windowNickname(d.parsed.Window, d.parsed.Calendar))
 			ok = false
 			continue
 		}
@@ -458,8 +462,18 @@ func checkLimitNames(a *annotated, ds *diagnostics) bool {
 }
 
 // windowNickname suggests a name suffix for a limit with window w, for
-// messages: "hourly" for 1h, "per-10m" for 10m.
-func windowNickname(w time.Duration) string {
+// messages: "hourly" for 1h, "per-10m" for 10m, "monthly" for 1mo.
+func windowNickname(w time.Duration, c runtime.Calendar) string {
+	switch c.Period {
+	case runtime.Day:
+		return "daily"
+	case runtime.Week:
+		return "weekly"
+	case runtime.Month:
+		return "monthly"
+	case runtime.Year:
+		return "yearly"
+	}
 	switch w {
 	case time.Second:
 		return "per-second"
@@ -551,6 +565,9 @@ func invalidLimit(l *limit, d *directive) (token.Position, string) {
 	err := rl.Validate()
 	if err == nil {
 		return token.Position{}, ""
+	}
+	if !rl.Calendar.IsZero() {
+		return d.pos, fmt.Sprintf("the runtime refuses this limit: %v", err)
 	}
 	rl.Window = time.Microsecond
 	if rl.Validate() != nil {

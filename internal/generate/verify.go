@@ -13,6 +13,7 @@ import (
 	"golang.org/x/tools/go/packages"
 
 	"github.com/ratelimitgen/ratelimitgen/internal/parse"
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 // Verify checks the generated code on disk against the directives, by a
@@ -22,8 +23,8 @@ import (
 // declaration carries a directive (in any package, through any chain of
 // embedding), or whose declaring type or the wrapped type itself carries a
 // type-level directive, must be declared on the wrapper and pass those
-// limits, by name, window and max, to runtime.Enforce, runtime.Wait,
-// runtime.Admit or runtime.AdmitWait (see admitCalls).
+// limits, by name, window (or calendar window) and max, to runtime.Enforce,
+// runtime.Wait, runtime.Admit or runtime.AdmitWait (see admitCalls).
 //
 // The generated files must be up to date (see Stale): Verify reads them as
 // the build does. It returns an ErrorList of the methods that fail, or
@@ -133,8 +134,10 @@ const runtimePath = "github.com/ratelimitgen/ratelimitgen/runtime"
 type wantLimit struct {
 	name   string
 	window time.Duration
-	max    int // 0 when max= is an expression
-	pos    token.Position
+	// calendar is the calendar window, or the zero value.
+	calendar runtime.Calendar
+	max      int // 0 when max= is an expression
+	pos      token.Position
 }
 
 // verifier checks wrappers, reading the directives of each declaring
@@ -263,7 +266,7 @@ func wantOf(pkg *packages.Package, c *ast.Comment, i int, name string) wantLimit
 	if d == nil {
 		return w
 	}
-	w.name, w.window, w.max = d.Name, d.Window, d.Max
+	w.name, w.window, w.calendar, w.max = d.Name, d.Window, d.Calendar, d.Max
 	if w.name == "" && i == 0 {
 		w.name = pkg.PkgPath + "." + name
 	}
@@ -339,8 +342,8 @@ func (v *verifier) checkMethod(pkg *packages.Package, w generatedWrapper, name s
 		switch {
 		case !ok:
 			v.errs = append(v.errs, Diagnostic{Pos: pkg.Fset.Position(decl.Name.Pos()), Msg: fmt.Sprintf("%s.%s does not enforce the limit %q of the directive at %s", w.name.Name(), name, l.name, l.pos)})
-		case g.window != l.window || l.max > 0 && g.max != l.max:
-			v.errs = append(v.errs, Diagnostic{Pos: pkg.Fset.Position(decl.Name.Pos()), Msg: fmt.Sprintf("%s.%s enforces %q with window %v and max %d; the directive at %s says window %v and max %d", w.name.Name(), name, l.name, g.window, g.max, l.pos, l.window, l.max)})
+		case g.window != l.window || g.calendar != l.calendar || l.max > 0 && g.max != l.max:
+			v.errs = append(v.errs, Diagnostic{Pos: pkg.Fset.Position(decl.Name.Pos()), Msg: fmt.Sprintf("%s.%s enforces %q with window %s and max %d; the directive at %s says window %s and max %d", w.name.Name(), name, l.name, limitWindow(g.window, g.calendar), g.max, l.pos, limitWindow(l.window, l.calendar), l.max)})
 		}
 	}
 }
@@ -446,12 +449,46 @@ func limitValue(pkg *packages.Package, obj *types.Var) (wantLimit, bool) {
 							l.max = int(n)
 						}
 					}
+					for _, e := range lit.Elts {
+						if kv, ok := e.(*ast.KeyValueExpr); ok && kv.Key.(*ast.Ident).Name == "Calendar" {
+							l.calendar = calendarValue(pkg, kv.Value)
+						}
+					}
 					return l, true
 				}
 			}
 		}
 	}
 	return wantLimit{}, false
+}
+
+// calendarValue evaluates x, a runtime.Calendar literal of constant
+// fields, as generated code writes it.
+func calendarValue(pkg *packages.Package, x ast.Expr) runtime.Calendar {
+	var c runtime.Calendar
+	lit, ok := x.(*ast.CompositeLit)
+	if !ok {
+		return c
+	}
+	for _, e := range lit.Elts {
+		kv, ok := e.(*ast.KeyValueExpr)
+		if !ok {
+			continue
+		}
+		key, ok := kv.Key.(*ast.Ident)
+		val := pkg.TypesInfo.Types[kv.Value].Value
+		if !ok || val == nil {
+			continue
+		}
+		switch key.Name {
+		case "Period":
+			n, _ := constant.Uint64Val(val)
+			c.Period = runtime.Period(n)
+		case "Zone":
+			c.Zone = constant.StringVal(val)
+		}
+	}
+	return c
 }
 
 // typeutilCallee returns the function or method that call calls, if it

@@ -3,6 +3,8 @@ package generate
 import (
 	"fmt"
 	"time"
+
+	"github.com/ratelimitgen/ratelimitgen/runtime"
 )
 
 // durationUnits are the units a window is spelt in, largest first.
@@ -38,4 +40,14 @@ func windowWords(d time.Duration) string {
 		return "per " + durationUnits[i].word
 	}
 	return fmt.Sprintf("per %d %s", n, durationUnits[i].plur)
+}
+
+// limitWindow spells a limit's window as -list and doc comments show it:
+// a Go duration as short as it reads ("1m", "1h30m"), or a calendar
+// window's period and zone ("month in Europe/Berlin", "day in UTC").
+func limitWindow(d time.Duration, c runtime.Calendar) string {
+	if !c.IsZero() {
+		return c.String()
+	}
+	return shortDuration(d)
 }

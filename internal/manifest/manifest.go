@@ -10,6 +10,8 @@ import "github.com/ratelimitgen/ratelimitgen/runtime"
 type Entry struct {
 	Name        string            `json:"name"`
 	Window      string            `json:"window,omitempty"`
+	Period      string            `json:"period,omitempty"`
+	Zone        string            `json:"zone,omitempty"`
 	Max         int               `json:"max,omitempty"`
 	MaxExpr     string            `json:"max_expr,omitempty"`
 	Concurrency int               `json:"concurrency,omitempty"`

@@ -148,6 +148,9 @@ func (p *parser) checkBurstAlgo() {
 		return
 	}
 	uses := string(runtime.Algorithms()[0]) + " (the default, as there is no algo=)"
+	if w, _ := p.d.Lookup("window"); p.d.Calendar.Period != 0 {
+		uses = string(runtime.FixedWindow) + " (as window=" + w.Value + " is a calendar window)"
+	}
 	if a, set := p.d.Lookup("algo"); set {
 		if p.d.Algorithm == "" {
 			return

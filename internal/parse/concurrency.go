@@ -59,6 +59,7 @@ var concurrencyRefusals = []struct{ name, why string }{
 	{"cost", "each call in flight holds one permit; remove cost=, or put a cost on a rate limit on a //ratelimit: line of its own"},
 	{"refund", "a permit is always released when the call returns, or panics; remove refund=, or put it on a rate limit of the method"},
 	{"settle", "a call in flight holds one permit whatever it did; remove settle=, or put it on a rate limit of the method"},
+	{"tz", "a permit has a lease, not a calendar window; remove tz="},
 }
 
 // checkConcurrencyOptions reports, once every option of a concurrency
@@ -77,6 +78,7 @@ func (p *parser) checkConcurrencyOptions() {
 	}
 	p.d.Algorithm = runtime.Concurrency
 	p.d.MaxExpr, p.d.Burst, p.d.Cost, p.d.Refund, p.d.Settle = nil, 0, nil, nil, nil
+	p.d.Calendar = runtime.Calendar{}
 }
 
 // checkLeaseAlone reports lease= on a rate limit.

@@ -32,9 +32,15 @@ type Directive struct {
 	// It is nil when the directive has no key= option (one limit shared by
 	// every caller).
 	Key []Expr
-	// Window is the window= duration, > 0; for a concurrency directive,
-	// the permit's lease (lease=, or DefaultLease).
+	// Window is the window= duration, > 0, or 0 for a calendar window
+	// (Calendar); for a concurrency directive, the permit's lease (lease=,
+	// or DefaultLease).
 	Window time.Duration
+	// Calendar is the calendar window of window=1d, 1w, 1mo or 1y, in the
+	// time zone of tz= ("" for UTC when tz= is absent), or the zero value
+	// for a duration window. With a Calendar, Algorithm is
+	// runtime.FixedWindow.
+	Calendar runtime.Calendar
 	// Max is the max= count, >= 1, when max= is an integer literal, or 0
 	// when it is an expression (MaxExpr); for a concurrency directive, the
 	// concurrency= count.

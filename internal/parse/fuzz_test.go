@@ -36,6 +36,9 @@ var fuzzSeeds = []string{
 	"key=f(a /* x */) window=1s max=1",
 	"window =60s max= 3",
 	"window=1d max=010",
+	"window=1mo tz=Europe/Berlin max=1000",
+	"window=2mo tz=Nowhere/Else max=1 algo=gcra",
+	"window=1w max=3 burst=2 tz=UTC",
 	"window=1500ns max=2147483648",
 	"name=a\u00a0b name=\xff window=-1s max=-1",
 	" key=a window=1s max=1",
@@ -144,7 +147,11 @@ func checkLine(t *testing.T, text string) {
 		}
 	}
 	if errs == nil {
-		if d.Window < time.Microsecond || d.Window%time.Microsecond != 0 {
+		if d.Calendar.Period != 0 {
+			if d.Window != 0 || d.Algorithm != runtime.FixedWindow || (runtime.Limit{Name: "x", Max: 1, Algorithm: d.Algorithm, Calendar: d.Calendar}).Validate() != nil {
+				t.Fatalf("Line(%q): no errors but calendar %v, window %v, algorithm %q", text, d.Calendar, d.Window, d.Algorithm)
+			}
+		} else if d.Window < time.Microsecond || d.Window%time.Microsecond != 0 || d.Calendar.Zone != "" {
 			t.Fatalf("Line(%q): no errors but window %v", text, d.Window)
 		}
 		if (d.MaxExpr == nil) == (d.Max < 1 || d.Max > math.MaxInt32) || d.MaxExpr != nil && d.Max != 0 {
@@ -160,7 +167,7 @@ func checkLine(t *testing.T, text string) {
 			if d.Algorithm != runtime.Concurrency || d.Window < MinLease || d.Window > MaxLease {
 				t.Fatalf("Line(%q): no errors but a concurrency directive of algorithm %q, lease %v", text, d.Algorithm, d.Window)
 			}
-		} else if _, ok := d.Lookup("algo"); ok != (d.Algorithm != "") || ok && !slices.Contains(runtime.Algorithms(), d.Algorithm) {
+		} else if _, ok := d.Lookup("algo"); ok != (d.Algorithm != "") && d.Calendar.Period == 0 || ok && !slices.Contains(runtime.Algorithms(), d.Algorithm) {
 			t.Fatalf("Line(%q): no errors but algorithm %q", text, d.Algorithm)
 		}
 		if _, ok := d.Lookup("burst"); ok != (d.Burst != 0) || ok && (d.Burst < 1 || d.Burst > math.MaxInt32 || !BurstApplies(d.Algorithm)) {

@@ -18,6 +18,7 @@ type optionSpec struct {
 var optionTable = []optionSpec{
 	{name: "key", mode: expr, example: "key=req.Email", check: (*parser).checkKey},
 	{name: "window", mode: flat, required: true, example: "window=60s", check: (*parser).checkWindow},
+	{name: "tz", mode: flat, example: "tz=Europe/Berlin", check: (*parser).checkTZ},
 	{name: "max", mode: expr, required: true, example: "max=10", check: (*parser).checkMax},
 	{name: "algo", mode: flat, example: "algo=token-bucket", check: (*parser).checkAlgo},
 	{name: "burst", mode: flat, example: "burst=20", check: (*parser).checkBurst},

@@ -119,6 +119,7 @@ func (p *parser) parse() {
 	}
 	p.checkLeaseAlone()
 	p.checkMissing()
+	p.checkCalendar()
 	p.checkBurstAlgo()
 }
 

@@ -282,7 +282,7 @@ func TestLineErrors(t *testing.T) {
 		{"//ratelimit:Key=a window=60s max=3", []wantErr{{"Key", 0, `unknown option "Key"; did you mean "key"?`}}},
 		{"//ratelimit:key=a window=60s limit=3", []wantErr{{"limit=", 0, `unknown option "limit"; did you mean "max"?`}}},
 		{"//ratelimit:key=a per=1s max=3", []wantErr{{"per", 0, `unknown option "per"; did you mean "window"?`}}},
-		{"//ratelimit:key=a window=1s max=3 foo=bar", []wantErr{{"foo", 0, `unknown option "foo"; the options are key, window, max, algo, burst, cost, name, wait, mode, refund, settle, concurrency, lease`}}},
+		{"//ratelimit:key=a window=1s max=3 foo=bar", []wantErr{{"foo", 0, `unknown option "foo"; the options are key, window, tz, max, algo, burst, cost, name, wait, mode, refund, settle, concurrency, lease`}}},
 		{"//ratelimit:key=a window=1s max=3 algorithm=gcra", []wantErr{{"algorithm", 0, `unknown option "algorithm"; did you mean "algo"?`}}},
 		{"//ratelimit:key=a window=1s max=3 weight=2", []wantErr{{"weight", 0, `unknown option "weight"; did you mean "cost"?`}}},
 		{"//ratelimit:key=a window=1s max=3 capacity=5 algo=gcra", []wantErr{{"capacity", 0, `unknown option "capacity"; did you mean "burst"?`}}},
@@ -331,10 +331,28 @@ func TestLineErrors(t *testing.T) {
 		// window=
 		{"//ratelimit:window=60 max=1", []wantErr{{"60", 0, `window "60" is not a Go duration; write it with a unit, e.g. window=60s`}}},
 		{"//ratelimit:window=1.5 max=1", []wantErr{{"1.5", 0, `window "1.5" is not a Go duration; write it with a unit, e.g. window=1.5s`}}},
-		{"//ratelimit:window=1d max=1", []wantErr{{"1d", 0, `window "1d" is not a Go duration, which has no "d" unit; write window=24h`}}},
+		{"//ratelimit:window=2d max=1", []wantErr{{"2d", 0, `window "2d": calendar windows are one period long, from the start of one day to the start of the next; write window=1d, or window=48h for a duration window of 48 hours, not aligned to midnight`}}},
+		{"//ratelimit:window=2w max=1", []wantErr{{"2w", 0, `window "2w": calendar windows are one period long, from the start of one week to the start of the next; write window=1w, or window=336h for a duration window of 336 hours, not aligned to midnight`}}},
+		{"//ratelimit:window=2mo max=1", []wantErr{{"2mo", 0, `window "2mo": calendar windows are one period long, from the start of one month to the start of the next; write window=1mo`}}},
+		{"//ratelimit:window=0y max=1", []wantErr{{"0y", 0, `window "0y": calendar windows are one period long, from the start of one year to the start of the next; write window=1y`}}},
+		{"//ratelimit:window=01mo max=1", []wantErr{{"01mo", 0, `window "01mo": calendar windows are one period long, from the start of one month to the start of the next; write window=1mo`}}},
+		{"//ratelimit:window=1month max=1", []wantErr{{"1month", 0, `window "1month" is not a window; write window=1mo for a calendar month (calendar windows are one period long), or a Go duration such as window=60s`}}},
+		{"//ratelimit:window=1D max=1", []wantErr{{"1D", 0, `window "1D" is not a window; write window=1d for a calendar day (calendar windows are one period long), or a Go duration such as window=60s`}}},
+		{"//ratelimit:window=1M max=1", []wantErr{{"1M", 0, `window "1M" is not a Go duration, whose units are lower case; write window=1m for minutes, or window=1mo for a calendar month`}}},
+		{"//ratelimit:window=1mo tz=Europe/Berln max=1", []wantErr{{"Europe/Berln", 0, `unknown time zone "Europe/Berln"; write an IANA time zone name, e.g. tz=Europe/Berlin or tz=America/New_York (zone names are case-sensitive)`}}},
+		{"//ratelimit:window=1mo tz=\"Europe/Berlin\" max=1", []wantErr{{"\"Europe", 0, `write the time zone without quotes: tz=Europe/Berlin`}}},
+		{"//ratelimit:window=1d tz=Local max=1", []wantErr{{"Local", 0, `tz=Local is the time zone of whichever machine runs the program; name the zone, e.g. tz=Europe/Berlin, or remove tz= for UTC`}}},
+		{"//ratelimit:window=1d tz=../../etc/passwd max=1", []wantErr{{"../", 0, `unknown time zone "../../etc/passwd"; write an IANA time zone name, e.g. tz=Europe/Berlin or tz=America/New_York (zone names are case-sensitive)`}}},
+		{"//ratelimit:window=24h tz=Europe/Berlin max=1", []wantErr{{"tz", 0, `tz= applies only to a calendar window (window=1d, 1w, 1mo or 1y), whose periods begin at midnight in that zone; window=24h is a duration, the same in every zone: remove tz=`}}},
+		{"//ratelimit:tz=UTC max=1", []wantErr{{"", 0, `directive has no window; add e.g. window=60s`}, {"tz", 0, `tz= applies only to a calendar window (window=1d, 1w, 1mo or 1y), whose periods begin at midnight in that zone; this directive has no window=: remove tz=`}}},
+		{"//ratelimit:window=2mo tz=UTC max=1", []wantErr{{"2mo", 0, `window "2mo": calendar windows are one period long, from the start of one month to the start of the next; write window=1mo`}}},
+		{"//ratelimit:window=1mo max=1 algo=sliding-window", []wantErr{{"algo", 0, `window=1mo is a calendar window, and calendar windows are fixed windows, counted from the start of one month to the start of the next; algo=sliding-window has no calendar boundary: remove algo=, or use a duration window such as window=720h`}}},
+		{"//ratelimit:window=1d max=1 algo=token-bucket burst=5", []wantErr{{"algo", 0, `window=1d is a calendar window, and calendar windows are fixed windows, counted from the start of one day to the start of the next; algo=token-bucket has no calendar boundary: remove algo=, or use a duration window such as window=24h`}}},
+		{"//ratelimit:window=1w max=10 burst=5", []wantErr{{"burst", 0, `burst= applies only to algo=token-bucket and algo=gcra, whose bucket it sizes; this directive uses fixed-window (as window=1w is a calendar window): remove burst= or choose one of those algorithms`}}},
+		{"//ratelimit:concurrency=2 tz=UTC", []wantErr{{"tz", 0, `concurrency= cannot be combined with tz=: a permit has a lease, not a calendar window; remove tz=`}}},
 		{"//ratelimit:window=60S max=1", []wantErr{{"60S", 0, `window "60S" is not a Go duration, whose units are lower case; write window=60s`}}},
-		{"//ratelimit:window=soon max=1", []wantErr{{"soon", 0, `window "soon" is not a Go duration; write e.g. window=60s, window=5m or window=1h30m`}}},
-		{"//ratelimit:window=1 minute max=1", []wantErr{{"1 minute", 0, `window "1 minute" is not a Go duration; write e.g. window=60s, window=5m or window=1h30m`}}},
+		{"//ratelimit:window=soon max=1", []wantErr{{"soon", 0, `window "soon" is not a Go duration; write e.g. window=60s, window=5m or window=1h30m, or a calendar window: window=1d, 1w, 1mo or 1y`}}},
+		{"//ratelimit:window=1 minute max=1", []wantErr{{"1 minute", 0, `window "1 minute" is not a Go duration; write e.g. window=60s, window=5m or window=1h30m, or a calendar window: window=1d, 1w, 1mo or 1y`}}},
 		{"//ratelimit:window=0s max=1", []wantErr{{"0s", 0, `window must be positive; got "0s"`}}},
 		{"//ratelimit:window=-1m max=1", []wantErr{{"-1m", 0, `window must be positive; got "-1m"`}}},
 		{"//ratelimit:window=999ns max=1", []wantErr{{"999ns", 0, `window "999ns" is shorter than 1µs, the limiter's resolution`}}},
@@ -480,22 +498,24 @@ func TestLinePositionWithoutBase(t *testing.T) {
 }
 
 func TestOptions(t *testing.T) {
-	assert.Equal(t, []string{"key", "window", "max", "algo", "burst", "cost", "name", "wait", "mode", "refund", "settle", "concurrency", "lease"}, Options)
+	assert.Equal(t, []string{"key", "window", "tz", "max", "algo", "burst", "cost", "name", "wait", "mode", "refund", "settle", "concurrency", "lease"}, Options)
 	// The examples quoted in messages must themselves be valid: all in
 	// one directive, but for the options of a concurrency directive.
 	var examples []string
 	for _, o := range optionTable {
-		if o.name != "concurrency" && o.name != "lease" {
+		if o.name != "concurrency" && o.name != "lease" && o.name != "tz" {
 			examples = append(examples, o.example)
 		}
 	}
 	d, errs := Line(Prefix+strings.Join(examples, " "), base)
 	assert.Nil(t, errs)
-	assert.Len(t, d.Options, len(Options)-2)
+	assert.Len(t, d.Options, len(Options)-3)
 	assert.Equal(t, 2*time.Second, d.Wait)
 	assert.Equal(t, "err == nil", d.Refund.Text)
 	assert.Equal(t, "resp.Usage.TotalTokens", d.Settle.Text)
 	_, errs = Line(Prefix+"window=1s max=3 wait=2s", base)
+	assert.Nil(t, errs)
+	_, errs = Line(Prefix+"window=1mo max=3 "+example("tz"), base)
 	assert.Nil(t, errs)
 	_, errs = Line(Prefix+"concurrency=2 lease=30s", base)
 	assert.Nil(t, errs)
@@ -687,5 +707,41 @@ func TestMaxExpr(t *testing.T) {
 		assert.Equal(t, tt.msg, errs[0].Msg, tt.text)
 		assert.Equal(t, colOf(t, tt.text, tt.at, 0), errs[0].Pos.Column, tt.text)
 		assert.Nil(t, d.MaxExpr, tt.text)
+	}
+}
+
+func TestLineCalendar(t *testing.T) {
+	tests := []struct {
+		text string
+		want runtime.Calendar
+		algo runtime.Algorithm
+	}{
+		{"//ratelimit:window=1d max=50", runtime.Calendar{Period: runtime.Day}, runtime.FixedWindow},
+		{"//ratelimit:window=1w max=50 tz=America/New_York", runtime.Calendar{Period: runtime.Week, Zone: "America/New_York"}, runtime.FixedWindow},
+		{"//ratelimit:tz=Europe/Berlin window=1mo max=1_000", runtime.Calendar{Period: runtime.Month, Zone: "Europe/Berlin"}, runtime.FixedWindow},
+		{"//ratelimit:window=1y max=5 algo=fixed-window tz=UTC", runtime.Calendar{Period: runtime.Year, Zone: "UTC"}, runtime.FixedWindow},
+		{"//ratelimit:window=1m max=5", runtime.Calendar{}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			d, errs := Line(tt.text, base)
+			require.Nil(t, errs)
+			assert.Equal(t, tt.want, d.Calendar)
+			assert.Equal(t, tt.algo, d.Algorithm)
+			if tt.want.Period != 0 {
+				assert.Zero(t, d.Window)
+				l := runtime.Limit{Name: "x", Max: d.Max, Algorithm: d.Algorithm, Calendar: d.Calendar}
+				assert.NoError(t, l.Validate())
+			}
+		})
+	}
+	for _, p := range []runtime.Period{runtime.Day, runtime.Week, runtime.Month, runtime.Year} {
+		got, ok := CalendarWindow(CalendarSpelling(p))
+		assert.True(t, ok)
+		assert.Equal(t, p, got)
+	}
+	for _, s := range []string{"2d", "1h", "d", "1", "1mon", ""} {
+		_, ok := CalendarWindow(s)
+		assert.False(t, ok, s)
 	}
 }

@@ -12,10 +12,14 @@ import (
 	"unicode/utf8"
 )
 
-// checkWindow checks window=, a Go duration (time.ParseDuration) of at least
-// 1µs and a whole number of microseconds: limiters measure time in
-// microseconds, so anything finer would be silently rounded.
+// checkWindow checks window=, a calendar window (see checkCalendarWindow)
+// or a Go duration (time.ParseDuration) of at least 1µs and a whole number
+// of microseconds: limiters measure time in microseconds, so anything
+// finer would be silently rounded.
 func (p *parser) checkWindow(v value) {
+	if p.checkCalendarWindow(v) {
+		return
+	}
 	d, err := time.ParseDuration(v.Value)
 	switch {
 	case err != nil:
@@ -36,17 +40,15 @@ func windowSyntax(s string) string {
 	if _, err := strconv.ParseFloat(s, 64); err == nil && isDecimal(s) {
 		return "window " + strconv.Quote(s) + " is not a Go duration; write it with a unit, e.g. window=" + s + "s"
 	}
-	if days, ok := strings.CutSuffix(s, "d"); ok {
-		if n, err := strconv.Atoi(days); err == nil && n > 0 && n <= math.MaxInt32/24 {
-			return "window " + strconv.Quote(s) + " is not a Go duration, which has no \"d\" unit; write window=" + strconv.Itoa(n*24) + "h"
-		}
+	if msg := calendarSyntax(s); msg != "" {
+		return msg
 	}
 	if lower := strings.ToLower(s); lower != s {
 		if _, err := time.ParseDuration(lower); err == nil {
 			return "window " + strconv.Quote(s) + " is not a Go duration, whose units are lower case; write window=" + lower
 		}
 	}
-	return "window " + strconv.Quote(s) + " is not a Go duration; write e.g. window=60s, window=5m or window=1h30m"
+	return "window " + strconv.Quote(s) + " is not a Go duration; write e.g. window=60s, window=5m or window=1h30m, or a calendar window: window=1d, 1w, 1mo or 1y"
 }
 
 // isDecimal reports whether s is digits with at most one ".", such as "60"
@@ -135,17 +137,27 @@ func (p *parser) parseCount(v value, name, example string) (int, bool) {
 	return int(n), true
 }
 
+// quoted reports, if the value of option name starts with a quote, that
+// it is written without; what names the value in messages.
+func (p *parser) quoted(v value, what string) bool {
+	s := v.Value
+	if q := s[0]; q != '"' && q != '`' && q != '\'' {
+		return false
+	}
+	if u, err := strconv.Unquote(s); err == nil {
+		p.errorf(v.off, "write the %s without quotes: %s=%s", what, v.Name, u)
+	} else {
+		p.errorf(v.off, "%s %s starts with a quote; write the %s without quotes", what, s, what)
+	}
+	return true
+}
+
 // checkName checks name=, the limit's name in storage keys, errors and
 // metrics: any printable text without whitespace, such as
 // "Notifier.SendCode" or "sendcode-per-email".
 func (p *parser) checkName(v value) {
 	s := v.Value
-	if q := s[0]; q == '"' || q == '`' || q == '\'' {
-		if u, err := strconv.Unquote(s); err == nil {
-			p.errorf(v.off, "write the name without quotes: name=%s", u)
-		} else {
-			p.errorf(v.off, "name %s starts with a quote; write the name without quotes", s)
-		}
+	if p.quoted(v, "name") {
 		return
 	}
 	if !utf8.ValidString(s) {

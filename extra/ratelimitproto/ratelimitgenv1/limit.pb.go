@@ -40,6 +40,10 @@ type Limit struct {
 	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
 	// window is the period in which max units are admitted, as a Go
 	// duration: "60s", "1m", "1h30m". At least 1µs, in whole microseconds.
+	// Or a calendar window, one calendar period from its start to the
+	// next's in the time zone tz: "1d" (from midnight), "1w" (from Monday),
+	// "1mo" (from the 1st) or "1y" (from January 1st); calendar windows are
+	// fixed windows, so algo is then "fixed-window" or empty.
 	Window string `protobuf:"bytes,2,opt,name=window,proto3" json:"window,omitempty"`
 	// max is the number of units admitted per window, at least 1.
 	Max uint32 `protobuf:"varint,3,opt,name=max,proto3" json:"max,omitempty"`
@@ -62,7 +66,10 @@ type Limit struct {
 	// otherwise gives its units back when it returns (one that panics keeps
 	// them). Every limit of the rpc must then list the same codes. Empty:
 	// every admitted call counts.
-	CountCodes    []string `protobuf:"bytes,8,rep,name=count_codes,json=countCodes,proto3" json:"count_codes,omitempty"`
+	CountCodes []string `protobuf:"bytes,8,rep,name=count_codes,json=countCodes,proto3" json:"count_codes,omitempty"`
+	// tz is the IANA name of the time zone of a calendar window, such as
+	// "Europe/Berlin"; it applies only to one. Empty: UTC.
+	Tz            string `protobuf:"bytes,9,opt,name=tz,proto3" json:"tz,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -153,6 +160,13 @@ func (x *Limit) GetCountCodes() []string {
 	return nil
 }
 
+func (x *Limit) GetTz() string {
+	if x != nil {
+		return x.Tz
+	}
+	return ""
+}
+
 var file_ratelimitgen_v1_limit_proto_extTypes = []protoimpl.ExtensionInfo{
 	{
 		ExtendedType:  (*descriptorpb.MethodOptions)(nil),
@@ -183,7 +197,7 @@ var File_ratelimitgen_v1_limit_proto protoreflect.FileDescriptor
 
 const file_ratelimitgen_v1_limit_proto_rawDesc = "" +
 	"\n" +
-	"\x1bratelimitgen/v1/limit.proto\x12\x0fratelimitgen.v1\x1a google/protobuf/descriptor.proto\"\xb6\x01\n" +
+	"\x1bratelimitgen/v1/limit.proto\x12\x0fratelimitgen.v1\x1a google/protobuf/descriptor.proto\"\xc6\x01\n" +
 	"\x05Limit\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x16\n" +
 	"\x06window\x18\x02 \x01(\tR\x06window\x12\x10\n" +
@@ -193,7 +207,8 @@ const file_ratelimitgen_v1_limit_proto_rawDesc = "" +
 	"\x04cost\x18\x06 \x01(\tR\x04cost\x12\x12\n" +
 	"\x04name\x18\a \x01(\tR\x04name\x12\x1f\n" +
 	"\vcount_codes\x18\b \x03(\tR\n" +
-	"countCodes:N\n" +
+	"countCodes\x12\x0e\n" +
+	"\x02tz\x18\t \x01(\tR\x02tz:N\n" +
 	"\x05limit\x12\x1e.google.protobuf.MethodOptions\x18É\x03 \x03(\v2\x16.ratelimitgen.v1.LimitR\x05limitBJZHgithub.com/ratelimitgen/ratelimitgen/extra/ratelimitproto/ratelimitgenv1b\x06proto3"
 
 var (

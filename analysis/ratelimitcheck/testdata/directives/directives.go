@@ -66,6 +66,18 @@ type Service interface {
 	//ratelimit:key=id concurrency=2 wait=1d
 	ConcurrencyWait(ctx context.Context, id string) error
 
+	// want +1 `^unknown time zone "Europe/Berln"; write an IANA time zone name`
+	//ratelimit:key=id window=1mo tz=Europe/Berln max=3
+	Zone(ctx context.Context, id string) error
+
+	// want +1 `^tz= applies only to a calendar window \(window=1d, 1w, 1mo or 1y\)`
+	//ratelimit:key=id window=24h tz=Europe/Berlin max=3
+	ZoneOfDuration(ctx context.Context, id string) error
+
+	// want +1 `^window=1d is a calendar window, and calendar windows are fixed windows`
+	//ratelimit:key=id window=1d max=3 algo=gcra
+	CalendarGCRA(ctx context.Context, id string) error
+
 	// want +1 `^lease "100ms" is out of bounds: `
 	//ratelimit:key=id concurrency=2 lease=100ms
 	Lease(ctx context.Context, id string) error

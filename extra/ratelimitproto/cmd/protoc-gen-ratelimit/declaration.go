@@ -154,7 +154,14 @@ func (c *checker) limit(d *ratelimitgenv1.Limit, i int) limit {
 	} else if strings.ContainsFunc(l.Name, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		c.errorf("name %q contains whitespace or a control character; use e.g. \"-\" or \".\" instead", l.Name)
 	}
-	l.Window = c.window(d.GetWindow())
+	if period, ok := parse.CalendarWindow(d.GetWindow()); ok {
+		l.Calendar.Period = period
+	} else {
+		l.Window = c.window(d.GetWindow())
+	}
+	if tz := d.GetTz(); tz != "" {
+		l.Calendar.Zone = c.zone(tz, l.Calendar.Period, d.GetWindow(), l.Window > 0)
+	}
 	switch max := d.GetMax(); {
 	case max == 0:
 		c.errorf("max is missing or 0: write the units admitted per window, e.g. max: 10")
@@ -164,9 +171,17 @@ func (c *checker) limit(d *ratelimitgenv1.Limit, i int) limit {
 		l.Max = int(max)
 	}
 	l.Algorithm = c.algorithm(d.GetAlgo())
+	if l.Calendar.Period != 0 {
+		switch {
+		case d.GetAlgo() == "":
+			l.Algorithm = runtime.FixedWindow
+		case l.Algorithm != "" && l.Algorithm != runtime.FixedWindow:
+			c.errorf("window %q is a calendar window, and calendar windows are fixed windows, counted from the start of one %v to the start of the next; algo %q has no calendar boundary: remove algo, or use a duration window", d.GetWindow(), l.Calendar.Period, d.GetAlgo())
+		}
+	}
 	if b := d.GetBurst(); b > 0 {
 		algo := l.Algorithm
-		if d.GetAlgo() == "" {
+		if algo == "" && d.GetAlgo() == "" {
 			algo = runtime.Algorithms()[0]
 		}
 		switch {
@@ -217,6 +232,37 @@ func defaultName(m *protogen.Method) string {
 	return string(m.Parent.Desc.Name()) + "." + string(m.Desc.Name())
 }
 
+// zone checks tz, the time zone of a calendar window of period, by
+// loading it as the runtime will. With period 0, window is the duration
+// window as written, and valid says whether it is one: a missing or wrong
+// window is reported already.
+func (c *checker) zone(tz string, period runtime.Period, window string, valid bool) string {
+	switch _, err := time.LoadLocation(tz); {
+	case period == 0 && valid:
+		c.errorf("tz applies only to a calendar window (\"1d\", \"1w\", \"1mo\" or \"1y\"), whose periods begin at midnight in that zone; window %q is a duration, the same in every zone: remove tz", window)
+	case period == 0:
+		return ""
+	case tz == "Local":
+		c.errorf("tz \"Local\" is the time zone of whichever machine runs the program; name the zone, e.g. tz: \"Europe/Berlin\", or remove tz for UTC")
+	case err != nil:
+		c.errorf("unknown time zone %q; write an IANA time zone name, e.g. tz: \"Europe/Berlin\" (zone names are case-sensitive)", tz)
+	default:
+		return tz
+	}
+	return ""
+}
+
+// calendarCount reports whether s counts calendar periods, as "2mo" or
+// "7d" do.
+func calendarCount(s string) bool {
+	for _, unit := range []string{"d", "w", "mo", "y"} {
+		if n, ok := strings.CutSuffix(s, unit); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+			return true
+		}
+	}
+	return false
+}
+
 // window parses window, a Go duration of at least 1µs in whole
 // microseconds, the limiters' resolution.
 func (c *checker) window(s string) time.Duration {
@@ -226,8 +272,10 @@ func (c *checker) window(s string) time.Duration {
 	}
 	d, err := time.ParseDuration(s)
 	switch {
+	case err != nil && calendarCount(s):
+		c.errorf("window %q: calendar windows are one period long, from the start of one to the start of the next; write \"1d\", \"1w\", \"1mo\" or \"1y\"", s)
 	case err != nil:
-		c.errorf("window %q is not a Go duration; write e.g. \"60s\", \"5m\" or \"1h30m\" (units ns, us, ms, s, m, h)", s)
+		c.errorf("window %q is not a Go duration; write e.g. \"60s\", \"5m\" or \"1h30m\" (units ns, us, ms, s, m, h), or a calendar window: \"1d\", \"1w\", \"1mo\" or \"1y\"", s)
 	case d < time.Microsecond:
 		c.errorf("window %q must be at least 1µs", s)
 	case d%time.Microsecond != 0:

@@ -59,7 +59,7 @@ func TestBadDeclarations(t *testing.T) {
 		},
 		"bad window": {
 			`option (ratelimitgen.v1.limit) = {key: "email" window: "60" max: 3};`,
-			`bad.proto:11:5: rpc SendCode: window "60" is not a Go duration; write e.g. "60s", "5m" or "1h30m" (units ns, us, ms, s, m, h)`,
+			`bad.proto:11:5: rpc SendCode: window "60" is not a Go duration; write e.g. "60s", "5m" or "1h30m" (units ns, us, ms, s, m, h), or a calendar window: "1d", "1w", "1mo" or "1y"`,
 		},
 		"window finer than the limiter": {
 			`option (ratelimitgen.v1.limit) = {window: "1500ns" max: 3};`,
@@ -101,6 +101,34 @@ func TestBadDeclarations(t *testing.T) {
 			"option (ratelimitgen.v1.limit) = {key: \"email\" window: \"60s\" max: 3 count_codes: [\"UNAUTHENTICATED\"]};\n    option (ratelimitgen.v1.limit) = {window: \"1s\" max: 100 name: \"all\"};",
 			`bad.proto:12:5: rpc SendCode: count_codes lists none where the rpc's first limit lists UNAUTHENTICATED: every limit of an rpc counts the same calls, so list the same codes on each`,
 		},
+		"calendar window of two months": {
+			`option (ratelimitgen.v1.limit) = {window: "2mo" max: 3};`,
+			`bad.proto:11:5: rpc SendCode: window "2mo": calendar windows are one period long, from the start of one to the start of the next; write "1d", "1w", "1mo" or "1y"`,
+		},
+		"unknown time zone": {
+			`option (ratelimitgen.v1.limit) = {window: "1mo" tz: "Europe/Berln" max: 3};`,
+			`bad.proto:11:5: rpc SendCode: unknown time zone "Europe/Berln"; write an IANA time zone name, e.g. tz: "Europe/Berlin" (zone names are case-sensitive)`,
+		},
+		"time zone of a duration window": {
+			`option (ratelimitgen.v1.limit) = {window: "24h" tz: "Europe/Berlin" max: 3};`,
+			`bad.proto:11:5: rpc SendCode: tz applies only to a calendar window ("1d", "1w", "1mo" or "1y"), whose periods begin at midnight in that zone; window "24h" is a duration, the same in every zone: remove tz`,
+		},
+		"time zone of a wrong window": {
+			`option (ratelimitgen.v1.limit) = {window: "soon" tz: "Europe/Berlin" max: 3};`,
+			`bad.proto:11:5: rpc SendCode: window "soon" is not a Go duration; write e.g. "60s", "5m" or "1h30m" (units ns, us, ms, s, m, h), or a calendar window: "1d", "1w", "1mo" or "1y"`,
+		},
+		"time zone of a 30s window": {
+			`option (ratelimitgen.v1.limit) = {window: "30s" tz: "UTC" max: 3};`,
+			`bad.proto:11:5: rpc SendCode: tz applies only to a calendar window ("1d", "1w", "1mo" or "1y"), whose periods begin at midnight in that zone; window "30s" is a duration, the same in every zone: remove tz`,
+		},
+		"calendar window of a sliding window": {
+			`option (ratelimitgen.v1.limit) = {window: "1d" max: 3 algo: "sliding-window"};`,
+			`bad.proto:11:5: rpc SendCode: window "1d" is a calendar window, and calendar windows are fixed windows, counted from the start of one day to the start of the next; algo "sliding-window" has no calendar boundary: remove algo, or use a duration window`,
+		},
+		"burst of a calendar window": {
+			`option (ratelimitgen.v1.limit) = {window: "1w" max: 3 burst: 5};`,
+			`bad.proto:11:5: rpc SendCode: burst applies only to algo "token-bucket" and "gcra", whose bucket it sizes; this limit uses "fixed-window": remove burst or choose one of them`,
+		},
 		"second limit without a name": {
 			"option (ratelimitgen.v1.limit) = {key: \"email\" window: \"60s\" max: 3};\n    option (ratelimitgen.v1.limit) = {window: \"1s\" max: 100};",
 			`bad.proto:12:5: rpc SendCode: every limit of an rpc after the first needs its own name, which keeps its count apart and names it in denials; add e.g. name: "Verifier.SendCode.all"`,
@@ -141,14 +169,14 @@ func TestEveryErrorIsReported(t *testing.T) {
 	src := badProto + `    option (ratelimitgen.v1.limit) = {key: "emial" window: "60s" max: 3};
   }
   rpc Resend(Req) returns (Res) {
-    option (ratelimitgen.v1.limit) = {key: "email" window: "1d" max: 3};
+    option (ratelimitgen.v1.limit) = {key: "email" window: "1 day" max: 3};
   }
 }
 `
 	out, err := generate(t, plugin, src)
 	require.Error(t, err)
 	assert.Equal(t, `--ratelimit_out: bad.proto:11:5: rpc SendCode: key "emial": bad.v1.Req has no field "emial"; its fields are email, user, tags, score, count
-bad.proto:14:5: rpc Resend: window "1d" is not a Go duration; write e.g. "60s", "5m" or "1h30m" (units ns, us, ms, s, m, h)
+bad.proto:14:5: rpc Resend: window "1 day" is not a Go duration; write e.g. "60s", "5m" or "1h30m" (units ns, us, ms, s, m, h), or a calendar window: "1d", "1w", "1mo" or "1y"
 `, out)
 }
 
@@ -188,3 +216,34 @@ func optionsDir(t *testing.T) string {
 }
 
 const pluginPackage = "github.com/ratelimitgen/ratelimitgen/extra/ratelimitproto/cmd/protoc-gen-ratelimit"
+
+// TestCalendarWindow: a calendar window in a time zone is a FixedWindow
+// runtime.Limit with a Calendar and no Window, in both interfaces'
+// wrappers; without tz, the Calendar has no Zone (UTC).
+func TestCalendarWindow(t *testing.T) {
+	plugin := protoctest.Plugins(t, pluginPackage)
+	dir, outDir := t.TempDir(), t.TempDir()
+	src := badProto + `    option (ratelimitgen.v1.limit) = {key: "email" window: "1mo" tz: "Europe/Berlin" max: 1000};
+    option (ratelimitgen.v1.limit) = {window: "1d" max: 50 algo: "fixed-window" name: "daily"};
+  }
+}
+`
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bad.proto"), []byte(src), 0o644))
+	args := append(plugin, "-I", ".", "-I", optionsDir(t), "--ratelimit_out="+outDir, "--ratelimit_opt=grpc,connect,paths=source_relative", "bad.proto")
+	out, err := protoctest.Run(t, dir, args...)
+	require.NoError(t, err, out)
+	var files []string
+	require.NoError(t, filepath.Walk(outDir, func(path string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			files = append(files, path)
+		}
+		return err
+	}))
+	require.Len(t, files, 2)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		assert.Contains(t, string(b), `runtime.Limit{Name: "Verifier.SendCode", Max: 1000, Algorithm: runtime.FixedWindow, Calendar: runtime.Calendar{Period: runtime.Month, Zone: "Europe/Berlin"}}`, f)
+		assert.Contains(t, string(b), `runtime.Limit{Name: "daily", Max: 50, Algorithm: runtime.FixedWindow, Calendar: runtime.Calendar{Period: runtime.Day}}`, f)
+	}
+}

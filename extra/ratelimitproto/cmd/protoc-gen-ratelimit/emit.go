@@ -75,13 +75,25 @@ func (w wrapper) limits() {
 func (w wrapper) limitLiteral(l limit) string {
 	var b strings.Builder
 	b.WriteString(w.g.QualifiedGoIdent(runtimePackage.Ident("Limit")))
-	fmt.Fprintf(&b, "{Name: %q, Window: %s, Max: %d", l.Name, w.duration(l.Window), l.Max)
+	if l.Calendar.Period != 0 {
+		fmt.Fprintf(&b, "{Name: %q, Max: %d", l.Name, l.Max)
+	} else {
+		fmt.Fprintf(&b, "{Name: %q, Window: %s, Max: %d", l.Name, w.duration(l.Window), l.Max)
+	}
 	if l.Algorithm != "" {
 		constant := strings.TrimPrefix(l.Algorithm.GoString(), "runtime.")
 		fmt.Fprintf(&b, ", Algorithm: %s", w.g.QualifiedGoIdent(runtimePackage.Ident(constant)))
 	}
 	if l.Burst > 0 {
 		fmt.Fprintf(&b, ", Burst: %d", l.Burst)
+	}
+	if c := l.Calendar; c.Period != 0 {
+		period := w.g.QualifiedGoIdent(runtimePackage.Ident(strings.ToUpper(c.Period.String()[:1]) + c.Period.String()[1:]))
+		fmt.Fprintf(&b, ", Calendar: %s{Period: %s", w.g.QualifiedGoIdent(runtimePackage.Ident("Calendar")), period)
+		if c.Zone != "" {
+			fmt.Fprintf(&b, ", Zone: %q", c.Zone)
+		}
+		b.WriteString("}")
 	}
 	b.WriteString("}")
 	return b.String()

@@ -58,6 +58,8 @@ func TestE2EConcurrencyPermitLost(t *testing.T) { runE2E(t, "TestConcurrencyPerm
 
 func TestE2EConcurrencyWaitMemory(t *testing.T) { runE2E(t, "TestConcurrencyWaitMemory") }
 func TestE2EConcurrencyWaitRedis(t *testing.T)  { runE2E(t, "TestConcurrencyWaitRedis") }
+func TestE2ECalendarQuotaMemory(t *testing.T)   { runE2E(t, "TestCalendarQuotaMemory") }
+func TestE2ECalendarQuotaRedis(t *testing.T)    { runE2E(t, "TestCalendarQuotaRedis") }
 func TestE2EConcurrencyWaitHolder(t *testing.T) { runE2E(t, "TestConcurrencyWaitHolder") }
 
 // TestE2EListComplete fails when a test of testdata/e2e has no TestE2E

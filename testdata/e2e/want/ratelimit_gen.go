@@ -55,13 +55,14 @@ var (
 	// limitReportsRun's Max is set by each call, to PlanLimit(ctx).
 	limitReportsRun = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Reports.Run", Window: time.Minute}
 	// limitReportsExport's Max is set by each call, to q.Max.
-	limitReportsExport = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Reports.Export", Window: time.Minute, Mode: runtime.ModeShadow}
-	limitStoreRead     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Store.Read", Window: time.Minute, Max: 2}
-	limitAuditorAudit  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Auditor.Audit", Window: time.Minute, Max: 2}
-	limitCacheGet1     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Cache.Get", Window: time.Minute, Max: 2}
-	limitPoolTake      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Pool.Take", Window: time.Minute, Max: 2}
-	limitServiceGet    = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/orders.Service.Get", Window: time.Minute, Max: 2}
-	limitServiceGet1   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices.Service.Get", Window: time.Minute, Max: 2}
+	limitReportsExport  = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Reports.Export", Window: time.Minute, Mode: runtime.ModeShadow}
+	limitExporterExport = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Exporter.Export", Max: 2, Algorithm: runtime.FixedWindow, Calendar: runtime.Calendar{Period: runtime.Day, Zone: "Europe/Berlin"}}
+	limitStoreRead      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Store.Read", Window: time.Minute, Max: 2}
+	limitAuditorAudit   = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Auditor.Audit", Window: time.Minute, Max: 2}
+	limitCacheGet1      = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Cache.Get", Window: time.Minute, Max: 2}
+	limitPoolTake       = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/shapes.Pool.Take", Window: time.Minute, Max: 2}
+	limitServiceGet     = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/orders.Service.Get", Window: time.Minute, Max: 2}
+	limitServiceGet1    = runtime.Limit{Name: "github.com/ratelimitgen/ratelimitgen/testmod/e2e/invoices.Service.Get", Window: time.Minute, Max: 2}
 )
 
 // RateLimits returns the limits of this package's wrappers, for
@@ -109,6 +110,7 @@ func RateLimits() []runtime.Request {
 		{Limit: limitPrinterPrint},
 		{Limit: limitReportsRun},
 		{Limit: limitReportsExport},
+		{Limit: limitExporterExport},
 		{Limit: limitStoreRead},
 		{Limit: limitAuditorAudit},
 		{Limit: limitCacheGet1},
@@ -912,6 +914,32 @@ func (r *RateLimitedReports) Run(ctx context.Context, name string) error {
 		return err
 	}
 	return r.next.Run(ctx, name)
+}
+
+// RateLimitedExporter wraps a Exporter: each limited method calls the wrapped
+// one only once [runtime.Enforce] admits the call, and returns its error
+// otherwise.
+type RateLimitedExporter struct {
+	next    Exporter
+	limiter runtime.Limiter
+}
+
+var _ Exporter = (*RateLimitedExporter)(nil)
+
+// NewRateLimitedExporter returns a RateLimitedExporter that forwards to next
+// the calls that limiter admits.
+func NewRateLimitedExporter(next Exporter, limiter runtime.Limiter) *RateLimitedExporter {
+	return &RateLimitedExporter{next: next, limiter: limiter}
+}
+
+// Export calls the wrapped Export if
+// "github.com/ratelimitgen/ratelimitgen/testmod/e2e.Exporter.Export" admits
+// it: 2 per day in Europe/Berlin, keyed by tenant.
+func (r *RateLimitedExporter) Export(ctx context.Context, tenant string) error {
+	if err := runtime.Enforce(ctx, r.limiter, runtime.Request{Limit: limitExporterExport, Key: tenant}); err != nil {
+		return err
+	}
+	return r.next.Export(ctx, tenant)
 }
 
 // RateLimitedGateway embeds a Gateway, overriding each limited method to call

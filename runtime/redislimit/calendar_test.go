@@ -355,3 +355,20 @@ func TestCalendarOnRedisClock(t *testing.T) {
 	require.Equal(t, fmt.Sprint(start.UnixMicro()), fields["w"])
 	require.Equal(t, fmt.Sprint(end.UnixMicro()), fields["e"])
 }
+
+// TestCalendarUnknownShare: while Redis is down and the instances sharing
+// it are unknown, FailLocal denies a calendar limit with its ResetAfter at
+// the calendar window's end.
+func TestCalendarUnknownShare(t *testing.T) {
+	srv := redistest.StartServer(t)
+	clock := newFakeClock() // 12:00 UTC
+	lim := New(srv.Client(t), WithClock(clock.Now), WithTimeout(time.Second))
+	srv.Stop(t)
+	l := runtime.Limit{Name: "cal.share", Algorithm: runtime.FixedWindow, Max: 3, Calendar: runtime.Calendar{Period: runtime.Day}}
+	ds, err := lim.Decide(ctx, runtime.Request{Limit: l, Key: "k"})
+	require.NoError(t, err)
+	require.Equal(t, runtime.SourceFallback, ds.Source)
+	require.ErrorIs(t, ds.Cause, ErrInstancesUnknown)
+	require.False(t, ds.Allowed)
+	require.Equal(t, 12*time.Hour, ds.Each[0].ResetAfter, "to midnight UTC")
+}

@@ -167,10 +167,11 @@ func (r *Limiter) decideShare(ctx context.Context, reqs []runtime.Request, asks 
 		case !known:
 			// Redis may answer again before the window ends, so the wait
 			// is until it may be asked again.
-			ds.Each[i] = runtime.Decision{RetryAfter: r.cfg.retryInterval, ResetAfter: q.Limit.Window}
+			ds.Each[i] = runtime.Decision{RetryAfter: r.cfg.retryInterval, ResetAfter: r.windowLeft(q, &asks[i])}
 			ds.Allowed = ds.Allowed && q.Limit.Mode != runtime.ModeEnforce
 		case asks[i].cost > int64(q.Limit.Capacity()):
-			ds.Each[i] = runtime.Decision{RetryAfter: q.Limit.Window, ResetAfter: q.Limit.Window}
+			w := r.windowLeft(q, &asks[i])
+			ds.Each[i] = runtime.Decision{RetryAfter: w, ResetAfter: w}
 			ds.Allowed = ds.Allowed && q.Limit.Mode != runtime.ModeEnforce
 		default:
 			sent = append(sent, i)
@@ -261,4 +262,14 @@ func (r *Limiter) askFallback(ctx context.Context, reqs []runtime.Request, sent 
 	ds, fh, err := h.Hold(ctx, reqs...)
 	kept.fallback, kept.fallbackAt = fh, sent
 	return ds, err
+}
+
+// windowLeft returns the window of q, whose ask is a, as a denial without
+// a decision reports it: its Window, or the time to a calendar window's
+// end.
+func (r *Limiter) windowLeft(q *runtime.Request, a *ask) time.Duration {
+	if a.algo() == codeCalendar {
+		return time.Duration(max(a.burst-r.calendarNow(), 0)) * time.Microsecond
+	}
+	return q.Limit.Window
 }

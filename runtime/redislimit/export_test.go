@@ -36,3 +36,9 @@ func (r *Limiter) joinLine(reqs []runtime.Request, l *line) (runtime.Decisions, 
 	ds, h, err := r.hold(context.Background(), reqs, l)
 	return ds, h, l, err
 }
+
+// withDurableReplicas makes a durable limiter wait for n replicas, whatever
+// the server says: the fault suite's negative control.
+func withDurableReplicas(n int) Option {
+	return func(c *config) { c.durableReplicas = n }
+}

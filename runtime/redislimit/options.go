@@ -29,6 +29,12 @@ type config struct {
 	keyHash *keyHasher
 	// leasePeriod is WithLeases's period; 0 when leases are off.
 	leasePeriod time.Duration
+	// durableWait is WithDurable's bound; 0 when decisions do not wait
+	// for replicas.
+	durableWait time.Duration
+	// durableReplicas, when > 0, replaces the number of replicas read
+	// from the server: only the fault suite's negative control sets it.
+	durableReplicas int
 }
 
 const (
@@ -254,4 +260,19 @@ func (r *Limiter) logger() *slog.Logger {
 // keeps leases off.
 func WithLeases(period time.Duration) Option {
 	return func(c *config) { c.leasePeriod = max(period, 0) }
+}
+
+// WithDurable makes every decision that records admissions wait until each
+// replica of the Redis node that made it has acknowledged its writes (WAIT,
+// on the connection that ran the script), for at most wait, and admit only
+// then: a failover to any replica then forgets no admission that a caller
+// was told of. The replicas counted are every replica the node has had
+// (see docs/redis.md), not those connected at the moment, so while one is
+// down no decision on that node is durable. A decision not acknowledged
+// in time stays recorded on the node and follows the FailurePolicy with
+// ErrNotReplicated; only FailClosed then keeps every admission durable.
+// Concurrent decisions batched together share one WAIT. A wait <= 0 turns
+// it off (the default).
+func WithDurable(wait time.Duration) Option {
+	return func(c *config) { c.durableWait = max(wait, 0) }
 }

@@ -86,14 +86,42 @@ func StartProxy(t testing.TB, target string) *Proxy {
 		cancel: cancel,
 		conns:  make(map[*proxyConn]struct{}),
 	}
+	runProxy(t, p, &p.wg, p.accept)
+	return p
+}
+
+// closer is a proxy as its cleanup sees it.
+type closer interface {
+	fmt.Stringer
+	close() error
+}
+
+// runProxy registers p's cleanup and runs accept, counted in wg, which
+// p.close waits for.
+func runProxy(t testing.TB, p closer, wg *sync.WaitGroup, accept func()) {
 	t.Cleanup(func() {
 		if err := p.close(); err != nil {
 			t.Errorf("redistest: cleanup of %s: %v", p, err)
 		}
 	})
-	p.wg.Add(1)
-	go p.accept()
-	return p
+	wg.Add(1)
+	go accept()
+}
+
+// awaitGroup waits for wg, up to proxyCloseTimeout, and reports whether it
+// is done.
+func awaitGroup(wg *sync.WaitGroup) bool {
+	exited := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(exited)
+	}()
+	select {
+	case <-exited:
+		return true
+	case <-time.After(proxyCloseTimeout):
+		return false
+	}
 }
 
 // Addr returns the "127.0.0.1:port" address clients connect to.
@@ -267,14 +295,7 @@ func (p *Proxy) close() error {
 	for _, c := range conns {
 		c.close()
 	}
-	exited := make(chan struct{})
-	go func() {
-		p.wg.Wait()
-		close(exited)
-	}()
-	select {
-	case <-exited:
-	case <-time.After(proxyCloseTimeout):
+	if !awaitGroup(&p.wg) {
 		return fmt.Errorf("connection goroutines still running %v after closing every connection", proxyCloseTimeout)
 	}
 	if acceptErr != nil {

@@ -39,8 +39,9 @@ const (
 	// its stale view.
 	sentinelDownAfter = 3000 * time.Millisecond
 
-	// sentinelFailoverTimeout bounds one failover attempt in the sentinels;
-	// an attempt that has not promoted the replica by then is abandoned.
+	// sentinelFailoverTimeout bounds one failover attempt in the sentinels,
+	// unless WithFailoverTimeout; an attempt that has not promoted the
+	// replica by then is abandoned.
 	sentinelFailoverTimeout = 5000 * time.Millisecond
 
 	// sentinelTimeout bounds waiting for the sentinels to converge after an
@@ -62,52 +63,127 @@ const (
 // order, is unchanged.
 var sentinelPeriods = []any{"INFO-PERIOD", 1000, "PUBLISH-PERIOD", 500}
 
-// Sentinel is a Sentinel-managed Redis on 127.0.0.1: two redis-server
-// processes, one master and one replica, watched by three sentinels with a
-// quorum of two. Every process is killed by t.Cleanup.
+// Sentinel is a Sentinel-managed Redis on 127.0.0.1: a master and one or
+// more replicas of it (redis-server processes), watched by three sentinels
+// with a quorum of two. Every process is killed by t.Cleanup.
 //
-// Roles change at run time (Failover, or a stopped master replaced by the
-// replica), so Master and Replica ask the sentinels and the servers rather
-// than remember. Stop the Server that Master returns to make the sentinels
-// fail over on their own: Master then waits for, and returns, its successor.
+// Roles change at run time (Failover, or a stopped master replaced by a
+// replica), so Master, Replica and Replicas ask the sentinels and the
+// servers rather than remember. Stop the Server that Master returns to make
+// the sentinels fail over on their own: Master then waits for, and returns,
+// its successor.
 type Sentinel struct {
-	servers   []*Server // master and replica, in the order started
+	servers   []*Server // master, then replicas, in the order started
 	sentinels []*sentinelNode
+
+	mu      sync.Mutex
+	through map[*Server]*StreamProxy // by ReplicateThrough
 }
 
-// StartSentinel starts a master, a replica of it, and three sentinels
-// monitoring the master as MasterName(), and returns once every sentinel
-// reports that master, knows the replica as healthy, and knows the two other
-// sentinels. opts apply to both redis-servers, not to the sentinels.
-//
-// The sentinels consider the master down after 3 s without an answer and
-// abandon a failover attempt after 5 s.
+// SentinelOption adjusts the layout StartSentinelWith starts.
+type SentinelOption func(*sentinelConfig)
+
+// sentinelConfig is what SentinelOptions edit.
+type sentinelConfig struct {
+	replicas        int
+	all             []ServerOption
+	at              map[int][]ServerOption
+	failoverTimeout time.Duration
+}
+
+// WithReplicas sets how many replicas the master has; the default is 1.
+func WithReplicas(n int) SentinelOption {
+	return func(c *sentinelConfig) { c.replicas = n }
+}
+
+// WithServerOptions applies opts to every redis-server, not to the
+// sentinels.
+func WithServerOptions(opts ...ServerOption) SentinelOption {
+	return func(c *sentinelConfig) { c.all = append(c.all, opts...) }
+}
+
+// WithServerOptionsAt applies opts to one redis-server only, after those of
+// WithServerOptions: i is its index in Servers, 0 the first master and 1 on
+// its replicas. Use it for a replica run under another clock, or given
+// --replica-priority so that the sentinels promote it first.
+func WithServerOptionsAt(i int, opts ...ServerOption) SentinelOption {
+	return func(c *sentinelConfig) {
+		if c.at == nil {
+			c.at = make(map[int][]ServerOption)
+		}
+		c.at[i] = append(c.at[i], opts...)
+	}
+}
+
+// WithFailoverTimeout sets the sentinels' failover-timeout (default 5 s):
+// how long one failover attempt may take before it is abandoned, and also
+// how long a replica that replicates another address than the master's
+// (through a StreamProxy, say) is left alone: the sentinels re-point it at
+// the master once this long has passed since they saw it change masters.
+// Tests that keep a replica behind a StreamProxy for more than a few
+// seconds need it longer.
+func WithFailoverTimeout(d time.Duration) SentinelOption {
+	return func(c *sentinelConfig) { c.failoverTimeout = d }
+}
+
+// StartSentinel starts a master, a replica of it, and three sentinels: it
+// is StartSentinelWith(t, WithServerOptions(opts...)).
 func StartSentinel(t testing.TB, opts ...ServerOption) *Sentinel {
 	t.Helper()
+	return StartSentinelWith(t, WithServerOptions(opts...))
+}
+
+// StartSentinelWith starts a master, its replicas (one unless WithReplicas)
+// and three sentinels monitoring the master as MasterName(), and returns
+// once every replica has received everything the master had written and
+// every sentinel reports that master, knows each replica as healthy, and
+// knows the two other sentinels.
+//
+// The sentinels consider the master down after 3 s without an answer and
+// abandon a failover attempt after 5 s, unless WithFailoverTimeout.
+func StartSentinelWith(t testing.TB, opts ...SentinelOption) *Sentinel {
+	t.Helper()
+	cfg := sentinelConfig{replicas: 1, failoverTimeout: sentinelFailoverTimeout}
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	if cfg.replicas < 1 {
+		t.Fatalf("redistest: StartSentinelWith: %d replicas; Sentinel needs at least one to fail over to", cfg.replicas)
+	}
+	serverOpts := func(i int) []ServerOption {
+		return append(slices.Clone(cfg.all), cfg.at[i]...)
+	}
 	s := &Sentinel{}
-	master := StartServer(t, opts...)
-	replicaOpts := append(slices.Clone(opts), WithArgs("--replicaof", "127.0.0.1", strconv.Itoa(master.Port())))
-	replica := StartServer(t, replicaOpts...)
-	s.servers = []*Server{master, replica}
+	master := StartServer(t, serverOpts(0)...)
+	s.servers = []*Server{master}
+	for i := 1; i <= cfg.replicas; i++ {
+		replicaOpts := append(serverOpts(i), WithArgs("--replicaof", "127.0.0.1", strconv.Itoa(master.Port())))
+		s.servers = append(s.servers, StartServer(t, replicaOpts...))
+	}
+	replicas := s.servers[1:]
 
 	// A sentinel learns of replicas from the master's INFO, which it reads at
 	// once and then once per INFO period: starting the sentinels only once
-	// the master lists its replica spares the test a period.
-	if err := poll(sentinelTimeout, func() error { return checkReplicating(master, replica) }); err != nil {
-		t.Fatalf("redistest: StartSentinel: replica did not sync within %v: %v\n%s", sentinelTimeout, err, s.describe())
+	// the master lists its replicas spares the test a period.
+	for _, replica := range replicas {
+		if err := poll(sentinelTimeout, func() error { return checkReplicating(master, replica) }); err != nil {
+			t.Fatalf("redistest: StartSentinel: replica did not sync within %v: %v\n%s", sentinelTimeout, err, s.describe())
+		}
+		s.awaitCaughtUp(t, "StartSentinel", master, replica)
 	}
-	s.awaitCaughtUp(t, "StartSentinel", master, replica)
 
 	bin, ok := sentinelBinary()
 	if !ok {
 		bin = lookBinary(t, "redis-server")
 	}
 	for range sentinelCount {
-		s.sentinels = append(s.sentinels, startSentinelNode(t, bin, master.Port()))
+		s.sentinels = append(s.sentinels, startSentinelNode(t, bin, master.Port(), cfg.failoverTimeout))
 	}
-	err := poll(sentinelTimeout, func() error { return s.checkSettled(master, replica) })
-	if err != nil {
-		t.Fatalf("redistest: StartSentinel: sentinels did not settle within %v: %v\n%s", sentinelTimeout, err, s.describe())
+	for _, replica := range replicas {
+		err := poll(sentinelTimeout, func() error { return s.checkSettled(master, replica) })
+		if err != nil {
+			t.Fatalf("redistest: StartSentinel: sentinels did not settle within %v: %v\n%s", sentinelTimeout, err, s.describe())
+		}
 	}
 	return s
 }
@@ -134,7 +210,7 @@ func (s *Sentinel) SentinelAddrs() []string {
 	return addrs
 }
 
-// Servers returns the master and the replica as started, in that order,
+// Servers returns the master and the replicas as started, in that order,
 // whatever their roles now and whether they are running.
 func (s *Sentinel) Servers() []*Server { return slices.Clone(s.servers) }
 
@@ -179,40 +255,70 @@ func (s *Sentinel) Master(t testing.TB) *Server {
 	return master
 }
 
-// Replica returns the server that is not the current master, once it is a
-// replica the sentinels could promote: it is running, replicates the master
-// with its link up, and every sentinel lists it as a replica that is neither
-// down nor disconnected, and it has received everything written to the
-// master before the call (see awaitCaughtUp). After a Failover that includes waiting for the
-// sentinels to turn the old master into a replica, which they do only after
-// it has claimed the master role for four hello periods, on their next INFO
-// of it: a few seconds with this package's settings (see sentinelPeriods).
+// Replica returns the first server, in the order started, that is not
+// the current master, once it is a replica the sentinels could promote (see
+// Replicas). With one replica, that is the server that is not the master.
 func (s *Sentinel) Replica(t testing.TB) *Server {
 	t.Helper()
 	master := s.Master(t)
-	replica := s.other(master)
-	err := poll(sentinelTimeout, func() error { return s.checkSettled(master, replica) })
-	if err != nil {
-		t.Fatalf("redistest: Replica: %s did not become a healthy replica of %s within %v: %v\n%s",
-			replica, master, sentinelTimeout, err, s.describe())
-	}
-	s.awaitCaughtUp(t, "Replica", master, replica)
+	replica := s.others(master)[0]
+	s.awaitReplica(t, "Replica", master, replica)
 	return replica
 }
 
-// Failover makes the sentinels promote the replica with SENTINEL FAILOVER,
-// and returns it once every sentinel reports it as the master and it
-// answers role:master.
+// Replicas returns every running server that is not the current master, in
+// the order started, once each is a replica the sentinels could promote: it
+// replicates the master with its link up, every sentinel lists it as a
+// replica that is neither down nor disconnected, and it has received
+// everything written to the master before the call (see awaitCaughtUp).
+// After a Failover that includes waiting for the sentinels to turn the old
+// master into a replica, which they do only after it has claimed the master
+// role for four hello periods, on their next INFO of it: a few seconds with
+// this package's settings (see sentinelPeriods).
 //
-// Both servers must be running. Before asking, Failover waits until the
-// replica has received everything the master had written, so a test that makes no writes meanwhile loses
-// none. Sentinel itself gives no such promise: it does not pause the old
-// master's clients, whose writes after the promotion are lost when the old
-// master is turned into a replica (see Replica for when that happens).
+// A replica that replicates through a StreamProxy counts as replicating
+// the master; a held one never catches up, so do not call Replicas while
+// one is held.
+func (s *Sentinel) Replicas(t testing.TB) []*Server {
+	t.Helper()
+	master := s.Master(t)
+	var replicas []*Server
+	for _, r := range s.others(master) {
+		if r.Running() {
+			s.awaitReplica(t, "Replicas", master, r)
+			replicas = append(replicas, r)
+		}
+	}
+	return replicas
+}
+
+// awaitReplica waits until replica is a healthy, caught-up replica of
+// master, failing t otherwise.
+func (s *Sentinel) awaitReplica(t testing.TB, op string, master, replica *Server) {
+	t.Helper()
+	err := poll(sentinelTimeout, func() error { return s.checkSettled(master, replica) })
+	if err != nil {
+		t.Fatalf("redistest: %s: %s did not become a healthy replica of %s within %v: %v\n%s",
+			op, replica, master, sentinelTimeout, err, s.describe())
+	}
+	s.awaitCaughtUp(t, op, master, replica)
+}
+
+// Failover makes the sentinels promote a replica with SENTINEL FAILOVER,
+// and returns it once every sentinel reports it as the master and it
+// answers role:master. Which replica is the sentinels' choice: the lowest
+// non-zero replica-priority, then the largest replication offset.
+//
+// Every server must be running. Before asking, Failover waits until each
+// replica has received everything the master had written, so a test that
+// makes no writes meanwhile loses none. Sentinel itself gives no such
+// promise: it does not pause the old master's clients, whose writes after
+// the promotion are lost when the old master is turned into a replica (see
+// Replicas for when that happens).
 func (s *Sentinel) Failover(t testing.TB) *Server {
 	t.Helper()
 	old := s.Master(t)
-	replica := s.Replica(t) // which waits for it to catch up
+	replicas := s.Replicas(t) // which waits for them to catch up
 
 	ask := func() error {
 		var last error
@@ -231,15 +337,19 @@ func (s *Sentinel) Failover(t testing.TB) *Server {
 		t.Fatalf("redistest: Failover: %v\n%s", err, s.describe())
 	}
 	asked := time.Now()
+	var promoted *Server
 	err := poll(sentinelTimeout, func() error {
 		m, err := s.agreedMaster()
-		if err == nil && m != replica {
+		if err == nil && !slices.Contains(replicas, m) {
 			err = fmt.Errorf("the sentinels still report %s as master", m)
 		}
 		if err == nil {
-			return checkRole(replica, "master")
+			if err = checkRole(m, "master"); err == nil {
+				promoted = m
+				return nil
+			}
 		}
-		if time.Since(asked) > 2*sentinelFailoverTimeout {
+		if time.Since(asked) > 2*s.failoverTimeout() {
 			// The attempt was abandoned (the sentinel gives up after the
 			// failover timeout); a new request starts a fresh one. It
 			// fails harmlessly if the failover is in fact under way.
@@ -249,18 +359,80 @@ func (s *Sentinel) Failover(t testing.TB) *Server {
 		return err
 	})
 	if err != nil {
-		t.Fatalf("redistest: Failover: %s not promoted in place of %s within %v: %v\n%s",
-			replica, old, sentinelTimeout, err, s.describe())
+		t.Fatalf("redistest: Failover: no replica promoted in place of %s within %v: %v\n%s",
+			old, sentinelTimeout, err, s.describe())
 	}
-	return replica
+	return promoted
 }
 
-// other returns the data server that is not m.
-func (s *Sentinel) other(m *Server) *Server {
-	if s.servers[0] == m {
-		return s.servers[1]
+// ReplicateThrough re-points replica's replication link at a new
+// StreamProxy in front of the current master (REPLICAOF the proxy), and
+// returns the proxy once the replica has caught up through it. Holding the
+// proxy then holds the master's stream to that replica alone; its link
+// stays up, its acknowledgements stop, and the sentinels still see a
+// healthy replica of the master, whose INFO lists it. A later Start of
+// replica replicates through the proxy again, so it cannot sync while the
+// proxy is held.
+//
+// The sentinels re-point a replica of another address at the master after
+// a while (see WithFailoverTimeout); give the setup a failover timeout
+// longer than the test keeps the proxy.
+func (s *Sentinel) ReplicateThrough(t testing.TB, replica *Server) *StreamProxy {
+	t.Helper()
+	master := s.Master(t)
+	if replica == master || !slices.Contains(s.servers, replica) {
+		t.Fatalf("redistest: ReplicateThrough: %s is not a replica of this setup", replica)
 	}
-	return s.servers[0]
+	p := StartStreamProxy(t, master.Addr())
+	admin := replica.adminClient()
+	if admin == nil {
+		t.Fatalf("redistest: ReplicateThrough: %s is not running", replica)
+	}
+	port := strconv.Itoa(p.Port())
+	if err := admin.Do(context.Background(), "REPLICAOF", "127.0.0.1", port).Err(); err != nil {
+		t.Fatalf("redistest: ReplicateThrough: REPLICAOF 127.0.0.1 %s on %s: %v", port, replica, err)
+	}
+	// Later values of a single-valued setting win, so a restart replicates
+	// through the proxy too.
+	replica.args = append(slices.Clone(replica.args), "--replicaof", "127.0.0.1", port)
+	s.mu.Lock()
+	if s.through == nil {
+		s.through = make(map[*Server]*StreamProxy)
+	}
+	s.through[replica] = p
+	s.mu.Unlock()
+	err := poll(sentinelTimeout, func() error {
+		repl, err := replicationInfo(replica)
+		if err != nil {
+			return err
+		}
+		if got, _ := infoField(repl, "master_port"); got != port {
+			return fmt.Errorf("%s reports master_port:%s, want the proxy's %s", replica, got, port)
+		}
+		if link, _ := infoField(repl, "master_link_status"); link != "up" {
+			return fmt.Errorf("replica %s has master_link_status:%s", replica, link)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("redistest: ReplicateThrough: %v\n%s", err, s.describe())
+	}
+	s.awaitCaughtUp(t, "ReplicateThrough", master, replica)
+	return p
+}
+
+// failoverTimeout returns the sentinels' failover-timeout.
+func (s *Sentinel) failoverTimeout() time.Duration { return s.sentinels[0].failoverTimeout }
+
+// others returns the data servers that are not m, in the order started.
+func (s *Sentinel) others(m *Server) []*Server {
+	var out []*Server
+	for _, srv := range s.servers {
+		if srv != m {
+			out = append(out, srv)
+		}
+	}
+	return out
 }
 
 // byAddr returns the data server listening on addr, or nil.
@@ -303,7 +475,14 @@ func (s *Sentinel) agreedMaster() (*Server, error) {
 // and every sentinel reports master as such, sees it up, lists replica as
 // a healthy replica of it, and knows the other sentinels.
 func (s *Sentinel) checkSettled(master, replica *Server) error {
-	if err := checkReplicating(master, replica); err != nil {
+	s.mu.Lock()
+	p := s.through[replica]
+	s.mu.Unlock()
+	via := master
+	if p != nil && p.target == master.Addr() {
+		via = &Server{port: p.Port()}
+	}
+	if err := checkReplicatingVia(master, replica, via); err != nil {
 		return err
 	}
 	for _, n := range s.sentinels {
@@ -362,14 +541,20 @@ func checkRole(srv *Server, role string) error {
 // checkReplicating returns nil when replica reports master as its master
 // with the link up and master lists it among its connected replicas.
 func checkReplicating(master, replica *Server) error {
+	return checkReplicatingVia(master, replica, master)
+}
+
+// checkReplicatingVia is checkReplicating for a replica whose link goes to
+// via's port, master's own or a proxy's in front of it.
+func checkReplicatingVia(master, replica, via *Server) error {
 	repl, err := replicationInfo(replica)
 	if err != nil {
 		return err
 	}
 	host, _ := infoField(repl, "master_host")
 	port, _ := infoField(repl, "master_port")
-	if role, _ := infoField(repl, "role"); role != "slave" || hostPort(atoiOr(port, -1)) != master.Addr() || host != "127.0.0.1" {
-		return fmt.Errorf("%s reports role:%s master %s:%s, want a replica of %s", replica, role, host, port, master)
+	if role, _ := infoField(repl, "role"); role != "slave" || hostPort(atoiOr(port, -1)) != via.Addr() || host != "127.0.0.1" {
+		return fmt.Errorf("%s reports role:%s master %s:%s, want a replica of %s through %s", replica, role, host, port, master, via.Addr())
 	}
 	if link, _ := infoField(repl, "master_link_status"); link != "up" {
 		return fmt.Errorf("replica %s has master_link_status:%s", replica, link)
@@ -490,10 +675,11 @@ func (s *Sentinel) describe() string {
 // sentinelNode is one sentinel process. Unlike a Server it cannot be
 // stopped by a test: the setups tests need lose data nodes, not sentinels.
 type sentinelNode struct {
-	bin  string
-	dir  string
-	port int
-	log  logBuffer
+	bin             string
+	dir             string
+	port            int
+	failoverTimeout time.Duration
+	log             logBuffer
 
 	mu    sync.Mutex
 	proc  *process
@@ -501,11 +687,12 @@ type sentinelNode struct {
 }
 
 // startSentinelNode starts a sentinel monitoring the master on masterPort,
-// retrying on another port when the chosen one turns out to be taken. Its
-// cleanup is registered before it starts.
-func startSentinelNode(t testing.TB, bin string, masterPort int) *sentinelNode {
+// with failoverTimeout as its failover-timeout, retrying on another port
+// when the chosen one turns out to be taken. Its cleanup is registered
+// before it starts.
+func startSentinelNode(t testing.TB, bin string, masterPort int, failoverTimeout time.Duration) *sentinelNode {
 	t.Helper()
-	n := &sentinelNode{bin: bin, dir: t.TempDir()}
+	n := &sentinelNode{bin: bin, dir: t.TempDir(), failoverTimeout: failoverTimeout}
 	t.Cleanup(func() {
 		if err := n.kill(); err != nil {
 			t.Errorf("redistest: cleanup of %s: %v", n, err)
@@ -551,7 +738,7 @@ func (n *sentinelNode) config(masterPort int) string {
 		"dir " + strconv.Quote(n.dir),
 		fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d %d", sentinelMasterName, masterPort, sentinelQuorum),
 		fmt.Sprintf("sentinel down-after-milliseconds %s %d", sentinelMasterName, sentinelDownAfter.Milliseconds()),
-		fmt.Sprintf("sentinel failover-timeout %s %d", sentinelMasterName, sentinelFailoverTimeout.Milliseconds()),
+		fmt.Sprintf("sentinel failover-timeout %s %d", sentinelMasterName, n.failoverTimeout.Milliseconds()),
 		fmt.Sprintf("sentinel parallel-syncs %s 1", sentinelMasterName),
 	}
 	return strings.Join(lines, "\n") + "\n"

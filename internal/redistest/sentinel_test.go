@@ -111,3 +111,66 @@ func TestFieldMap(t *testing.T) {
 	_, err = fieldMap("OK")
 	require.ErrorContains(t, err, "field-value list")
 }
+
+// TestSentinelHeldReplicaPromoted: the fault that loses acknowledged
+// writes is real. With the master's stream to one replica held, a write
+// acknowledged by the master and by the other replica is lost when the
+// master dies and the sentinels promote the held replica, which they prefer
+// for its lower replica-priority; the other replica then resyncs from it
+// and loses the write too.
+func TestSentinelHeldReplicaPromoted(t *testing.T) {
+	t.Parallel()
+	s := StartSentinelWith(t,
+		WithReplicas(2),
+		WithServerOptionsAt(1, WithArgs("--replica-priority", "10")),
+		WithFailoverTimeout(20*time.Second),
+	)
+	ctx := context.Background()
+	servers := s.Servers()
+	require.Len(t, servers, 3)
+	master := s.Master(t)
+	require.Equal(t, servers[0], master)
+	require.Equal(t, servers[1:], s.Replicas(t))
+	require.Equal(t, servers[1], s.Replica(t))
+	held, other := servers[1], servers[2]
+
+	p := s.ReplicateThrough(t, held)
+	c := s.Client(t)
+	require.NoError(t, c.Set(ctx, "k", "kept", 0).Err())
+	require.Equal(t, servers[1:], s.Replicas(t), "a replica behind an open proxy catches up like any other")
+	got, err := held.Client(t).Get(ctx, "k").Result()
+	require.NoError(t, err)
+	require.Equal(t, "kept", got)
+	require.Equal(t, 1, p.Connections())
+
+	p.Hold()
+	mc := master.Client(t)
+	require.NoError(t, mc.Set(ctx, "k", "lost", 0).Err())
+	// WAIT counts the acknowledgements on this connection's writes: the
+	// other replica gives one (WAIT 1 0 blocks until it does), the held one
+	// none, however long WAIT 2 waits.
+	n, err := mc.Wait(ctx, 1, 0).Result()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n)
+	n, err = mc.Wait(ctx, 2, 100*time.Millisecond).Result()
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n, "the held replica must not acknowledge")
+	require.Eventually(t, func() bool { return p.Held() > 0 }, 15*time.Second, 10*time.Millisecond,
+		"the write's stream must reach the proxy and stay there")
+	got, err = held.Client(t).Get(ctx, "k").Result()
+	require.NoError(t, err)
+	require.Equal(t, "kept", got, "the held replica must not have the write")
+
+	master.Stop(t)
+	require.Equal(t, held, s.Master(t), "the sentinels must promote the replica of lowest priority")
+	require.Positive(t, p.Dropped(), "what the proxy held died with the master")
+	got, err = held.Client(t).Get(ctx, "k").Result()
+	require.NoError(t, err)
+	require.Equal(t, "kept", got, "the promoted replica never had the write")
+	require.Equal(t, []*Server{other}, s.Replicas(t), "the other replica follows the promoted one")
+	got, err = other.Client(t).Get(ctx, "k").Result()
+	require.NoError(t, err)
+	require.Equal(t, "kept", got, "the other replica, which had the write, resynced and lost it")
+	require.Eventually(t, func() bool { return c.Get(ctx, "k").Val() == "kept" }, 15*time.Second, 20*time.Millisecond,
+		"the failover client reads the promoted replica, without the write")
+}

@@ -17,7 +17,8 @@ import (
 // acknowledgements stop advancing. Release delivers what was held, in
 // order. A connection whose target side closes while bytes are held loses
 // them (see Dropped), as a replica loses what its dying master had not
-// sent; a connection whose one side closes has its other side closed.
+// sent; a connection whose one side closes has its other side closed, and
+// its held bytes dropped.
 //
 // Unlike Proxy it understands nothing of RESP, so it relays any protocol,
 // including an RDB transfer.
@@ -101,7 +102,7 @@ func (p *StreamProxy) Held() int64 {
 }
 
 // Dropped returns how many bytes from the target were never delivered
-// because their connection closed while they were held.
+// because their connection closed, on either side, while they were held.
 func (p *StreamProxy) Dropped() int64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -201,9 +202,7 @@ func (p *StreamProxy) deliver(c *streamConn) {
 			p.changed.Wait()
 		}
 		if c.downDone || p.closed || (c.upDone && (p.held || len(c.pending) == 0)) {
-			if !c.downDone {
-				p.dropped += int64(len(c.pending))
-			}
+			p.dropped += int64(len(c.pending))
 			c.pending = nil
 			delete(p.conns, c)
 			p.mu.Unlock()

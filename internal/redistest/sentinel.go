@@ -229,9 +229,10 @@ func (s *Sentinel) Client(t testing.TB) *redis.Client {
 }
 
 // Master returns the current master: the server every sentinel reports for
-// MasterName, once it is running and itself reports role:master. While the
-// sentinels are replacing a stopped master it waits for them to finish (up
-// to 45 s), so after Stop on the master it returns the promoted replica.
+// MasterName, once it is running, not paused, and itself reports
+// role:master. While the sentinels are replacing a stopped or paused master
+// it waits for them to finish (up to 45 s), so after Stop or Pause on the
+// master it returns the promoted replica.
 //
 // After a Failover the old master may still report role:master for a few
 // seconds; that does not matter here, since the sentinels' word decides.
@@ -467,6 +468,10 @@ func (s *Sentinel) agreedMaster() (*Server, error) {
 	}
 	if !m.Running() {
 		return nil, fmt.Errorf("the sentinels still report stopped %s as master", m)
+	}
+	// Asking a frozen server would only time out.
+	if m.isPaused() {
+		return nil, fmt.Errorf("the sentinels still report paused %s as master", m)
 	}
 	return m, nil
 }

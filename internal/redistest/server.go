@@ -313,6 +313,13 @@ func (s *Server) signal(t testing.TB, op string, sig os.Signal, paused bool) {
 	s.paused = paused
 }
 
+// isPaused reports whether the process is frozen by Pause.
+func (s *Server) isPaused() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.paused
+}
+
 // startOnFreePort starts the first run of the server, retrying on another
 // port when the chosen one turns out to be taken.
 func (s *Server) startOnFreePort(t testing.TB) {

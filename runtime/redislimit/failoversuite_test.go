@@ -19,7 +19,11 @@ package redislimit
 //	restart  replica 1 is killed and restarted empty (no persistence),
 //	         unable to sync through the held proxy, then the master is
 //	         killed;
-//	failover SENTINEL FAILOVER with nothing held: the control.
+//	failover SENTINEL FAILOVER with nothing held: the control. Sentinel
+//	         does not pause the old master's clients, so what it admits
+//	         between the promotion and its demotion is lost: a few
+//	         admissions on a loaded machine, none usually. It is reported,
+//	         not required, in the negative controls.
 //
 // From the fault on, and after the failover, the instances decide on the
 // first of the fresh keys only, and the others keep what was admitted
@@ -529,9 +533,8 @@ func TestFailoverSuite(t *testing.T) {
 							require.Zero(t, res.lostHot, "hot-key admissions lost with WithDurable")
 						}
 					case sc == scenarioFailover:
-						// The control: Sentinel's own failover, with every
-						// replica caught up, loses nothing to speak of; it is
-						// reported, not required.
+						// The control loses no more than what the old
+						// master admits between promotion and demotion.
 					default:
 						require.Positive(t, res.over, "the negative control must find over-admissions, or the checks prove nothing")
 						require.Positive(t, res.lost, "the negative control must find lost admissions")

@@ -14,11 +14,10 @@ import (
 )
 
 const (
-	// clusterMasters and clusterSize describe the cluster StartCluster builds:
-	// the smallest layout in which a master can fail and be replaced while a
-	// majority of masters remains to vote.
+	// clusterMasters is how many masters StartCluster starts: the smallest
+	// layout in which a master can fail and be replaced while a majority of
+	// masters remains to vote.
 	clusterMasters = 3
-	clusterSize    = 2 * clusterMasters
 
 	// clusterNodeTimeout is how long a node may be unreachable before the
 	// others flag it as failing. Small, so tests that stop a master see the
@@ -33,9 +32,10 @@ const (
 	hashSlots = 16384
 )
 
-// Cluster is a Redis Cluster of three masters with one replica each: six
-// redis-server processes on 127.0.0.1, each a Server that can be stopped and
-// restarted on its own. All of them are killed by t.Cleanup.
+// Cluster is a Redis Cluster of three masters with one replica each (or
+// more, see StartClusterWith): redis-server processes on 127.0.0.1, each a
+// Server that can be stopped and restarted on its own. All of them are
+// killed by t.Cleanup.
 //
 // Roles change at run time (Failover, or a stopped master replaced by its
 // replica), so Masters, Replicas, MasterFor and ReplicaOf ask the running
@@ -55,16 +55,26 @@ type Cluster struct {
 // either.
 func StartCluster(t testing.TB, opts ...ServerOption) *Cluster {
 	t.Helper()
+	return StartClusterWith(t, 1, opts...)
+}
+
+// StartClusterWith is StartCluster with replicas replicas per master, so
+// 3·(1+replicas) servers.
+func StartClusterWith(t testing.TB, replicas int, opts ...ServerOption) *Cluster {
+	t.Helper()
+	if replicas < 1 {
+		t.Fatalf("redistest: StartClusterWith: %d replicas per master; a master needs one to fail over to", replicas)
+	}
 	cli := lookBinary(t, "redis-cli")
 	c := &Cluster{}
-	for range clusterSize {
+	for range clusterMasters * (1 + replicas) {
 		s := newServer(t, true, opts)
 		s.startOnFreePort(t)
 		c.nodes = append(c.nodes, s)
 	}
 
 	args := append([]string{"--cluster", "create"}, c.Addrs()...)
-	args = append(args, "--cluster-replicas", "1", "--cluster-yes")
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
 	ctx, cancel := context.WithTimeout(context.Background(), clusterTimeout)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, cli, args...).CombinedOutput()
@@ -75,11 +85,11 @@ func StartCluster(t testing.TB, opts ...ServerOption) *Cluster {
 	return c
 }
 
-// Nodes returns all six nodes, in a fixed order, whatever their role and
+// Nodes returns every node, in a fixed order, whatever their role and
 // whether they are running.
 func (c *Cluster) Nodes() []*Server { return slices.Clone(c.nodes) }
 
-// Addrs returns the addresses of all six nodes, in the order of Nodes.
+// Addrs returns the addresses of every node, in the order of Nodes.
 func (c *Cluster) Addrs() []string {
 	addrs := make([]string, len(c.nodes))
 	for i, n := range c.nodes {
@@ -175,6 +185,14 @@ func (c *Cluster) ReplicaOf(t testing.TB, master *Server) *Server {
 	}
 	t.Fatalf("redistest: ReplicaOf: no running replica of %s\n%s", master, c.describe())
 	return nil
+}
+
+// ReplicasOf returns the running replicas of master, according to the
+// replicas' own view, in the order of Nodes.
+func (c *Cluster) ReplicasOf(t testing.TB, master *Server) []*Server {
+	t.Helper()
+	c.mustContain(t, "ReplicasOf", master)
+	return c.runningWhere(func(e nodeEntry) bool { return e.replica() && e.masterID == master.ID() })
 }
 
 // checkSlot fails t when slot is not a hash slot.

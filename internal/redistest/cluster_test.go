@@ -125,3 +125,18 @@ func otherMaster(t *testing.T, c *Cluster, m *Server) *Server {
 	t.Fatalf("no master other than %s", m)
 	return nil
 }
+
+// TestClusterTwoReplicas: StartClusterWith gives each of the three masters
+// as many replicas as asked.
+func TestClusterTwoReplicas(t *testing.T) {
+	t.Parallel()
+	c := StartClusterWith(t, 2)
+	require.Len(t, c.Nodes(), 9)
+	require.Len(t, c.Masters(), 3)
+	require.Len(t, c.Replicas(), 6)
+	for _, m := range c.Masters() {
+		rs := c.ReplicasOf(t, m)
+		require.Len(t, rs, 2)
+		require.Contains(t, rs, c.ReplicaOf(t, m))
+	}
+}

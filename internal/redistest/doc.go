@@ -1,6 +1,7 @@
 // Package redistest starts real redis-server processes for tests: single
-// servers, a six-node Redis Cluster (three masters, one replica each), and a
-// Sentinel setup (a master, a replica and three sentinels).
+// servers, a Redis Cluster (three masters, one replica each or more), a
+// Sentinel setup (a master, one replica or more, and three sentinels), and
+// proxies that break a client's connection or hold a replica's stream.
 //
 // It exists because a rate limiter's correctness lives in what Redis actually
 // does: Lua script atomicity, ZSET semantics, key expiry, MOVED and ASK

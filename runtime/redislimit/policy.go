@@ -69,9 +69,10 @@ type DegradedEvent struct {
 // for Redis ended when it failed.
 var ErrCircuitOpen = errors.New("ratelimit: redis failed recently; not asked until the retry interval passes")
 
-// circuitOpenError is ErrCircuitOpen for a breaker that a refusal opened
-// (see ErrPermission): it unwraps to the refusal, so that every decision it
-// degrades names what an operator must fix.
+// circuitOpenError is ErrCircuitOpen for a breaker that a refusal (see
+// ErrPermission) or unacknowledged replicas (see ErrNotReplicated) opened:
+// it unwraps to that cause, so that every decision it degrades names what
+// an operator must fix.
 type circuitOpenError struct{ cause error }
 
 func (e *circuitOpenError) Error() string { return ErrCircuitOpen.Error() + ": " + e.cause.Error() }

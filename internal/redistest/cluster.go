@@ -250,6 +250,14 @@ func (c *Cluster) self(n *Server) (nodeEntry, error) {
 
 // awaitHealthy waits until checkHealthy passes, failing t with the state of
 // every node if it does not.
+// AwaitHealthy waits until the cluster is healthy as StartCluster leaves
+// it, among the running nodes (stopped ones are ignored, though the
+// others must agree about them), failing t after 30 s.
+func (c *Cluster) AwaitHealthy(t testing.TB) {
+	t.Helper()
+	c.awaitHealthy(t, "AwaitHealthy")
+}
+
 func (c *Cluster) awaitHealthy(t testing.TB, op string) {
 	t.Helper()
 	if err := poll(clusterTimeout, c.checkHealthy); err != nil {

@@ -1,9 +1,9 @@
 package redislimit
 
-// The failover fault suite: whether admissions survive a Sentinel
-// failover, measured from what callers were told.
+// The failover fault suite: whether admissions survive a failover, on
+// Sentinel and on a Cluster, measured from what callers were told.
 //
-// Each scenario runs on a fresh Sentinel setup (a master, two replicas,
+// Each Sentinel scenario runs on a fresh setup (a master, two replicas,
 // three sentinels) with three app instances in processes of their own
 // (this test binary started again with failoverInstanceEnv set), each with
 // a FailoverClient, FailClosed, deciding on a few hot keys per algorithm
@@ -24,27 +24,37 @@ package redislimit
 //	         between the promotion and its demotion is lost: a few
 //	         admissions on a loaded machine, none usually. It is reported,
 //	         not required, in the negative controls.
+//	cluster  on a Cluster of three masters with two replicas each, one
+//	         replica of the fault keys' master is frozen and cut off, the
+//	         master and the other replica killed, and the frozen one
+//	         continued and elected (see runClusterScenario).
 //
-// From the fault on, and after the failover, the instances decide on the
-// first of the fresh keys only, and the others keep what was admitted
-// before the fault. The checks (failovercheck_test.go) then count over-admissions (a span
-// that holds more than the limit allows) and lost admissions (a Peek on
-// the winning master that does not count every admission a caller was
-// told of). Each scenario runs in each of failoverModes. Off and "one"
-// (withDurableReplicas(1), acknowledgement from one replica of two) are
-// negative controls, in which the held-stream scenarios must find
-// over-admissions and lost admissions, or the suite proves nothing; "on"
-// (WithDurable) must find none in any scenario. In restart the promoted
-// replica has synced nothing since its restart, so it has forgotten even
-// what it had acknowledged before: the hot keys' admissions, which no
-// acknowledgement can keep. Those losses are reported apart and not
-// required to be none.
+// Once a replica is promoted, the old master comes back (restarted empty
+// if it was killed; on the Cluster, the killed replica too) as a replica
+// of the new one, so that the new master has two replicas again. From the fault on the instances
+// decide on the first of the fresh keys and the first hot key only, and
+// the other keys keep what was admitted before the fault. The checks
+// (failovercheck_test.go) then count over-admissions (a span that holds
+// more than the limit allows) and lost admissions (a Peek on the winning
+// master that does not count every admission a caller was told of), on the
+// fresh keys and on the hot keys apart.
+//
+// Modes: off and "one" (withDurableReplicas(1), acknowledgement from one
+// replica of two) are negative controls, in which every scenario but the
+// control must find over-admissions and lost admissions, or the suite
+// proves nothing. With "on" (WithDurable) no scenario may over-admit
+// or lose an admission, and decisions must admit again after the
+// failover. In restart, though, the promoted replica has synced nothing
+// since its restart, so it has forgotten even what it had acknowledged
+// before: the hot keys' admissions, which no acknowledgement can keep.
+// Those are reported and not required to be none.
 //
 // A seed drives the schedule (keys, how many decisions are made before
 // the fault, the instances' pacing); it is printed on failure, and
 // -failover.seed=N repeats it. The short schedule, in every go test run,
-// runs each scenario once in each mode. -failover.long runs
-// failoverLongRounds rounds, each with a seed of its own:
+// runs every scenario with WithDurable and a negative control for each way
+// of losing writes (see failoverShort); -failover.long runs every scenario
+// in every mode, failoverLongRounds times, each run with a seed of its own:
 //
 //	go test -run TestFailoverSuite -failover.long ./runtime/redislimit/
 
@@ -57,6 +67,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -112,11 +123,11 @@ func failoverLimits() []runtime.Limit {
 
 // failoverKey is key i of phase p: phase 0 decides on the hot keys, phase
 // 1 (the fault, with the stream held) on fresh ones, and phase 2 (from the
-// fault on) on the first of those only, so the others keep just what was
-// admitted before the fault, for the durability check.
+// fault on) on the first of each, so the others keep just what was
+// admitted before, for the durability check.
 func failoverKey(tag string, p, i int) string {
 	if p == 2 {
-		p, i = 1, 0
+		p, i = 1-i, 0
 	}
 	return fmt.Sprintf("%s-p%d-k%d", tag, p, i)
 }
@@ -126,7 +137,8 @@ type failoverInstanceConfig struct {
 	ID          int
 	MasterName  string
 	Sentinels   []string
-	Tag         string // of the keys
+	Cluster     []string // a Cluster's addresses, in place of the sentinels
+	Tag         string   // of the keys
 	Goroutines  int
 	Pace        time.Duration // a goroutine's pause between decisions
 	Mode        string
@@ -157,7 +169,12 @@ func runFailoverInstance(cfgJSON string) int {
 		fmt.Fprintf(os.Stderr, "failover instance: bad %s: %v\n", failoverInstanceEnv, err)
 		return 2
 	}
-	client := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: cfg.MasterName, SentinelAddrs: cfg.Sentinels})
+	var client redis.UniversalClient
+	if len(cfg.Cluster) > 0 {
+		client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.Cluster})
+	} else {
+		client = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: cfg.MasterName, SentinelAddrs: cfg.Sentinels})
+	}
 	defer client.Close()
 	if err := client.Ping(context.Background()).Err(); err != nil {
 		fmt.Fprintf(os.Stderr, "failover instance: PING: %v\n", err)
@@ -300,20 +317,23 @@ const (
 	scenarioStop     failoverScenario = "stop"
 	scenarioRestart  failoverScenario = "restart"
 	scenarioFailover failoverScenario = "failover"
+	scenarioCluster  failoverScenario = "cluster"
 )
 
 // failoverModes are the modes every scenario runs in.
-var failoverModes = []string{"off", "one"}
+var failoverModes = []string{"off", "one", "on"}
 
 // failoverResult is what one run of a scenario found.
 type failoverResult struct {
 	admissions int
 	decisions  int64
-	over       int // admissions beyond what the limits allow, over all keys
+	after      int // admissions invoked once the failover was done
+	over       int // admissions beyond what the limits allow, on the fault's keys
+	overHot    int // the same on the hot keys
 	keysOver   int
 	worst      int // the most one key went over
 	lost       int // admissions on the fault's keys the promoted master does not count
-	lostHot    int // the same on the hot keys, admitted before the fault
+	lostHot    int // the same on the hot keys
 	perLimit   []string
 }
 
@@ -323,8 +343,113 @@ const (
 	failoverInstances     = 3
 )
 
-// runFailoverScenario runs sc in mode on a fresh setup and returns what
-// the checks found.
+// failoverApps are a run's app instances, seen from the test.
+type failoverApps struct {
+	t   *testing.T
+	ins []*failoverInstance
+}
+
+// startFailoverApps starts failoverInstances app instances deciding per
+// cfg (ID and Pace set here, from rng) and lets them go.
+func startFailoverApps(t *testing.T, cfg failoverInstanceConfig, rng *rand.Rand) *failoverApps {
+	t.Helper()
+	apps := &failoverApps{t: t}
+	for i := range failoverInstances {
+		cfg.ID, cfg.Pace = i, time.Duration(2+rng.IntN(4))*time.Millisecond
+		fi := &failoverInstance{instance: startProgram(t, failoverInstanceEnv, cfg), drained: make(chan struct{})}
+		go fi.read()
+		apps.ins = append(apps.ins, fi)
+	}
+	for _, fi := range apps.ins {
+		fi.start(t)
+	}
+	return apps
+}
+
+// tell writes line to every instance.
+func (a *failoverApps) tell(line string) {
+	for _, fi := range a.ins {
+		_, err := io.WriteString(fi.stdin, line+"\n")
+		require.NoError(a.t, err)
+	}
+}
+
+// await waits until every instance has made n more decisions of phase p
+// than base[i] (nil: none), counting only those Redis made if ok, and
+// returns its counts; it gives up quietly after failoverProgressBound, for
+// a mode that keeps denying.
+func (a *failoverApps) await(p int, base []int64, n int64, ok bool) []int64 {
+	deadline := time.Now().Add(failoverProgressBound)
+	got := make([]int64, len(a.ins))
+	for {
+		done := true
+		for i, fi := range a.ins {
+			ph, o, all := fi.progress()
+			if ph != p {
+				done = false
+				continue
+			}
+			got[i] = all
+			if ok {
+				got[i] = o
+			}
+			var b int64
+			if base != nil {
+				b = base[i]
+			}
+			if got[i]-b < n {
+				done = false
+			}
+		}
+		if done {
+			return got
+		}
+		if time.Now().After(deadline) {
+			a.t.Logf("instances did not make %d more decisions (made by Redis: %v) of phase %d within %v: %v", n, ok, p, failoverProgressBound, got)
+			return got
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// warm waits until the hot keys have seen ten times Max decisions each,
+// then until the current fixed window has a quarter of it left at least,
+// so that a fault's admissions and those after it share one: a failover
+// takes seconds.
+func (a *failoverApps) warm() {
+	a.await(0, nil, int64(10*failoverMax*len(failoverLimits())*failoverHotKeys/failoverInstances), false)
+	for time.Now().UnixNano()%failoverWindow.Nanoseconds() > (failoverWindow * 3 / 4).Nanoseconds() {
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// finish stops the instances and returns their admissions and how many
+// decisions they made.
+func (a *failoverApps) finish() ([]failoverAdmission, int64) {
+	t := a.t
+	for _, fi := range a.ins {
+		require.NoError(t, fi.stdin.Close())
+	}
+	var adms []failoverAdmission
+	var decisions int64
+	for _, fi := range a.ins {
+		select {
+		case <-fi.drained:
+		case <-time.After(instanceReportBound):
+			t.Fatalf("failover instance %d did not finish\nstderr:\n%s", fi.cmd.Process.Pid, fi.stderr.String())
+		}
+		<-fi.done
+		require.NoError(t, fi.err, "stderr:\n%s", fi.stderr.String())
+		require.True(t, fi.finished, "the instance must write its last line")
+		require.Empty(t, fi.bad, "lines the test could not parse")
+		adms = append(adms, fi.admissions...)
+		decisions += fi.sum
+	}
+	return adms, decisions
+}
+
+// runFailoverScenario runs sc in mode on a fresh Sentinel setup and
+// returns what the checks found.
 func runFailoverScenario(t *testing.T, sc failoverScenario, mode string, seed uint64) failoverResult {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, 0))
@@ -341,71 +466,12 @@ func runFailoverScenario(t *testing.T, sc failoverScenario, mode string, seed ui
 	proxy := s.ReplicateThrough(t, held)
 
 	tag := fmt.Sprintf("s%x", rng.Uint32())
-	limits := failoverLimits()
-	var ins []*failoverInstance
-	for i := range failoverInstances {
-		cfg := failoverInstanceConfig{
-			ID: i, MasterName: s.MasterName(), Sentinels: s.SentinelAddrs(), Tag: tag,
-			Goroutines: 4, Pace: time.Duration(2+rng.IntN(4)) * time.Millisecond,
-			Mode: mode, Seed: seed, DurableWait: failoverDurableWait,
-		}
-		fi := &failoverInstance{instance: startProgram(t, failoverInstanceEnv, cfg), drained: make(chan struct{})}
-		go fi.read()
-		ins = append(ins, fi)
-	}
-	for _, fi := range ins {
-		fi.start(t)
-	}
-	tell := func(line string) {
-		for _, fi := range ins {
-			_, err := io.WriteString(fi.stdin, line+"\n")
-			require.NoError(t, err)
-		}
-	}
-	// awaitDecisions waits until every instance has made n more decisions
-	// of phase p than base[i], answered by Redis if ok; it gives up quietly
-	// after failoverProgressBound, for a mode that keeps denying.
-	awaitDecisions := func(p int, base []int64, n int64, ok bool) []int64 {
-		deadline := time.Now().Add(failoverProgressBound)
-		got := make([]int64, len(ins))
-		for {
-			done := true
-			for i, fi := range ins {
-				ph, o, a := fi.progress()
-				if ph != p {
-					done = false
-					continue
-				}
-				got[i] = a
-				if ok {
-					got[i] = o
-				}
-				if got[i]-base[i] < n {
-					done = false
-				}
-			}
-			if done {
-				return got
-			}
-			if time.Now().After(deadline) {
-				t.Logf("instances did not make %d more decisions (Redis-answered: %v) of phase %d within %v: %v", n, ok, p, failoverProgressBound, got)
-				return got
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	zero := make([]int64, len(ins))
+	apps := startFailoverApps(t, failoverInstanceConfig{
+		MasterName: s.MasterName(), Sentinels: s.SentinelAddrs(), Tag: tag,
+		Goroutines: 4, Mode: mode, Seed: seed, DurableWait: failoverDurableWait,
+	}, rng)
+	apps.warm()
 
-	// Warm the hot keys up to ten times Max per key per window.
-	awaitDecisions(0, zero, int64(10*failoverMax*len(limits)*failoverHotKeys/failoverInstances), false)
-	// The fault's admissions and those after it should share a fixed
-	// window, which starts on the epoch's multiples of the window: a
-	// failover takes seconds, so a quarter of the window is room enough.
-	for time.Now().UnixNano()%failoverWindow.Nanoseconds() > (failoverWindow * 3 / 4).Nanoseconds() {
-		time.Sleep(50 * time.Millisecond)
-	}
-
-	before := int64(10 + rng.IntN(30))
 	switch sc {
 	case scenarioKill, scenarioStop:
 		proxy.Hold()
@@ -414,10 +480,10 @@ func runFailoverScenario(t *testing.T, sc failoverScenario, mode string, seed ui
 		proxy.Hold()
 		held.Start(t)
 	}
-	tell("phase 1")
-	awaitDecisions(1, zero, before, false)
-	tell("phase 2")
-	awaitDecisions(2, zero, 1, false)
+	apps.tell("phase 1")
+	apps.await(1, nil, int64(10+rng.IntN(30)), false)
+	apps.tell("phase 2")
+	apps.await(2, nil, 1, false)
 	var promoted *redistest.Server
 	switch sc {
 	case scenarioKill, scenarioRestart:
@@ -433,50 +499,132 @@ func runFailoverScenario(t *testing.T, sc failoverScenario, mode string, seed ui
 	if sc != scenarioFailover {
 		require.Equal(t, held, promoted, "the sentinels must promote the held replica, of lowest priority")
 	}
-	// Decisions go on, on the first of the fault's keys, at the promoted
-	// master, until each could have been admitted twice Max.
-	awaitDecisions(2, awaitDecisions(2, zero, 0, true), int64(2*failoverMax*len(limits)/failoverInstances), true)
-
-	for _, fi := range ins {
-		require.NoError(t, fi.stdin.Close())
+	failedOver := time.Now().UnixNano()
+	// The old master comes back, empty if it was killed, as a replica of the
+	// promoted one: with two replicas again, WithDurable can admit again.
+	if !master.Running() {
+		master.Start(t)
 	}
-	var adms []failoverAdmission
-	for _, fi := range ins {
-		select {
-		case <-fi.drained:
-		case <-time.After(instanceReportBound):
-			t.Fatalf("failover instance %d did not finish\nstderr:\n%s", fi.cmd.Process.Pid, fi.stderr.String())
+	s.Replicas(t)
+	// Decisions go on, on the first of the fault's keys and of the hot
+	// keys, until each could have been admitted twice Max.
+	apps.await(2, apps.await(2, nil, 0, true), int64(2*failoverMax*len(failoverLimits())/failoverInstances), true)
+
+	adms, decisions := apps.finish()
+	res := auditFailover(t, adms, tag, New(promoted.Client(t)), failedOver)
+	res.decisions = decisions
+	t.Logf("%s, mode %s, seed %d: %s; proxy dropped %d bytes", sc, mode, seed, res, proxy.Dropped())
+	return res
+}
+
+// runClusterScenario runs the cluster scenario in mode on a fresh Cluster
+// of three masters with two replicas each: the fault's keys are all on
+// one master M, with replicas R and R2. R is frozen (SIGSTOP) and its
+// replication connection closed, so it receives and acknowledges nothing,
+// while the instances decide on the fault's keys; then M and R2 are killed
+// and R continued, and R, the only replica left, is elected in M's place,
+// without what was admitted while it was frozen. M and R2 then come back,
+// empty, as R's replicas.
+func runClusterScenario(t *testing.T, mode string, seed uint64) failoverResult {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 0))
+	c := redistest.StartClusterWith(t, 2)
+	cc := c.Client(t)
+	keys := New(cc)
+	limit := failoverLimits()[0]
+	// A tag whose fault keys share a master; a key's slot is its user
+	// key's alone, whatever the limit (see storageKey).
+	var tag string
+	var m *redistest.Server
+	for {
+		tag = fmt.Sprintf("c%x", rng.Uint32())
+		m = c.MasterFor(t, keys.storageKey(limit, failoverKey(tag, 1, 0)))
+		if c.MasterFor(t, keys.storageKey(limit, failoverKey(tag, 1, 1))) == m {
+			break
 		}
-		<-fi.done
-		require.NoError(t, fi.err, "stderr:\n%s", fi.stderr.String())
-		require.True(t, fi.finished, "the instance must write its last line")
-		require.Empty(t, fi.bad, "lines the test could not parse")
-		adms = append(adms, fi.admissions...)
 	}
+	replicas := c.ReplicasOf(t, m)
+	require.Len(t, replicas, 2)
+	frozen, other := replicas[0], replicas[1]
 
-	res := failoverResult{admissions: len(adms)}
-	for _, fi := range ins {
-		fi.mu.Lock()
-		res.decisions += fi.sum
-		fi.mu.Unlock()
+	apps := startFailoverApps(t, failoverInstanceConfig{
+		Cluster: c.Addrs(), Tag: tag,
+		Goroutines: 4, Mode: mode, Seed: seed, DurableWait: failoverDurableWait,
+	}, rng)
+	apps.warm()
+
+	// A frozen process's kernel still takes in what its master sends, and
+	// the process applies it once continued: the replication connection
+	// is closed on the master's side too, so nothing more reaches it.
+	link := masterLink(t, frozen)
+	frozen.Pause(t)
+	require.NoError(t, m.Client(t).Do(context.Background(), "CLIENT", "KILL", "ADDR", link).Err(),
+		"closing %s's replication connection on %s", frozen, m)
+	apps.tell("phase 1")
+	apps.await(1, nil, int64(10+rng.IntN(30)), false)
+	apps.tell("phase 2")
+	apps.await(2, nil, 1, false)
+	m.Stop(t)
+	other.Stop(t)
+	frozen.Resume(t)
+	require.Eventually(t, func() bool { return slices.Contains(c.Masters(), frozen) }, failoverProgressBound, 20*time.Millisecond,
+		"the frozen replica, the only one left, must be elected in place of its master")
+	failedOver := time.Now().UnixNano()
+	m.Start(t)
+	other.Start(t)
+	c.AwaitHealthy(t)
+	require.Len(t, c.ReplicasOf(t, frozen), 2, "the killed nodes rejoin as the promoted replica's replicas")
+	apps.await(2, apps.await(2, nil, 0, true), int64(2*failoverMax*len(failoverLimits())/failoverInstances), true)
+
+	adms, decisions := apps.finish()
+	res := auditFailover(t, adms, tag, keys, failedOver)
+	res.decisions = decisions
+	t.Logf("cluster, mode %s, seed %d: %s", mode, seed, res)
+	return res
+}
+
+// masterLink returns the address, as its master sees it, of replica's
+// replication connection: the laddr of its master client.
+func masterLink(t *testing.T, replica *redistest.Server) string {
+	t.Helper()
+	list, err := replica.Client(t).Do(context.Background(), "CLIENT", "LIST", "TYPE", "master").Text()
+	require.NoError(t, err)
+	for _, f := range strings.Fields(list) {
+		if v, ok := strings.CutPrefix(f, "laddr="); ok {
+			return v
+		}
 	}
+	t.Fatalf("%s reports no master connection: %q", replica, list)
+	return ""
+}
+
+// auditFailover checks the admissions of a run whose keys are tag's,
+// with peeker's Peek for the durability check; failedOver is when the
+// failover was done.
+func auditFailover(t *testing.T, adms []failoverAdmission, tag string, peeker *Limiter, failedOver int64) failoverResult {
+	t.Helper()
+	limits := failoverLimits()
+	res := failoverResult{admissions: len(adms)}
 	byKey := map[[2]string][]failoverAdmission{}
 	for _, a := range adms {
 		k := [2]string{limits[a.Limit].Name, a.Key}
 		byKey[k] = append(byKey[k], a)
+		if a.Invoke > failedOver {
+			res.after++
+		}
 	}
-	peeker := New(promoted.Client(t))
-	for li, l := range limits {
-		var over, keysOver, n int
-		var lost [2]int
+	for _, l := range limits {
+		// By key class: 0 the hot keys, 1 the fault's.
+		var over, keysOver, lost [2]int
+		n := 0
 		for p := range 2 {
 			for ki := range failoverHotKeys {
 				key := failoverKey(tag, p, ki)
 				ka := byKey[[2]string{l.Name, key}]
 				n += len(ka)
 				if o := overAdmissions(l, ka); o > 0 {
-					over += o
-					keysOver++
+					over[p] += o
+					keysOver[p]++
 					res.worst = max(res.worst, o)
 				}
 				invoke := time.Now()
@@ -486,20 +634,55 @@ func runFailoverScenario(t *testing.T, sc failoverScenario, mode string, seed ui
 				lost[p] += lostAdmissions(l, ka, ds.Each[0].Remaining, invoke.UnixNano(), complete.UnixNano())
 			}
 		}
-		res.over += over
-		res.keysOver += keysOver
-		res.lost += lost[1]
-		res.lostHot += lost[0]
-		res.perLimit = append(res.perLimit, fmt.Sprintf("%s: %d admissions, %d over on %d keys, %d lost (and %d on the hot keys)",
-			limits[li].Algorithm, n, over, keysOver, lost[1], lost[0]))
+		res.over, res.overHot = res.over+over[1], res.overHot+over[0]
+		res.keysOver += keysOver[0] + keysOver[1]
+		res.lost, res.lostHot = res.lost+lost[1], res.lostHot+lost[0]
+		res.perLimit = append(res.perLimit, fmt.Sprintf("%s: %d admissions; over %d on %d fault keys, %d on %d hot keys; lost %d on fault keys, %d on hot keys",
+			l.Algorithm, n, over[1], keysOver[1], over[0], keysOver[0], lost[1], lost[0]))
 	}
-	t.Logf("%s, mode %s, seed %d: %d decisions, %d admissions; over-admissions %d on %d keys (worst key +%d); lost %d on the fault's keys, %d on the hot keys; proxy dropped %d bytes\n  %s",
-		sc, mode, seed, res.decisions, res.admissions, res.over, res.keysOver, res.worst, res.lost, res.lostHot, proxy.Dropped(), strings.Join(res.perLimit, "\n  "))
 	return res
 }
 
-// TestFailoverSuite runs the schedule: every scenario in every mode, on a
-// fresh setup each (see the file's comment).
+// String reports the result for the log.
+func (r failoverResult) String() string {
+	return fmt.Sprintf("%d decisions, %d admissions (%d invoked after the failover); over-admissions %d on the fault's keys, %d on the hot keys, over %d keys in all (worst key +%d); lost %d on the fault's keys, %d on the hot keys\n  %s",
+		r.decisions, r.admissions, r.after, r.over, r.overHot, r.keysOver, r.worst, r.lost, r.lostHot, strings.Join(r.perLimit, "\n  "))
+}
+
+// failoverRun is one scenario in one mode.
+type failoverRun struct {
+	sc   failoverScenario
+	mode string
+}
+
+// failoverShort is the short schedule: every scenario with WithDurable,
+// and a negative control for each way of losing writes (a held stream in
+// either mode, a replica restarted empty, a Cluster replica cut off).
+var failoverShort = []failoverRun{
+	{scenarioKill, "off"}, {scenarioKill, "one"}, {scenarioKill, "on"},
+	{scenarioStop, "on"},
+	{scenarioRestart, "off"}, {scenarioRestart, "on"},
+	{scenarioFailover, "on"},
+	{scenarioCluster, "one"}, {scenarioCluster, "on"},
+}
+
+// failoverSchedule returns the runs of one round: the short schedule, or
+// every scenario in every mode.
+func failoverSchedule(long bool) []failoverRun {
+	if !long {
+		return failoverShort
+	}
+	var runs []failoverRun
+	for _, sc := range []failoverScenario{scenarioKill, scenarioStop, scenarioRestart, scenarioFailover, scenarioCluster} {
+		for _, mode := range failoverModes {
+			runs = append(runs, failoverRun{sc, mode})
+		}
+	}
+	return runs
+}
+
+// TestFailoverSuite runs the schedule, each run on a fresh setup (see the
+// file's comment).
 func TestFailoverSuite(t *testing.T) {
 	rounds := 1
 	if *failoverLong {
@@ -512,35 +695,41 @@ func TestFailoverSuite(t *testing.T) {
 		}
 	})
 	for round := range rounds {
-		for _, sc := range []failoverScenario{scenarioKill, scenarioStop, scenarioRestart, scenarioFailover} {
-			for _, mode := range failoverModes {
-				seed := seeds.Uint64()
-				t.Run(fmt.Sprintf("%d/%s/%s", round, sc, mode), func(t *testing.T) {
-					t.Cleanup(func() {
-						if t.Failed() {
-							t.Logf("scenario seed %d, from -failover.seed=%d", seed, *failoverSeed)
-						}
-					})
-					res := runFailoverScenario(t, sc, mode, seed)
-					switch {
-					case mode == "on":
-						require.Zero(t, res.over, "over-admissions with WithDurable")
-						require.Zero(t, res.lost, "admissions lost with WithDurable")
-						if sc != scenarioRestart {
-							// A replica restarted empty forgets what it had
-							// acknowledged; promoted before it has synced, it
-							// loses the hot keys' admissions, durable or not.
-							require.Zero(t, res.lostHot, "hot-key admissions lost with WithDurable")
-						}
-					case sc == scenarioFailover:
-						// The control loses no more than what the old
-						// master admits between promotion and demotion.
-					default:
-						require.Positive(t, res.over, "the negative control must find over-admissions, or the checks prove nothing")
-						require.Positive(t, res.lost, "the negative control must find lost admissions")
+		for _, run := range failoverSchedule(*failoverLong) {
+			sc, mode := run.sc, run.mode
+			seed := seeds.Uint64()
+			t.Run(fmt.Sprintf("%d/%s/%s", round, sc, mode), func(t *testing.T) {
+				t.Cleanup(func() {
+					if t.Failed() {
+						t.Logf("scenario seed %d, from -failover.seed=%d", seed, *failoverSeed)
 					}
 				})
-			}
+				var res failoverResult
+				if sc == scenarioCluster {
+					res = runClusterScenario(t, mode, seed)
+				} else {
+					res = runFailoverScenario(t, sc, mode, seed)
+				}
+				switch {
+				case mode == "on":
+					require.Zero(t, res.over, "over-admissions with WithDurable")
+					require.Zero(t, res.lost, "admissions lost with WithDurable")
+					require.Positive(t, res.after, "WithDurable must admit again once the promoted master has two replicas")
+					if sc != scenarioRestart {
+						// A replica restarted empty forgets what it had
+						// acknowledged; promoted before it has synced, it
+						// loses the hot keys' admissions, durable or not.
+						require.Zero(t, res.overHot, "over-admissions on the hot keys with WithDurable")
+						require.Zero(t, res.lostHot, "hot-key admissions lost with WithDurable")
+					}
+				case sc == scenarioFailover:
+					// The control loses no more than what the old master
+					// admits between promotion and demotion.
+				default:
+					require.Positive(t, res.over, "the negative control must find over-admissions, or the checks prove nothing")
+					require.Positive(t, res.lost, "the negative control must find lost admissions")
+				}
+			})
 		}
 	}
 }

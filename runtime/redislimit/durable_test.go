@@ -3,6 +3,7 @@ package redislimit
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -481,4 +482,30 @@ func TestDurableHoldsPermitsLeases(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotReplicated)
 	time.Sleep(20 * time.Millisecond) // past the retry interval: Redis is asked again
 	require.ErrorIs(t, p.Renew(ctx), ErrNotReplicated)
+}
+
+// TestDurableMinimalACL: durable decisions work as the user of
+// docs/redis.md's ACL, and without +wait or +info the limiter names the
+// permission missing.
+func TestDurableMinimalACL(t *testing.T) {
+	primary := redistest.StartServer(t)
+	startReplicas(t, primary, 1, 0)
+	rules := docsACL(t)
+	l := runtime.Limit{Name: "durable.acl", Window: time.Minute, Max: 3}
+	primary.SetUser(t, "ratelimit", rules...)
+	lim := New(primary.ClientAs(t, "ratelimit", "secret"), durableOpts()...)
+	waits := waitCalls(t, primary)
+	for i := range l.Max + 1 {
+		d, err := lim.Allow(context.Background(), l, "k")
+		require.NoError(t, err)
+		require.Equal(t, i < l.Max, d.Allowed, "call %d", i+1)
+	}
+	require.Greater(t, waitCalls(t, primary), waits, "the decisions waited for the replica")
+
+	for _, rule := range []string{"+wait", "+info"} {
+		primary.SetUser(t, "ratelimit", slices.DeleteFunc(slices.Clone(rules), func(r string) bool { return r == rule })...)
+		_, err := New(primary.ClientAs(t, "ratelimit", "secret"), durableOpts()...).Allow(context.Background(), l, "other")
+		require.ErrorIs(t, err, ErrPermission, "without %s", rule)
+		require.Contains(t, err.Error(), "add "+rule+" to the user's ACL")
+	}
 }

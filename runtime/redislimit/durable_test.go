@@ -65,7 +65,7 @@ func awaitOnline(t *testing.T, srv *redistest.Server, n int64) {
 }
 
 // waitCalls returns how many WAITs srv has run.
-func waitCalls(t *testing.T, srv *redistest.Server) int64 {
+func waitCalls(t testing.TB, srv *redistest.Server) int64 {
 	t.Helper()
 	info, err := srv.Client(t).Info(context.Background(), "commandstats").Result()
 	require.NoError(t, err)

@@ -509,3 +509,48 @@ func TestDurableMinimalACL(t *testing.T) {
 		require.Contains(t, err.Error(), "add "+rule+" to the user's ACL")
 	}
 }
+
+// TestDurableRing: on a Ring, each decision waits for the replica of the
+// shard that made it (a replica that receives writes replicaLag late), and
+// each shard keeps its own replica count.
+func TestDurableRing(t *testing.T) {
+	shards := map[string]*redistest.Server{}
+	replicaOf := map[string]*redistest.Server{}
+	addrs := map[string]string{}
+	for _, name := range []string{"a", "b"} {
+		p := redistest.StartServer(t)
+		shards[p.Addr()], addrs[name] = p, p.Addr()
+		replicaOf[p.Addr()] = startReplicas(t, p, 1, replicaLag)[0]
+	}
+	ring := redis.NewRing(&redis.RingOptions{Addrs: addrs})
+	t.Cleanup(func() { _ = ring.Close() })
+	lim := New(ring, durableOpts()...)
+	l := runtime.Limit{Name: "durable.ring", Window: time.Minute, Max: 100}
+	ctx := context.Background()
+	used := map[string]bool{}
+	reqs := make([]runtime.Request, 0, 12)
+	for i := range 12 {
+		key := "user" + strconv.Itoa(i)
+		skey := lim.storageKey(l, key)
+		d, err := lim.Allow(ctx, l, key)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+		shard, err := ring.GetShardClientForKey(skey)
+		require.NoError(t, err)
+		addr := shard.Options().Addr
+		used[addr] = true
+		requireReplicated(t, shards[addr].Client(t), replicaOf[addr].Client(t), skey, key)
+		reqs = append(reqs, runtime.Request{Limit: l, Key: key})
+	}
+	require.Len(t, used, 2, "the keys fall on both shards")
+	// A call over both shards: one script per slot, each waiting.
+	ds, err := lim.Decide(ctx, reqs...)
+	require.NoError(t, err)
+	require.True(t, ds.Allowed)
+	for addr, p := range shards {
+		n, err := p.Client(t).Get(ctx, "ratelimit:replicas").Int()
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "%s keeps its own count", addr)
+		require.Positive(t, waitCalls(t, p))
+	}
+}

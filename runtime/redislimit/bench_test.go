@@ -72,19 +72,8 @@ func BenchmarkRedisAllowParallel(b *testing.B) {
 			srv := redistest.StartServer(b)
 			lim := New(srv.Client(b), WithFailurePolicy(FailClosed), WithTimeout(5*time.Second), WithBatching(batching))
 			l := runtime.Limit{Name: "bench", Window: time.Second, Max: 100, Algorithm: runtime.GCRA}
-			ctx := context.Background()
 			b.ReportAllocs()
-			b.SetParallelism(32)
-			var n atomic.Int64
-			b.RunParallel(func(pb *testing.PB) {
-				i := int(n.Add(1)) * 7919
-				for pb.Next() {
-					if _, err := lim.Allow(ctx, l, strconv.Itoa(i%10000)); err != nil {
-						b.Fatal(err)
-					}
-					i++
-				}
-			})
+			allowParallel(b, lim, l)
 		})
 	}
 }
@@ -105,18 +94,8 @@ func BenchmarkDurable(b *testing.B) {
 		}
 		lim := New(client, opts...)
 		b.Run(fmt.Sprintf("callers=64/durable=%v", durable), func(b *testing.B) {
-			b.SetParallelism(32)
-			var n atomic.Int64
 			waits := waitCalls(b, master)
-			b.RunParallel(func(pb *testing.PB) {
-				i := int(n.Add(1)) * 7919
-				for pb.Next() {
-					if _, err := lim.Allow(ctx, l, strconv.Itoa(i%10000)); err != nil {
-						b.Fatal(err)
-					}
-					i++
-				}
-			})
+			allowParallel(b, lim, l)
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
 			b.ReportMetric(float64(waitCalls(b, master)-waits)/float64(b.N), "waits/decision")
 		})
@@ -135,4 +114,21 @@ func BenchmarkDurable(b *testing.B) {
 			b.ReportMetric(float64(took[len(took)/2].Microseconds()), "p50-µs")
 		})
 	}
+}
+
+// allowParallel runs b's calls of l through lim from 32 goroutines per
+// processor, over 10000 keys.
+func allowParallel(b *testing.B, lim *Limiter, l runtime.Limit) {
+	ctx := context.Background()
+	b.SetParallelism(32)
+	var n atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(n.Add(1)) * 7919
+		for pb.Next() {
+			if _, err := lim.Allow(ctx, l, strconv.Itoa(i%10000)); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
 }

@@ -119,37 +119,20 @@ func TestDurableWritesOnEveryReplica(t *testing.T) {
 		// One key per caller, so that what the primary holds of it is
 		// that caller's admissions alone.
 		l := runtime.Limit{Name: "durable.batched", Window: time.Minute, Max: 4}
-		const callers = 16
-		var wg sync.WaitGroup
-		errs := make(chan error, callers)
-		for c := range callers {
-			key := "caller" + strconv.Itoa(c)
+		keys := make([]string, 16)
+		for c := range keys {
+			keys[c] = "caller" + strconv.Itoa(c)
+		}
+		admitEach(t, lim, l, keys, l.Max, func(key string) bool {
 			skey := lim.storageKey(l, key)
-			wg.Go(func() {
-				for range l.Max {
-					d, err := lim.Allow(ctx, l, key)
-					if err == nil && !d.Allowed {
-						err = errors.New("denied below Max")
-					}
-					if err != nil {
-						errs <- err
-						return
-					}
-					want, _ := pc.Dump(ctx, skey).Result()
-					for _, r := range replicas {
-						if got, _ := r.Client(t).Dump(ctx, skey).Result(); got != want {
-							errs <- errors.New("a replica lacks an admitted decision's writes")
-							return
-						}
-					}
+			want, _ := pc.Dump(ctx, skey).Result()
+			for _, r := range replicas {
+				if got, _ := r.Client(t).Dump(ctx, skey).Result(); got != want {
+					return false
 				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
+			}
+			return true
+		}, "batched")
 	})
 }
 
@@ -163,10 +146,7 @@ func TestDurableReplicaBehind(t *testing.T) {
 	lim := New(primary.Client(t), durableOpts(WithDurable(50*time.Millisecond))...)
 	l := runtime.Limit{Name: "durable.behind", Window: time.Minute, Max: 10}
 	ctx := context.Background()
-
-	d, err := lim.Allow(ctx, l, "k")
-	require.NoError(t, err)
-	require.True(t, d.Allowed)
+	awaitDurable(t, lim, l, "k", "durable with the replica up")
 
 	replica.Pause(t)
 	paused := true
@@ -175,7 +155,7 @@ func TestDurableReplicaBehind(t *testing.T) {
 			replica.Resume(t)
 		}
 	}()
-	_, err = lim.Allow(ctx, l, "k")
+	_, err := lim.Allow(ctx, l, "k")
 	require.ErrorIs(t, err, ErrNotReplicated)
 	require.ErrorIs(t, err, runtime.ErrUnavailable, "FailClosed admits nothing")
 	require.Equal(t, l.Max-2, remaining(t, lim, l, "k"), "the unacknowledged call stays counted; a check waits for no replica")
@@ -196,9 +176,7 @@ func TestDurableReplicaGone(t *testing.T) {
 	lim := New(pc, durableOpts(WithDurable(100*time.Millisecond))...)
 	l := runtime.Limit{Name: "durable.gone", Window: time.Minute, Max: 10}
 	ctx := context.Background()
-	d, err := lim.Allow(ctx, l, "k")
-	require.NoError(t, err)
-	require.True(t, d.Allowed)
+	awaitDurable(t, lim, l, "k", "durable with the replica up")
 
 	replica.Stop(t)
 	awaitOnline(t, primary, 0)
@@ -357,33 +335,12 @@ func TestDurableCluster(t *testing.T) {
 	}
 	decideAll := func(msg string) {
 		t.Helper()
-		var wg sync.WaitGroup
-		errs := make(chan error, len(keys))
-		for _, key := range keys {
-			wg.Go(func() {
-				for range 5 {
-					d, err := lim.Allow(ctx, l, key)
-					if err == nil && !d.Allowed {
-						err = errors.New("denied below Max")
-					}
-					if err != nil {
-						errs <- err
-						return
-					}
-					m := c.MasterFor(t, lim.storageKey(l, key))
-					want, _ := m.Client(t).Dump(ctx, lim.storageKey(l, key)).Result()
-					if got := replicaDump(ctx, c.ReplicaOf(t, m).Client(t), lim.storageKey(l, key)); got != want {
-						errs <- errors.New("a replica lacks an admitted decision's writes")
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err, msg)
-		}
+		admitEach(t, lim, l, keys, 5, func(key string) bool {
+			skey := lim.storageKey(l, key)
+			m := c.MasterFor(t, skey)
+			want, _ := m.Client(t).Dump(ctx, skey).Result()
+			return replicaDump(ctx, c.ReplicaOf(t, m).Client(t), skey) == want
+		}, msg)
 	}
 	decideAll("first decisions")
 	// A call over several slots: one script per slot, each waiting.
@@ -552,5 +509,36 @@ func TestDurableRing(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, n, "%s keeps its own count", addr)
 		require.Positive(t, waitCalls(t, p))
+	}
+}
+
+// admitEach has lim admit n calls of l for each of keys, the keys at once,
+// one goroutine each, and checks after each admission that replicated(key)
+// holds.
+func admitEach(t *testing.T, lim *Limiter, l runtime.Limit, keys []string, n int, replicated func(key string) bool, msg string) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(keys))
+	for _, key := range keys {
+		wg.Go(func() {
+			for range n {
+				d, err := lim.Allow(context.Background(), l, key)
+				if err == nil && !d.Allowed {
+					err = errors.New("denied below Max")
+				}
+				if err == nil && !replicated(key) {
+					err = errors.New("a replica lacks an admitted decision's writes")
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err, msg)
 	}
 }

@@ -3,6 +3,7 @@ package redislimit
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,7 +65,7 @@ func awaitOnline(t *testing.T, srv *redistest.Server, n int64) {
 }
 
 // waitCalls returns how many WAITs srv has run.
-func waitCalls(t *testing.T, srv *redistest.Server) int64 {
+func waitCalls(t testing.TB, srv *redistest.Server) int64 {
 	t.Helper()
 	info, err := srv.Client(t).Info(context.Background(), "commandstats").Result()
 	require.NoError(t, err)
@@ -118,37 +119,20 @@ func TestDurableWritesOnEveryReplica(t *testing.T) {
 		// One key per caller, so that what the primary holds of it is
 		// that caller's admissions alone.
 		l := runtime.Limit{Name: "durable.batched", Window: time.Minute, Max: 4}
-		const callers = 16
-		var wg sync.WaitGroup
-		errs := make(chan error, callers)
-		for c := range callers {
-			key := "caller" + strconv.Itoa(c)
+		keys := make([]string, 16)
+		for c := range keys {
+			keys[c] = "caller" + strconv.Itoa(c)
+		}
+		admitEach(t, lim, l, keys, l.Max, func(key string) bool {
 			skey := lim.storageKey(l, key)
-			wg.Go(func() {
-				for range l.Max {
-					d, err := lim.Allow(ctx, l, key)
-					if err == nil && !d.Allowed {
-						err = errors.New("denied below Max")
-					}
-					if err != nil {
-						errs <- err
-						return
-					}
-					want, _ := pc.Dump(ctx, skey).Result()
-					for _, r := range replicas {
-						if got, _ := r.Client(t).Dump(ctx, skey).Result(); got != want {
-							errs <- errors.New("a replica lacks an admitted decision's writes")
-							return
-						}
-					}
+			want, _ := pc.Dump(ctx, skey).Result()
+			for _, r := range replicas {
+				if got, _ := r.Client(t).Dump(ctx, skey).Result(); got != want {
+					return false
 				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(t, err)
-		}
+			}
+			return true
+		}, "batched")
 	})
 }
 
@@ -162,10 +146,7 @@ func TestDurableReplicaBehind(t *testing.T) {
 	lim := New(primary.Client(t), durableOpts(WithDurable(50*time.Millisecond))...)
 	l := runtime.Limit{Name: "durable.behind", Window: time.Minute, Max: 10}
 	ctx := context.Background()
-
-	d, err := lim.Allow(ctx, l, "k")
-	require.NoError(t, err)
-	require.True(t, d.Allowed)
+	awaitDurable(t, lim, l, "k", "durable with the replica up")
 
 	replica.Pause(t)
 	paused := true
@@ -174,7 +155,7 @@ func TestDurableReplicaBehind(t *testing.T) {
 			replica.Resume(t)
 		}
 	}()
-	_, err = lim.Allow(ctx, l, "k")
+	_, err := lim.Allow(ctx, l, "k")
 	require.ErrorIs(t, err, ErrNotReplicated)
 	require.ErrorIs(t, err, runtime.ErrUnavailable, "FailClosed admits nothing")
 	require.Equal(t, l.Max-2, remaining(t, lim, l, "k"), "the unacknowledged call stays counted; a check waits for no replica")
@@ -195,9 +176,7 @@ func TestDurableReplicaGone(t *testing.T) {
 	lim := New(pc, durableOpts(WithDurable(100*time.Millisecond))...)
 	l := runtime.Limit{Name: "durable.gone", Window: time.Minute, Max: 10}
 	ctx := context.Background()
-	d, err := lim.Allow(ctx, l, "k")
-	require.NoError(t, err)
-	require.True(t, d.Allowed)
+	awaitDurable(t, lim, l, "k", "durable with the replica up")
 
 	replica.Stop(t)
 	awaitOnline(t, primary, 0)
@@ -305,4 +284,261 @@ func awaitDurable(t *testing.T, lim *Limiter, l runtime.Limit, key, msg string) 
 		d, err := lim.Allow(context.Background(), l, key)
 		return err == nil && d.Allowed
 	}, 10*time.Second, 10*time.Millisecond, msg)
+}
+
+// TestDurableSentinel: on a Sentinel-managed server, decisions wait for
+// the replica, also after SCRIPT FLUSH (EVAL and WAIT go again), and every
+// admission a caller was told of survives a failover: the promoted replica
+// denies the next call.
+func TestDurableSentinel(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	lim := New(s.Client(t), durableOpts()...)
+	l := runtime.Limit{Name: "durable.sentinel", Window: time.Minute, Max: 6}
+	ctx := context.Background()
+	master, replica := s.Master(t), s.Replica(t)
+	skey := lim.storageKey(l, "k")
+
+	waits := waitCalls(t, master)
+	for i := range l.Max {
+		if i == l.Max/2 {
+			require.NoError(t, master.Client(t).ScriptFlush(ctx).Err())
+		}
+		d, err := lim.Allow(ctx, l, "k")
+		require.NoError(t, err, "call %d", i+1)
+		require.True(t, d.Allowed, "call %d", i+1)
+		requireReplicated(t, master.Client(t), replica.Client(t), skey, "call "+strconv.Itoa(i+1))
+	}
+	require.GreaterOrEqual(t, waitCalls(t, master)-waits, int64(l.Max), "every decision waited")
+
+	promoted := s.Failover(t)
+	require.Equal(t, replica, promoted)
+	require.Eventually(t, func() bool {
+		d, err := lim.Allow(ctx, l, "k")
+		require.False(t, err == nil && d.Allowed, "an admission was lost in the failover")
+		return err == nil
+	}, switchBound, 10*time.Millisecond, "the promoted master decides, durably, once the old one replicates it")
+	require.Positive(t, waitCalls(t, promoted), "the promoted master waits for its replica")
+}
+
+// TestDurableCluster: on a Cluster, each decision waits for the replica of
+// the master that made it, alone, batched, over several slots and after
+// SCRIPT FLUSH; a master whose replica is gone decides nothing durably,
+// while the other masters go on.
+func TestDurableCluster(t *testing.T) {
+	c := redistest.StartCluster(t)
+	lim := New(c.Client(t), durableOpts()...)
+	l := runtime.Limit{Name: "durable.cluster", Window: time.Minute, Max: 1000}
+	ctx := context.Background()
+	keys := make([]string, 12)
+	for i := range keys {
+		keys[i] = "user" + strconv.Itoa(i)
+	}
+	decideAll := func(msg string) {
+		t.Helper()
+		admitEach(t, lim, l, keys, 5, func(key string) bool {
+			skey := lim.storageKey(l, key)
+			m := c.MasterFor(t, skey)
+			want, _ := m.Client(t).Dump(ctx, skey).Result()
+			return replicaDump(ctx, c.ReplicaOf(t, m).Client(t), skey) == want
+		}, msg)
+	}
+	decideAll("first decisions")
+	// A call over several slots: one script per slot, each waiting.
+	reqs := make([]runtime.Request, 4)
+	for i := range reqs {
+		reqs[i] = runtime.Request{Limit: l, Key: keys[i]}
+	}
+	ds, err := lim.Decide(ctx, reqs...)
+	require.NoError(t, err)
+	require.True(t, ds.Allowed)
+
+	for _, m := range c.Masters() {
+		require.NoError(t, m.Client(t).ScriptFlush(ctx).Err())
+	}
+	decideAll("after SCRIPT FLUSH")
+	for _, m := range c.Masters() {
+		require.Positive(t, waitCalls(t, m), "%s waited for its replica", m)
+	}
+
+	// The replica of keys[0]'s master goes: that master's decisions are
+	// not durable, the others' are.
+	gone := c.MasterFor(t, lim.storageKey(l, keys[0]))
+	c.ReplicaOf(t, gone).Stop(t)
+	other := ""
+	for _, key := range keys {
+		if c.MasterFor(t, lim.storageKey(l, key)) != gone {
+			other = key
+			break
+		}
+	}
+	require.NotEmpty(t, other)
+	require.Eventually(t, func() bool {
+		_, err := lim.Allow(ctx, l, keys[0])
+		return errors.Is(err, ErrNotReplicated)
+	}, 20*time.Second, 10*time.Millisecond, "no durable decision on a master without its replica")
+	awaitDurable(t, lim, l, other, "the other masters decide durably")
+}
+
+// replicaDump returns what a Cluster replica holds of key: READONLY first,
+// on the same connection, or it would redirect the read to its master.
+func replicaDump(ctx context.Context, replica *redis.Client, key string) string {
+	var dump *redis.StringCmd
+	_, _ = replica.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ReadOnly(ctx)
+		dump = p.Dump(ctx, key)
+		return nil
+	})
+	return dump.Val()
+}
+
+// TestDurableHoldsPermitsLeases: held calls and their settles, permits
+// acquired in line, renewed and released, and lease grants all wait for
+// the replica (which receives writes replicaLag late) before their callers
+// learn of them; while the replica does not acknowledge, a hold and a
+// renewal fail with ErrNotReplicated.
+func TestDurableHoldsPermitsLeases(t *testing.T) {
+	primary := redistest.StartServer(t)
+	replica := startReplicas(t, primary, 1, replicaLag)[0]
+	pc, rc := primary.Client(t), replica.Client(t)
+	lim := New(pc, durableOpts(WithDurable(time.Second), WithLeases(time.Second))...)
+	ctx := context.Background()
+	rate := runtime.Limit{Name: "durable.hold", Algorithm: runtime.SlidingWindow, Window: time.Minute, Max: 1000}
+	conc := runtime.Limit{Name: "durable.permit", Algorithm: runtime.Concurrency, Window: time.Minute, Max: 5}
+	rkey, ckey := lim.storageKey(rate, "held"), lim.storageKey(conc, "k")
+
+	ds, h, err := lim.Hold(ctx, runtime.Request{Limit: rate, Key: "held", Cost: 2})
+	require.NoError(t, err)
+	require.True(t, ds.Allowed)
+	requireReplicated(t, pc, rc, rkey, "held call")
+	require.NoError(t, h.Settle(ctx, 5))
+	requireReplicated(t, pc, rc, rkey, "settle charging more")
+
+	ds, ph, err := lim.HoldWait(ctx, time.Second, runtime.Request{Limit: conc, Key: "k"})
+	require.NoError(t, err)
+	require.True(t, ds.Allowed)
+	requireReplicated(t, pc, rc, ckey, "permit acquired")
+	p := ph.(runtime.PermitHold)
+	require.NoError(t, p.Renew(ctx))
+	requireReplicated(t, pc, rc, ckey, "permit renewed")
+
+	// A hot key leases: the grant's records are on the replica once the
+	// lease serves calls.
+	hot := runtime.Limit{Name: "durable.lease", Algorithm: runtime.SlidingWindow, Window: time.Minute, Max: 100000}
+	awaitSource := func() bool {
+		d, err := lim.Decide(ctx, runtime.Request{Limit: hot, Key: "hot"})
+		require.NoError(t, err)
+		lim.leases.settle()
+		return d.Source == runtime.SourceLease
+	}
+	require.Eventually(t, awaitSource, 10*time.Second, time.Millisecond, "the hot key leases")
+	requireReplicated(t, pc, rc, lim.storageKey(hot, "hot")+leaseRecordsSuffix, "lease granted")
+
+	replica.Pause(t)
+	defer replica.Resume(t)
+	_, _, err = lim.Hold(ctx, runtime.Request{Limit: rate, Key: "held"})
+	require.ErrorIs(t, err, ErrNotReplicated)
+	time.Sleep(20 * time.Millisecond) // past the retry interval: Redis is asked again
+	require.ErrorIs(t, p.Renew(ctx), ErrNotReplicated)
+}
+
+// TestDurableMinimalACL: durable decisions work as the user of
+// docs/redis.md's ACL, and without +wait or +info the limiter names the
+// permission missing.
+func TestDurableMinimalACL(t *testing.T) {
+	primary := redistest.StartServer(t)
+	startReplicas(t, primary, 1, 0)
+	rules := docsACL(t)
+	l := runtime.Limit{Name: "durable.acl", Window: time.Minute, Max: 3}
+	primary.SetUser(t, "ratelimit", rules...)
+	lim := New(primary.ClientAs(t, "ratelimit", "secret"), durableOpts()...)
+	waits := waitCalls(t, primary)
+	for i := range l.Max + 1 {
+		d, err := lim.Allow(context.Background(), l, "k")
+		require.NoError(t, err)
+		require.Equal(t, i < l.Max, d.Allowed, "call %d", i+1)
+	}
+	require.Greater(t, waitCalls(t, primary), waits, "the decisions waited for the replica")
+
+	for _, rule := range []string{"+wait", "+info"} {
+		primary.SetUser(t, "ratelimit", slices.DeleteFunc(slices.Clone(rules), func(r string) bool { return r == rule })...)
+		_, err := New(primary.ClientAs(t, "ratelimit", "secret"), durableOpts()...).Allow(context.Background(), l, "other")
+		require.ErrorIs(t, err, ErrPermission, "without %s", rule)
+		require.Contains(t, err.Error(), "add "+rule+" to the user's ACL")
+	}
+}
+
+// TestDurableRing: on a Ring, each decision waits for the replica of the
+// shard that made it (a replica that receives writes replicaLag late), and
+// each shard keeps its own replica count.
+func TestDurableRing(t *testing.T) {
+	shards := map[string]*redistest.Server{}
+	replicaOf := map[string]*redistest.Server{}
+	addrs := map[string]string{}
+	for _, name := range []string{"a", "b"} {
+		p := redistest.StartServer(t)
+		shards[p.Addr()], addrs[name] = p, p.Addr()
+		replicaOf[p.Addr()] = startReplicas(t, p, 1, replicaLag)[0]
+	}
+	ring := redis.NewRing(&redis.RingOptions{Addrs: addrs})
+	t.Cleanup(func() { _ = ring.Close() })
+	lim := New(ring, durableOpts()...)
+	l := runtime.Limit{Name: "durable.ring", Window: time.Minute, Max: 100}
+	ctx := context.Background()
+	used := map[string]bool{}
+	reqs := make([]runtime.Request, 0, 12)
+	for i := range 12 {
+		key := "user" + strconv.Itoa(i)
+		skey := lim.storageKey(l, key)
+		d, err := lim.Allow(ctx, l, key)
+		require.NoError(t, err)
+		require.True(t, d.Allowed)
+		shard, err := ring.GetShardClientForKey(skey)
+		require.NoError(t, err)
+		addr := shard.Options().Addr
+		used[addr] = true
+		requireReplicated(t, shards[addr].Client(t), replicaOf[addr].Client(t), skey, key)
+		reqs = append(reqs, runtime.Request{Limit: l, Key: key})
+	}
+	require.Len(t, used, 2, "the keys fall on both shards")
+	// A call over both shards: one script per slot, each waiting.
+	ds, err := lim.Decide(ctx, reqs...)
+	require.NoError(t, err)
+	require.True(t, ds.Allowed)
+	for addr, p := range shards {
+		n, err := p.Client(t).Get(ctx, "ratelimit:replicas").Int()
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "%s keeps its own count", addr)
+		require.Positive(t, waitCalls(t, p))
+	}
+}
+
+// admitEach has lim admit n calls of l for each of keys, the keys at once,
+// one goroutine each, and checks after each admission that replicated(key)
+// holds.
+func admitEach(t *testing.T, lim *Limiter, l runtime.Limit, keys []string, n int, replicated func(key string) bool, msg string) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(keys))
+	for _, key := range keys {
+		wg.Go(func() {
+			for range n {
+				d, err := lim.Allow(context.Background(), l, key)
+				if err == nil && !d.Allowed {
+					err = errors.New("denied below Max")
+				}
+				if err == nil && !replicated(key) {
+					err = errors.New("a replica lacks an admitted decision's writes")
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err, msg)
+	}
 }

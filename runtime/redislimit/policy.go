@@ -58,7 +58,9 @@ type DegradedEvent struct {
 	// Err is why Redis did not decide: its error, the timeout, or
 	// ErrCircuitOpen when Redis was not asked because it failed recently.
 	// While Redis refuses the limiter for its configuration, it matches
-	// ErrPermission too, with or without ErrCircuitOpen.
+	// ErrPermission too, with or without ErrCircuitOpen; while the replicas
+	// of a durable limiter (WithDurable) do not acknowledge, it matches
+	// ErrNotReplicated so.
 	Err error
 	// Decision is what the policy decided; zero under FailClosed.
 	Decision runtime.Decision

@@ -35,20 +35,27 @@ func byInvoke(adms []failoverAdmission) []failoverAdmission {
 	return out
 }
 
+// storeTick is the resolution of the limiter's clock (Redis TIME, in
+// µs): two decisions less than a window apart on the app's clock can be a
+// whole window apart once their times are truncated to it, so the checks
+// give every span that much slack.
+const storeTick = int64(time.Microsecond)
+
 // spanCount returns the most admissions of one key whose whole interval
-// lies inside one span [s, s+window]. A span holding the most can start at
-// an admission's invoke time (move its start right until it does), so
-// those are the only starts tried.
+// lies inside one span [s, s+window-storeTick), in which a sliding window
+// sees them all at once. A span holding the most can start at an
+// admission's invoke time (move its start right until it does), so those
+// are the only starts tried.
 func spanCount(adms []failoverAdmission, window int64) int {
 	sorted := byInvoke(adms)
 	best := 0
 	for i, first := range sorted {
-		end, n := first.Invoke+window, 0
+		end, n := first.Invoke+window-storeTick, 0
 		for _, a := range sorted[i:] {
-			if a.Invoke > end {
+			if a.Invoke >= end {
 				break
 			}
-			if a.Complete <= end {
+			if a.Complete < end {
 				n++
 			}
 		}
@@ -80,7 +87,8 @@ func fixedWindowCount(adms []failoverAdmission, window int64) int {
 // spans [s, e], of the admissions whose interval lies inside minus the
 // bound rounded down; 0 when none does. Spans from an invoke time to a
 // complete time are enough: any other span can shrink to one of those,
-// holding the same admissions and a lower bound.
+// holding the same admissions and a lower bound. Each span is given
+// storeTick more in the bound.
 func bucketExcess(adms []failoverAdmission, burst int, perNano float64) int {
 	sorted := byInvoke(adms)
 	worst := 0
@@ -94,7 +102,7 @@ func bucketExcess(adms []failoverAdmission, burst int, perNano float64) int {
 		for k, e := range ends {
 			// The k+1 admissions completed by e were all invoked at or
 			// after first's invoke.
-			bound := float64(burst) + perNano*float64(e-first.Invoke)
+			bound := float64(burst) + perNano*float64(e-first.Invoke+storeTick)
 			worst = max(worst, k+1-int(math.Floor(bound)))
 		}
 	}
@@ -142,10 +150,10 @@ func lostAdmissions(l runtime.Limit, adms []failoverAdmission, remaining int, pe
 		if n == 0 {
 			return 0
 		}
-		refill := float64(l.Max) / float64(w) * float64(peekComplete-first)
+		refill := float64(l.Max) / float64(w) * float64(peekComplete-first+storeTick)
 		return max(0, n-(int(burstOf(l))-remaining)-int(math.Ceil(refill)))
 	default:
-		from = peekComplete - w
+		from = peekComplete - w + storeTick
 	}
 	n := 0
 	for _, a := range adms {
@@ -184,6 +192,8 @@ func TestFailoverChecks(t *testing.T) {
 	}{
 		{"log: Max in a window", runtime.SlidingLog, times(3, 1, 1.1), 0},
 		{"log: Max again a window later", runtime.SlidingLog, cat(times(3, 1, 1.1), times(3, 11.2, 11.3)), 0},
+		{"log: Max again exactly a window later", runtime.SlidingLog, cat(times(3, 1, 1), times(3, 11, 11)), 0},
+		{"log: Max again a tick less than a window later", runtime.SlidingLog, cat(times(3, 1, 1), times(3, 10.999999, 10.999999)), 0},
 		{"log: two more inside one window", runtime.SlidingLog, cat(times(3, 1, 1.1), times(2, 10.5, 10.6)), 2},
 		{"log: the interval sticks out of the window, so it is not counted", runtime.SlidingLog, cat(times(3, 1, 1.1), times(2, 2, 11.5)), 0},
 		{"sliding window: as the log", runtime.SlidingWindow, cat(times(3, 0, 0.1), times(1, 9, 9.1)), 1},
@@ -211,6 +221,7 @@ func TestFailoverChecks(t *testing.T) {
 		{"log: forgotten", runtime.SlidingLog, times(3, 5, 5.1), 3, 3},
 		{"log: over-admitted, the count is capped at Max", runtime.SlidingLog, times(5, 5, 5.1), 0, 0},
 		{"log: out of the window by now", runtime.SlidingLog, times(3, 0.5, 0.6), 3, 0},
+		{"log: leaving the window as the Peek runs", runtime.SlidingLog, times(3, 1.1, 1.1), 3, 0},
 		{"fixed: forgotten in the current window", runtime.FixedWindow, times(2, 10.5, 10.6), 3, 2},
 		{"fixed: from the last window", runtime.FixedWindow, times(2, 9.5, 9.6), 3, 0},
 		{"bucket: all counted", runtime.TokenBucket, times(3, 10, 10.1), 0, 0},

@@ -309,12 +309,19 @@ func (r *Limiter) runScript(ctx context.Context, c doer, s *script, args []any, 
 
 // execDurable runs calls on node, in one pipeline followed by one WAIT for
 // the node's replicas, and fills their replies. The calls the node
-// answered NOSCRIPT go again with EVAL, and a WAIT of their own. A call
-// that ran but whose writes fewer replicas acknowledged than the node
-// needs fails with ErrNotReplicated, as does every call when fewer are
-// online: a failover could forget them. Calls that record nothing (writes
-// false) wait for no replica.
+// answered NOSCRIPT go again with EVAL, and a WAIT of their own; on a
+// Cluster, those it answered MOVED (the client's map of slots is out of
+// date) go once more to the nodes that now serve them, once the client
+// has read the map again. A call that ran but whose writes fewer replicas
+// acknowledged than the node needs fails with ErrNotReplicated, as does
+// every call when fewer are online: a failover could forget them. Calls
+// that record nothing (writes false) wait for no replica.
 func (r *Limiter) execDurable(ctx context.Context, node *redis.Client, calls []scriptCall, writes bool) {
+	r.execOn(ctx, node, calls, writes, true)
+}
+
+// execOn is execDurable, following MOVED only when follow says so.
+func (r *Limiter) execOn(ctx context.Context, node *redis.Client, calls []scriptCall, writes, follow bool) {
 	var n int64
 	var err error
 	if writes {
@@ -327,27 +334,91 @@ func (r *Limiter) execDurable(ctx context.Context, node *redis.Client, calls []s
 		r.replicas.failed(node)
 		return
 	}
-	waitMs := max(1, (r.cfg.durableWait+time.Millisecond-1)/time.Millisecond)
-	r.pipeWait(ctx, node, calls, n, int64(waitMs))
-	var again []scriptCall
-	var at []int
-	for i, c := range calls {
-		if isNoScript(c.err) {
+	waitMs := int64(max(1, (r.cfg.durableWait+time.Millisecond-1)/time.Millisecond))
+	r.pipeWait(ctx, node, calls, n, waitMs)
+	redo(calls, isNoScript, func(again []scriptCall) {
+		for _, c := range again {
 			c.args[0], c.args[1] = cmdEval, c.s.src
-			again, at = append(again, c), append(at, i)
 		}
-	}
-	if len(again) > 0 {
-		r.pipeWait(ctx, node, again, n, int64(waitMs))
-		for j, i := range at {
-			calls[i].reply, calls[i].err = again[j].reply, again[j].err
-			calls[i].args[0], calls[i].args[1] = cmdEvalSha, calls[i].s.hash
+		r.pipeWait(ctx, node, again, n, waitMs)
+		for _, c := range again {
+			c.args[0], c.args[1] = cmdEvalSha, c.s.hash
 		}
+	})
+	if cc, ok := r.client.(*redis.ClusterClient); ok && follow {
+		redo(calls, isMoved, func(moved []scriptCall) {
+			// ForEachMaster reads the map first, at once, where
+			// ReloadState only asks for it to be read.
+			_ = cc.ForEachMaster(ctx, func(context.Context, *redis.Client) error { return nil })
+			r.execByNode(ctx, moved, writes, false)
+		})
 	}
 	for _, c := range calls {
 		if c.err != nil {
 			r.replicas.failed(node)
 			break
+		}
+	}
+}
+
+// redo runs do on those of calls whose error pick picks, and copies their
+// replies back.
+func redo(calls []scriptCall, pick func(error) bool, do func([]scriptCall)) {
+	var again []scriptCall
+	var at []int
+	for i, c := range calls {
+		if c.err != nil && pick(c.err) {
+			again, at = append(again, c), append(at, i)
+		}
+	}
+	if len(again) == 0 {
+		return
+	}
+	do(again)
+	for j, i := range at {
+		calls[i].reply, calls[i].err = again[j].reply, again[j].err
+	}
+}
+
+// isMoved reports whether err is a Cluster node's MOVED reply.
+func isMoved(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "MOVED ")
+}
+
+// execByNode runs calls (but those without a command) through the
+// limiter's client as execOn does: one pipeline per node that serves
+// them, the nodes at once.
+func (r *Limiter) execByNode(ctx context.Context, calls []scriptCall, writes, follow bool) {
+	type group struct {
+		at    []int
+		calls []scriptCall
+	}
+	byNode := map[*redis.Client]*group{}
+	for i, c := range calls {
+		if c.args == nil {
+			continue
+		}
+		node, err := decidingNode(ctx, r.client, firstKey(c.args))
+		if err != nil {
+			calls[i].err = err
+			continue
+		}
+		g := byNode[node]
+		if g == nil {
+			g = &group{}
+			byNode[node] = g
+		}
+		g.at, g.calls = append(g.at, i), append(g.calls, c)
+	}
+	var wg sync.WaitGroup
+	for node, g := range byNode {
+		wg.Go(func() { r.execOn(ctx, node, g.calls, writes, follow) })
+	}
+	wg.Wait()
+	for _, g := range byNode {
+		for j, i := range g.at {
+			calls[i] = g.calls[j]
 		}
 	}
 }

@@ -360,6 +360,29 @@ func TestDurableCluster(t *testing.T) {
 		require.Positive(t, waitCalls(t, m), "%s waited for its replica", m)
 	}
 
+	// keys[0]'s slot moves to another master behind the client's back:
+	// the decision follows MOVED there, and waits for that master's
+	// replica.
+	skey := lim.storageKey(l, keys[0])
+	from := c.MasterFor(t, skey)
+	var to *redistest.Server
+	for _, m := range c.Masters() {
+		if m != from {
+			to = m
+			break
+		}
+	}
+	c.MigrateSlot(t, c.KeySlot(t, skey), to)
+	toWaits := waitCalls(t, to)
+	d, err := lim.Allow(ctx, l, keys[0])
+	require.NoError(t, err, "the decision follows the slot")
+	require.True(t, d.Allowed)
+	require.Greater(t, waitCalls(t, to), toWaits)
+	require.Equal(t, replicaDump(ctx, c.ReplicaOf(t, to).Client(t), skey), func() string {
+		v, _ := to.Client(t).Dump(ctx, skey).Result()
+		return v
+	}())
+
 	// The replica of keys[0]'s master goes: that master's decisions are
 	// not durable, the others' are.
 	gone := c.MasterFor(t, lim.storageKey(l, keys[0]))

@@ -155,7 +155,7 @@ func (r *Limiter) evalPipelined(ctx context.Context, batch []*call) {
 		}
 	}
 	if r.replicas != nil {
-		r.pipelineByNode(ctx, batch, calls)
+		r.execByNode(ctx, calls, writes(batch), true)
 	} else {
 		r.pipeline(ctx, batch, calls)
 	}
@@ -190,43 +190,6 @@ func (r *Limiter) pipeline(ctx context.Context, batch []*call, calls []scriptCal
 		calls[i].reply, calls[i].err = cmds[i].Text()
 		if isNoScript(calls[i].err) {
 			calls[i].reply, calls[i].err = calls[i].s.exec(ctx, r.client, calls[i].args)
-		}
-	}
-}
-
-// pipelineByNode runs the calls of batch (but those over several slots) on
-// a durable limiter: one pipeline per node, on that node's connection,
-// each followed by the node's WAIT (see execDurable), the nodes at once.
-func (r *Limiter) pipelineByNode(ctx context.Context, batch []*call, calls []scriptCall) {
-	type group struct {
-		at    []int
-		calls []scriptCall
-	}
-	byNode := map[*redis.Client]*group{}
-	for i, c := range batch {
-		if c.spans {
-			continue
-		}
-		node, err := decidingNode(ctx, r.client, firstKey(calls[i].args))
-		if err != nil {
-			calls[i].err = err
-			continue
-		}
-		g := byNode[node]
-		if g == nil {
-			g = &group{}
-			byNode[node] = g
-		}
-		g.at, g.calls = append(g.at, i), append(g.calls, calls[i])
-	}
-	var wg sync.WaitGroup
-	for node, g := range byNode {
-		wg.Go(func() { r.execDurable(ctx, node, g.calls, writes(batch)) })
-	}
-	wg.Wait()
-	for _, g := range byNode {
-		for j, i := range g.at {
-			calls[i] = g.calls[j]
 		}
 	}
 }

@@ -56,7 +56,7 @@ package redislimit
 // of losing writes (see failoverShort); -failover.long runs every scenario
 // in every mode, failoverLongRounds times, each run with a seed of its own:
 //
-//	go test -run TestFailoverSuite -failover.long ./runtime/redislimit/
+//	go test ./runtime/redislimit/ -run TestFailoverSuite -failover.long
 
 import (
 	"bufio"

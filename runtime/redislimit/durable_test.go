@@ -565,3 +565,23 @@ func admitEach(t *testing.T, lim *Limiter, l runtime.Limit, keys []string, n int
 		require.NoError(t, err, msg)
 	}
 }
+
+// TestDurableFailoverCluster: a ClusterClient over a Sentinel-managed
+// server (redis.NewFailoverClusterClient) waits for the replica, counted
+// as a single server's.
+func TestDurableFailoverCluster(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	client := redis.NewFailoverClusterClient(&redis.FailoverOptions{MasterName: s.MasterName(), SentinelAddrs: s.SentinelAddrs()})
+	t.Cleanup(func() { _ = client.Close() })
+	lim := New(client, durableOpts()...)
+	l := runtime.Limit{Name: "durable.failovercluster", Window: time.Minute, Max: 3}
+	master, replica := s.Master(t), s.Replica(t)
+	waits := waitCalls(t, master)
+	for i := range l.Max + 1 {
+		d, err := lim.Allow(context.Background(), l, "k")
+		require.NoError(t, err)
+		require.Equal(t, i < l.Max, d.Allowed, "call %d", i+1)
+	}
+	require.Greater(t, waitCalls(t, master), waits, "the decisions waited for the replica")
+	requireReplicated(t, master.Client(t), replica.Client(t), lim.storageKey(l, "k"), "every call")
+}

@@ -180,26 +180,29 @@ end
 return n`)
 
 // count reads how many replicas of node must acknowledge a decision, and
-// how many are online.
+// how many are online. A ClusterClient over a server that is no Cluster
+// node (a failover client that routes like one, over a Sentinel-managed
+// server) counts as a single server does.
 func (rc *replicaCounts) count(ctx context.Context, node *redis.Client) (want, online int64, err error) {
+	var nodes, info *redis.StringCmd
 	if _, ok := rc.lim.client.(*redis.ClusterClient); ok {
-		var nodes *redis.StringCmd
-		var info *redis.StringCmd
-		_, err = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+		_, _ = node.Pipelined(ctx, func(p redis.Pipeliner) error {
 			nodes, info = p.ClusterNodes(ctx), p.Info(ctx, "replication")
 			return nil
 		})
-		if err != nil {
+		if err := nodes.Err(); err != nil && !strings.Contains(err.Error(), "cluster support disabled") {
 			return 0, 0, err
 		}
-		_, online = replicationCounts(info.Val())
+	} else {
+		info = node.Info(ctx, "replication")
+	}
+	connected, online := replicationCounts(info.Val())
+	switch {
+	case info.Err() != nil:
+		return 0, 0, info.Err()
+	case nodes != nil && nodes.Err() == nil:
 		return clusterReplicas(nodes.Val()), online, nil
 	}
-	info, err := node.Info(ctx, "replication").Result()
-	if err != nil {
-		return 0, 0, err
-	}
-	connected, online := replicationCounts(info)
 	want, err = raiseReplicas.Run(ctx, node, []string{rc.key}, connected).Int64()
 	return want, online, err
 }

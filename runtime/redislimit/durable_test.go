@@ -144,7 +144,8 @@ func TestDurableReplicaBehind(t *testing.T) {
 	primary := redistest.StartServer(t)
 	replica := startReplicas(t, primary, 1, 0)[0]
 	lim := New(primary.Client(t), durableOpts(WithDurable(50*time.Millisecond))...)
-	l := runtime.Limit{Name: "durable.behind", Window: time.Minute, Max: 10}
+	// Room for every attempt that fails once the script ran.
+	l := runtime.Limit{Name: "durable.behind", Window: time.Minute, Max: 1000}
 	ctx := context.Background()
 	awaitDurable(t, lim, l, "k", "durable with the replica up")
 	left := remaining(t, lim, l, "k")
@@ -175,7 +176,7 @@ func TestDurableReplicaGone(t *testing.T) {
 	replica := startReplicas(t, primary, 1, 0)[0]
 	pc := primary.Client(t)
 	lim := New(pc, durableOpts(WithDurable(100*time.Millisecond))...)
-	l := runtime.Limit{Name: "durable.gone", Window: time.Minute, Max: 10}
+	l := runtime.Limit{Name: "durable.gone", Window: time.Minute, Max: 1000}
 	ctx := context.Background()
 	awaitDurable(t, lim, l, "k", "durable with the replica up")
 

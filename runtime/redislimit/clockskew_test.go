@@ -107,28 +107,36 @@ type skewRun struct {
 	c      skewCase
 	limits []skewLimit
 	offA   time.Duration // A's clock less this machine's
+	fillAt time.Time     // when A is filled, fillBefore before midnight on A's clock
 	a, b   *redistest.Server
 	ca, cb *redis.Client
+	bUp    chan struct{} // closed once b and cb are set
 	opts   []Option
 	fill   int64 // scenario time (µs) when A's fill began
 	adm    [][]skewAdmission
 	err    error // what stopped the run, if anything did
 }
 
-// TestClockSkewAcrossFailover starts every case's servers, then runs the
-// cases side by side, each on goroutines of its own, so that the whole
-// takes about as long as the longest case and no case waits for another's
-// steps on a loaded machine.
+// skewLead is how long after its A server is started a case fills it:
+// time for redis-server to start on a loaded machine.
+const skewLead = 1500 * time.Millisecond
+
+// TestClockSkewAcrossFailover runs the cases side by side, each on
+// goroutines of its own from the moment its A server is up, so that the
+// whole takes about as long as the longest case and no case waits for
+// another's steps on a loaded machine. The B servers start meanwhile.
 func TestClockSkewAcrossFailover(t *testing.T) {
-	const lead = 2 * time.Second // for the servers to start
-	fillAt := time.Now().Add(lead)
 	runs := make([]*skewRun, len(skewCases))
-	for i, c := range skewCases {
-		runs[i] = startSkewRun(t, c, fillAt)
-	}
 	var wg sync.WaitGroup
-	for _, r := range runs {
+	for i, c := range skewCases {
+		r := startSkewRun(t, c)
+		runs[i] = r
 		wg.Go(func() { r.err = r.run() })
+	}
+	for _, r := range runs {
+		r.b = redistest.StartServer(t, redistest.FakeTime(r.offA+r.c.delta))
+		r.cb = r.b.Client(t)
+		close(r.bUp)
 	}
 	wg.Wait()
 	for _, r := range runs {
@@ -137,14 +145,26 @@ func TestClockSkewAcrossFailover(t *testing.T) {
 }
 
 // startSkewRun starts A with its clock offset so that it reads fillBefore
-// before a midnight at fillAt, and B with its clock δ off A's.
-func startSkewRun(t *testing.T, c skewCase, fillAt time.Time) *skewRun {
-	midnight := fillAt.Add(c.fillBefore).Truncate(24 * time.Hour).Add(24 * time.Hour)
-	r := &skewRun{c: c, limits: c.limits(), offA: midnight.Add(-c.fillBefore).Sub(fillAt)}
+// before a midnight skewLead after now. A server that took most of
+// skewLead to start is replaced by one with a new offset, so that the fill
+// always comes at that phase.
+func startSkewRun(t *testing.T, c skewCase) *skewRun {
+	r := &skewRun{c: c, limits: c.limits(), bUp: make(chan struct{})}
+	for attempt := 1; ; attempt++ {
+		fillAt := time.Now().Add(skewLead)
+		midnight := fillAt.Add(c.fillBefore).Truncate(24 * time.Hour).Add(24 * time.Hour)
+		r.offA, r.fillAt = midnight.Add(-c.fillBefore).Sub(fillAt), fillAt
+		r.a = redistest.StartServer(t, redistest.FakeTime(r.offA))
+		if time.Until(fillAt) > 100*time.Millisecond {
+			break
+		}
+		if attempt == 3 {
+			t.Fatalf("redis-server took more than %v to start three times in a row", skewLead-100*time.Millisecond)
+		}
+		r.a.Stop(t)
+	}
 	r.adm = make([][]skewAdmission, len(r.limits))
-	r.a = redistest.StartServer(t, redistest.FakeTime(r.offA))
-	r.b = redistest.StartServer(t, redistest.FakeTime(r.offA+c.delta))
-	r.ca, r.cb = r.a.Client(t), r.b.Client(t)
+	r.ca = r.a.Client(t)
 	r.opts = []Option{WithFailurePolicy(FailClosed), WithTimeout(5 * time.Second), WithDenyCache(0), withCalendarClock(r.scenario)}
 	return r
 }
@@ -154,19 +174,14 @@ func (r *skewRun) scenario() time.Time { return time.Now().Add(r.offA) }
 
 func (r *skewRun) micros() int64 { return r.scenario().UnixMicro() }
 
-// run fills every limit on A at fillBefore before a window's boundary
-// (midnight, unless starting the servers took longer than planned), fails
-// over to B, and asks B as a greedy client would until 1.1 Window, |δ|
-// and skewSlack have passed since the fill: a sliding window's bucket
+// run fills every limit on A at fillBefore before midnight, fails over to
+// B (once it is up), and asks B as a greedy client would until 1.1 Window,
+// |δ| and skewSlack have passed since the fill: a sliding window's bucket
 // counts for up to 1.1 Window, and a clock behind adds |δ| before A's
-// admissions stop counting on B. It runs on a goroutine of its own, so it returns what
-// stops it rather than failing the test.
+// admissions stop counting on B. It runs on a goroutine of its own, so it
+// returns what stops it rather than failing the test.
 func (r *skewRun) run() error {
-	at := r.scenario().Truncate(r.c.window).Add(r.c.window - r.c.fillBefore)
-	for at.Before(r.scenario().Add(10 * time.Millisecond)) {
-		at = at.Add(r.c.window)
-	}
-	time.Sleep(at.Sub(r.scenario()))
+	time.Sleep(time.Until(r.fillAt))
 	limA := New(r.ca, r.opts...)
 	r.fill = r.micros()
 	end := time.Now().Add(r.c.window*11/10 + r.c.delta.Abs() + skewSlack)
@@ -180,6 +195,7 @@ func (r *skewRun) run() error {
 			r.adm[i] = append(r.adm[i], skewAdmission{start: start, end: r.micros()})
 		}
 	}
+	<-r.bUp
 	if err := r.failover(); err != nil {
 		return err
 	}

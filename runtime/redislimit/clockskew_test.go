@@ -110,21 +110,20 @@ type skewRun struct {
 	fillAt time.Time     // when A is filled, fillBefore before midnight on A's clock
 	a, b   *redistest.Server
 	ca, cb *redis.Client
-	bUp    chan struct{} // closed once b and cb are set
 	opts   []Option
 	fill   int64 // scenario time (µs) when A's fill began
 	adm    [][]skewAdmission
 	err    error // what stopped the run, if anything did
 }
 
-// skewLead is how long after its A server is started a case fills it:
-// time for redis-server to start on a loaded machine.
-const skewLead = 1500 * time.Millisecond
+// skewLead is how long after starting its servers a case fills A: time
+// for two redis-servers to start on a loaded machine.
+const skewLead = 2 * time.Second
 
 // TestClockSkewAcrossFailover runs the cases side by side, each on
-// goroutines of its own from the moment its A server is up, so that the
+// goroutines of its own from the moment its servers are up, so that the
 // whole takes about as long as the longest case and no case waits for
-// another's steps on a loaded machine. The B servers start meanwhile.
+// another's steps on a loaded machine.
 func TestClockSkewAcrossFailover(t *testing.T) {
 	runs := make([]*skewRun, len(skewCases))
 	var wg sync.WaitGroup
@@ -133,11 +132,6 @@ func TestClockSkewAcrossFailover(t *testing.T) {
 		runs[i] = r
 		wg.Go(func() { r.err = r.run() })
 	}
-	for _, r := range runs {
-		r.b = redistest.StartServer(t, redistest.FakeTime(r.offA+r.c.delta))
-		r.cb = r.b.Client(t)
-		close(r.bUp)
-	}
 	wg.Wait()
 	for _, r := range runs {
 		t.Run(fmt.Sprintf("delta=%v", r.c.delta), r.check)
@@ -145,26 +139,28 @@ func TestClockSkewAcrossFailover(t *testing.T) {
 }
 
 // startSkewRun starts A with its clock offset so that it reads fillBefore
-// before a midnight skewLead after now. A server that took most of
-// skewLead to start is replaced by one with a new offset, so that the fill
-// always comes at that phase.
+// before a midnight skewLead after now, and B with its clock δ off A's.
+// Servers that took most of skewLead to start are replaced by ones with a
+// new offset, so that the fill always comes at that phase.
 func startSkewRun(t *testing.T, c skewCase) *skewRun {
-	r := &skewRun{c: c, limits: c.limits(), bUp: make(chan struct{})}
+	r := &skewRun{c: c, limits: c.limits()}
 	for attempt := 1; ; attempt++ {
 		fillAt := time.Now().Add(skewLead)
 		midnight := fillAt.Add(c.fillBefore).Truncate(24 * time.Hour).Add(24 * time.Hour)
 		r.offA, r.fillAt = midnight.Add(-c.fillBefore).Sub(fillAt), fillAt
 		r.a = redistest.StartServer(t, redistest.FakeTime(r.offA))
+		r.b = redistest.StartServer(t, redistest.FakeTime(r.offA+c.delta))
 		if time.Until(fillAt) > 100*time.Millisecond {
 			break
 		}
 		if attempt == 3 {
-			t.Fatalf("redis-server took more than %v to start three times in a row", skewLead-100*time.Millisecond)
+			t.Fatalf("two redis-servers took more than %v to start, three times in a row", skewLead-100*time.Millisecond)
 		}
 		r.a.Stop(t)
+		r.b.Stop(t)
 	}
 	r.adm = make([][]skewAdmission, len(r.limits))
-	r.ca = r.a.Client(t)
+	r.ca, r.cb = r.a.Client(t), r.b.Client(t)
 	r.opts = []Option{WithFailurePolicy(FailClosed), WithTimeout(5 * time.Second), WithDenyCache(0), withCalendarClock(r.scenario)}
 	return r
 }
@@ -185,17 +181,27 @@ func (r *skewRun) run() error {
 	limA := New(r.ca, r.opts...)
 	r.fill = r.micros()
 	end := time.Now().Add(r.c.window*11/10 + r.c.delta.Abs() + skewSlack)
+	// The limits are filled side by side, so that all the fills stay well
+	// within the window they began in.
+	var fills sync.WaitGroup
+	errs := make([]error, len(r.limits))
 	for i, sl := range r.limits {
-		for range sl.l.Max {
-			start := r.micros()
-			ok, _, err := sl.ask(limA, "k")
-			if err != nil || !ok {
-				return fmt.Errorf("%s: filling A: admitted %v, %v", sl.l.Name, ok, err)
+		fills.Go(func() {
+			for range sl.l.Max {
+				start := r.micros()
+				ok, _, err := sl.ask(limA, "k")
+				if err != nil || !ok {
+					errs[i] = fmt.Errorf("%s: filling A: admitted %v, %v", sl.l.Name, ok, err)
+					return
+				}
+				r.adm[i] = append(r.adm[i], skewAdmission{start: start, end: r.micros()})
 			}
-			r.adm[i] = append(r.adm[i], skewAdmission{start: start, end: r.micros()})
-		}
+		})
 	}
-	<-r.bUp
+	fills.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
 	if err := r.failover(); err != nil {
 		return err
 	}
@@ -203,7 +209,6 @@ func (r *skewRun) run() error {
 	end = later(end, time.Now().Add(time.Second))
 	limB := New(r.cb, r.opts...)
 	var wg sync.WaitGroup
-	errs := make([]error, len(r.limits))
 	for i, sl := range r.limits {
 		wg.Go(func() {
 			for time.Now().Before(end) {

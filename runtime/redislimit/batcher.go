@@ -2,6 +2,7 @@ package redislimit
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -463,9 +464,11 @@ func (b *batcher) sends(batch []*call) laneKind {
 // decide), and reports whether c must be sent again; otherwise c.err is
 // what the wait found.
 func (b *batcher) resendAlone(c *call) bool {
-	if err := c.err; err == nil || isRedisError(err) || isRefused(err) {
-		// A reply, or a refused connection (the pool has retried the
-		// dial): as any round trip's.
+	if err := c.err; err == nil || isRedisError(err) || isRefused(err) || errors.Is(err, ErrNotReplicated) {
+		// A reply, a refused connection (the pool has retried the dial),
+		// or a script that ran but whose writes the replicas did not all
+		// acknowledge, which a resend would count twice: as any round
+		// trip's.
 		return false
 	}
 	now := mono()

@@ -3,6 +3,7 @@ package redislimit
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -71,19 +72,63 @@ func BenchmarkRedisAllowParallel(b *testing.B) {
 			srv := redistest.StartServer(b)
 			lim := New(srv.Client(b), WithFailurePolicy(FailClosed), WithTimeout(5*time.Second), WithBatching(batching))
 			l := runtime.Limit{Name: "bench", Window: time.Second, Max: 100, Algorithm: runtime.GCRA}
-			ctx := context.Background()
 			b.ReportAllocs()
-			b.SetParallelism(32)
-			var n atomic.Int64
-			b.RunParallel(func(pb *testing.PB) {
-				i := int(n.Add(1)) * 7919
-				for pb.Next() {
-					if _, err := lim.Allow(ctx, l, strconv.Itoa(i%10000)); err != nil {
-						b.Fatal(err)
-					}
-					i++
-				}
-			})
+			allowParallel(b, lim, l)
 		})
 	}
+}
+
+// BenchmarkDurable measures WithDurable's price on a Sentinel-managed
+// server and its replica (redistest's Sentinel has one): the decisions per
+// second of 64 parallel callers (32 per core on 2 cores), and a lone
+// caller's median latency, each with durable decisions off and on.
+func BenchmarkDurable(b *testing.B) {
+	s := redistest.StartSentinel(b)
+	client, master := s.Client(b), s.Master(b)
+	l := runtime.Limit{Name: "bench.durable", Window: time.Second, Max: 100, Algorithm: runtime.GCRA}
+	ctx := context.Background()
+	for _, durable := range []bool{false, true} {
+		opts := []Option{WithFailurePolicy(FailClosed), WithTimeout(5 * time.Second)}
+		if durable {
+			opts = append(opts, WithDurable(time.Second))
+		}
+		lim := New(client, opts...)
+		b.Run(fmt.Sprintf("callers=64/durable=%v", durable), func(b *testing.B) {
+			waits := waitCalls(b, master)
+			allowParallel(b, lim, l)
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+			b.ReportMetric(float64(waitCalls(b, master)-waits)/float64(b.N), "waits/decision")
+		})
+		b.Run(fmt.Sprintf("callers=1/durable=%v", durable), func(b *testing.B) {
+			var took []time.Duration
+			i := 0
+			for b.Loop() {
+				start := time.Now()
+				if _, err := lim.Allow(ctx, l, strconv.Itoa(i%10000)); err != nil {
+					b.Fatal(err)
+				}
+				took = append(took, time.Since(start))
+				i++
+			}
+			slices.Sort(took)
+			b.ReportMetric(float64(took[len(took)/2].Microseconds()), "p50-µs")
+		})
+	}
+}
+
+// allowParallel runs b's calls of l through lim from 32 goroutines per
+// processor, over 10000 keys.
+func allowParallel(b *testing.B, lim *Limiter, l runtime.Limit) {
+	ctx := context.Background()
+	b.SetParallelism(32)
+	var n atomic.Int64
+	b.RunParallel(func(pb *testing.PB) {
+		i := int(n.Add(1)) * 7919
+		for pb.Next() {
+			if _, err := lim.Allow(ctx, l, strconv.Itoa(i%10000)); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
 }

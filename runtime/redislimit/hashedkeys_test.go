@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -430,17 +429,7 @@ func BenchmarkRedisAllowParallelHashedKeys(b *testing.B) {
 	lim := New(srv.Client(b), WithFailurePolicy(FailClosed), WithTimeout(5*time.Second), WithHashedKeys(testSecret))
 	l := runtime.Limit{Name: "bench", Window: time.Second, Max: 100, Algorithm: runtime.GCRA}
 	b.ReportAllocs()
-	b.SetParallelism(32)
-	var n atomic.Int64
-	b.RunParallel(func(pb *testing.PB) {
-		i := int(n.Add(1)) * 7919
-		for pb.Next() {
-			if _, err := lim.Allow(ctx, l, strconv.Itoa(i%10000)); err != nil {
-				b.Fatal(err)
-			}
-			i++
-		}
-	})
+	allowParallel(b, lim, l)
 }
 
 // BenchmarkStorageKey measures building one storage key, the whole of what

@@ -28,8 +28,9 @@ type breaker struct {
 	// wait on tripped.
 	tripped atomic.Pointer[chan struct{}]
 	onTrip  func()
-	// refused is the error of the decisions it degrades while a refusal
-	// keeps it open; nil otherwise.
+	// refused is the error of the decisions it degrades while a refusal,
+	// or replicas that did not acknowledge (see ErrNotReplicated), keep it
+	// open; nil otherwise.
 	refused atomic.Pointer[circuitOpenError]
 }
 
@@ -79,7 +80,7 @@ func (b *breaker) opened() <-chan struct{} {
 // failure's error.
 func (b *breaker) record(now time.Time, failed, probe bool, cause error) (recovered bool) {
 	if failed {
-		if errors.Is(cause, ErrPermission) {
+		if errors.Is(cause, ErrPermission) || errors.Is(cause, ErrNotReplicated) {
 			b.refused.Store(&circuitOpenError{cause: cause})
 		} else {
 			b.refused.Store(nil)
@@ -110,7 +111,7 @@ func (b *breaker) release(probe bool) {
 // noteAnswer records that Redis answered a round trip sent at sent: with
 // a reply, or with an error of its own.
 func (r *Limiter) noteAnswer(sent time.Time, err error) {
-	if err != nil && !isRedisError(err) {
+	if err != nil && !isRedisError(err) && !errors.Is(err, ErrNotReplicated) {
 		return
 	}
 	if err == nil && r.lanes != nil && !r.lanes.known.Load() {

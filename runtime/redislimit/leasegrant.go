@@ -71,7 +71,7 @@ func (a *leaseAsk) args() []any {
 func (r *Limiter) lease(ctx context.Context, a *leaseAsk) (leaseReply, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.timeout)
 	defer cancel()
-	res, err := leaseScript.run(ctx, r.client, a.args(), nil)
+	res, err := r.runScript(ctx, r.client, leaseScript, a.args(), nil, true)
 	if err != nil {
 		return leaseReply{}, err
 	}

@@ -77,6 +77,9 @@ type Limiter struct {
 	// refusals spaces the logs of Redis refusing the limiter (see
 	// ErrPermission).
 	refusals refusalLog
+	// replicas holds the nodes' replica counts of a durable limiter (see
+	// WithDurable); nil when decisions do not wait for replicas.
+	replicas *replicaCounts
 	// zones holds the zones of calendar limits, each loaded once (see
 	// resolveCalendars).
 	zones runtime.CalendarZones
@@ -108,6 +111,9 @@ func New(c redis.UniversalClient, opts ...Option) *Limiter {
 		r.readsFollowCtx, r.sharded = c.Options().ContextTimeoutEnabled, true
 	case *redis.Ring:
 		r.readsFollowCtx, r.sharded = c.Options().ContextTimeoutEnabled, true
+	}
+	if cfg.durableWait > 0 {
+		r.replicas = newReplicaCounts(r)
 	}
 	if cfg.batching {
 		kind := laneServer

@@ -58,7 +58,9 @@ type DegradedEvent struct {
 	// Err is why Redis did not decide: its error, the timeout, or
 	// ErrCircuitOpen when Redis was not asked because it failed recently.
 	// While Redis refuses the limiter for its configuration, it matches
-	// ErrPermission too, with or without ErrCircuitOpen.
+	// ErrPermission too, with or without ErrCircuitOpen; while the replicas
+	// of a durable limiter (WithDurable) do not acknowledge, it matches
+	// ErrNotReplicated so.
 	Err error
 	// Decision is what the policy decided; zero under FailClosed.
 	Decision runtime.Decision
@@ -69,9 +71,10 @@ type DegradedEvent struct {
 // for Redis ended when it failed.
 var ErrCircuitOpen = errors.New("ratelimit: redis failed recently; not asked until the retry interval passes")
 
-// circuitOpenError is ErrCircuitOpen for a breaker that a refusal opened
-// (see ErrPermission): it unwraps to the refusal, so that every decision it
-// degrades names what an operator must fix.
+// circuitOpenError is ErrCircuitOpen for a breaker that a refusal (see
+// ErrPermission) or unacknowledged replicas (see ErrNotReplicated) opened:
+// it unwraps to that cause, so that every decision it degrades names what
+// an operator must fix.
 type circuitOpenError struct{ cause error }
 
 func (e *circuitOpenError) Error() string { return ErrCircuitOpen.Error() + ": " + e.cause.Error() }

@@ -1,6 +1,7 @@
 package redislimit
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"sync/atomic"
@@ -45,7 +46,7 @@ func (r *Limiter) evalGroup(ctx context.Context, w *wait, mode scriptMode, d *re
 		}
 		args = r.callArgs(s, mode, d, idx, marker)
 	}
-	res, err := r.eval(ctx, w, s, args)
+	res, err := r.eval(ctx, w, s, args, mode != modeCheck)
 	if err != nil {
 		return false, err
 	}
@@ -54,13 +55,16 @@ func (r *Limiter) evalGroup(ctx context.Context, w *wait, mode scriptMode, d *re
 }
 
 // eval runs the script command args on a goroutine of its own and waits
-// for its reply as long as w allows. The command itself is bounded only by
-// the client's own read and write timeouts: a reply that arrives while this
-// process is paused is still read when it resumes, and decides. An
+// for its reply as long as w allows; writes says whether the command
+// records anything (see Limiter.exec). The command itself is bounded only
+// by the client's own read and write timeouts: a reply that arrives while
+// this process is paused is still read when it resumes, and decides. An
 // abandoned call may still be recorded when Redis answers late; that
 // over-counts, never over-admits.
-func (r *Limiter) eval(ctx context.Context, w *wait, s *script, args []any) ([]int64, error) {
-	return r.exchange(ctx, w, func(ctx context.Context) ([]int64, error) { return s.run(ctx, r.client, args, nil) })
+func (r *Limiter) eval(ctx context.Context, w *wait, s *script, args []any, writes bool) ([]int64, error) {
+	return r.exchange(ctx, w, func(ctx context.Context) ([]int64, error) {
+		return r.runScript(ctx, r.client, s, args, nil, writes)
+	})
 }
 
 // exchange runs do as a round trip on a goroutine of its own and waits for it
@@ -100,7 +104,7 @@ type roundTrip struct {
 // reply built in bufs.
 func (r *Limiter) evalBatch(ctx context.Context, client doer, bufs *buffers, batch []*call) {
 	s, args, uniform := encodeBatch(bufs, batch)
-	reply, err := s.exec(ctx, client, args)
+	reply, err := r.exec(ctx, client, s, args, writes(batch))
 	// The keys belong to calls, which are reused.
 	clear(args)
 	bufs.args = args[:0]
@@ -115,7 +119,7 @@ func (r *Limiter) evalBatch(ctx context.Context, client doer, bufs *buffers, bat
 // keys they do not declare turns spread batches off for good.
 func (r *Limiter) evalSpread(ctx context.Context, bufs *buffers, batch []*call) {
 	s, args, uniform := encodeSpread(bufs, batch)
-	reply, err := s.exec(ctx, r.client, args)
+	reply, err := r.exec(ctx, r.client, s, args, writes(batch))
 	clear(args)
 	bufs.args = args[:0]
 	res, left, stop := readSpread(bufs.res[:0], reply, err, batch, uniform)
@@ -137,38 +141,68 @@ func (r *Limiter) evalSpread(ctx context.Context, bufs *buffers, batch []*call) 
 // sent again on its own, which loads the script. A call over several
 // slots, which no script call may declare, ends in errSpans.
 func (r *Limiter) evalPipelined(ctx context.Context, batch []*call) {
-	pipe := r.client.Pipeline()
-	cmds := make([]*redis.Cmd, len(batch))
-	args := make([][]any, len(batch))
+	calls := make([]scriptCall, len(batch))
 	for i, c := range batch {
 		if c.spans {
 			continue
 		}
-		if s := scriptOf(&c.d, c.idx); c.d.uniform(c.idx) {
-			args[i] = uniformArgs(s, &c.d, 0)
+		s := scriptOf(&c.d, c.idx)
+		calls[i].s = s
+		if c.d.uniform(c.idx) {
+			calls[i].args = uniformArgs(s, &c.d, 0)
 		} else {
-			args[i] = r.callArgs(s, c.d.mode(), &c.d, c.idx, c.marker)
+			calls[i].args = r.callArgs(s, c.d.mode(), &c.d, c.idx, c.marker)
 		}
-		cmds[i] = pipe.Do(ctx, args[i]...)
 	}
-	_, _ = pipe.Exec(ctx)
+	if r.replicas != nil {
+		r.execByNode(ctx, calls, writes(batch), true)
+	} else {
+		r.pipeline(ctx, batch, calls)
+	}
 	for i, c := range batch {
 		if c.spans {
 			c.err = errSpans
 			continue
 		}
-		var res []int64
-		reply, err := cmds[i].Text()
-		if err == nil {
-			res, err = appendReply(nil, reply)
-		} else if isNoScript(err) {
-			res, err = scriptOf(&c.d, c.idx).run(ctx, r.client, args[i], nil)
-		}
-		if err == nil {
+		res, err := appendReply(nil, calls[i].reply)
+		if err = cmp.Or(calls[i].err, err); err == nil {
 			c.committed, err = readGroup(res, &c.d, c.idx, c.d.uniform(c.idx))
 		}
 		c.err = err
 	}
+}
+
+// pipeline runs the calls of batch (but those over several slots) as one
+// pipeline through the limiter's client, which routes each by its keys.
+func (r *Limiter) pipeline(ctx context.Context, batch []*call, calls []scriptCall) {
+	pipe := r.client.Pipeline()
+	cmds := make([]*redis.Cmd, len(batch))
+	for i, c := range batch {
+		if !c.spans {
+			cmds[i] = pipe.Do(ctx, calls[i].args...)
+		}
+	}
+	_, _ = pipe.Exec(ctx)
+	for i, c := range batch {
+		if c.spans {
+			continue
+		}
+		calls[i].reply, calls[i].err = cmds[i].Text()
+		if isNoScript(calls[i].err) {
+			calls[i].reply, calls[i].err = calls[i].s.exec(ctx, r.client, calls[i].args)
+		}
+	}
+}
+
+// writes reports whether a round trip of batch records anything: all but
+// a batch of checks do.
+func writes(batch []*call) bool {
+	for _, c := range batch {
+		if c.d.op != opCheck {
+			return true
+		}
+	}
+	return false
 }
 
 // A connectBound ends the attempts to connect at by (mono), but leaves at

@@ -5,7 +5,7 @@
 # evaluates the dashboard's queries, and protoc and buf with the plugins
 # that the .proto modules require.
 
-.PHONY: test vet fresh redis-server prometheus protoc buf demo
+.PHONY: test vet fresh redis-server faketime prometheus protoc buf demo
 
 # Modules of their own, tested with the root one: the example services,
 # the metrics, gRPC and Connect adapters, the .proto option with its protoc
@@ -20,7 +20,7 @@ MODULES := examples examples/verifyrpc extra/ratelimitprom extra/ratelimitotel e
 # loaded 2-core machine whose build cache is empty.
 TEST_TIMEOUT := 30m
 
-test: redis-server prometheus protoc buf vet
+test: redis-server faketime prometheus protoc buf vet
 	go test -race -timeout $(TEST_TIMEOUT) ./...
 	@for m in $(MODULES); do echo "go test -race ./... in $$m"; (cd $$m && go test -race -timeout $(TEST_TIMEOUT) ./...) || exit 1; done
 
@@ -52,6 +52,23 @@ redis-server:
 			echo "redis-server not found. The tests start real Redis servers; install it with:" >&2; \
 			echo "    sudo apt-get install -y redis-server     # Debian/Ubuntu" >&2; \
 			echo "    brew install redis                       # macOS" >&2; \
+			exit 1; \
+		fi; \
+	fi
+
+# Install libfaketime when it is missing, as redis-server above: the
+# failover tests start redis-servers whose clocks are offset from the
+# machine's (redistest.FakeTime).
+FAKETIME_LIBS := /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1 /usr/local/lib/faketime/libfaketime.so.1
+faketime:
+	@found=; for f in $(FAKETIME_LIBS); do [ -e "$$f" ] && found=$$f; done; \
+	if [ -z "$$found" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "libfaketime not found: installing faketime with apt-get"; \
+			apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends faketime; \
+		else \
+			echo "libfaketime not found. The failover tests offset redis-server's clock with it; install it with:" >&2; \
+			echo "    sudo apt-get install -y faketime         # Debian/Ubuntu" >&2; \
 			exit 1; \
 		fi; \
 	fi

@@ -760,7 +760,7 @@ func (n *sentinelNode) launch(masterPort int) error {
 	if filepath.Base(n.bin) != "redis-sentinel" {
 		args = append(args, "--sentinel")
 	}
-	p, mark, err := spawn(n.bin, args, n.dir, &n.log)
+	p, mark, err := spawn(n.bin, args, n.dir, nil, &n.log)
 	if err != nil {
 		return err
 	}

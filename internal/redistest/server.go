@@ -52,6 +52,7 @@ var errPortInUse = errors.New("port already in use")
 type Server struct {
 	bin     string
 	under   []string
+	env     []string // added to redis-server's environment
 	dir     string
 	cluster bool
 	args    []string
@@ -102,6 +103,9 @@ func newServer(t testing.TB, cluster bool, opts []ServerOption) *Server {
 	}
 	if len(cfg.under) > 0 {
 		s.under = append([]string{lookBinary(t, cfg.under[0])}, cfg.under[1:]...)
+	}
+	if cfg.fakeTime != nil {
+		s.env = faketimeEnv(t, *cfg.fakeTime)
 	}
 	// Registered after t.TempDir, so it runs before the directory is removed.
 	t.Cleanup(func() {
@@ -375,18 +379,21 @@ func (s *Server) commandArgs(port int) []string {
 	return append(args, s.args...)
 }
 
-// spawn starts bin with args in dir, its output going to log, and reaps it
-// in the background. mark is log's position before the process wrote
+// spawn starts bin with args in dir, with env added to this process's
+// environment, its output going to log, and reaps it in the background. mark is log's position before the process wrote
 // anything, for error messages about this start alone.
-func spawn(bin string, args []string, dir string, log *logBuffer) (p *process, mark int64, err error) {
+func spawn(bin string, args []string, dir string, env []string, log *logBuffer) (p *process, mark int64, err error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout = log
 	cmd.Stderr = log
 	// A child forked by the server (BGSAVE) may hold the log pipe open after
 	// the server dies; do not let it hold up Wait.
 	cmd.WaitDelay = time.Second
-	fmt.Fprintf(log, "--- redistest: starting %s\n", strings.Join(cmd.Args, " "))
+	fmt.Fprintf(log, "--- redistest: starting %s\n", strings.Join(append(append([]string{}, env...), cmd.Args...), " "))
 	mark = log.mark()
 	if err := startProcess(cmd); err != nil {
 		return nil, mark, fmt.Errorf("running %s: %w", bin, err)
@@ -406,7 +413,7 @@ func (s *Server) launch(port int) error {
 	if len(s.under) > 0 {
 		bin, args = s.under[0], append(append(append([]string{}, s.under[1:]...), s.bin), args...)
 	}
-	p, mark, err := spawn(bin, args, s.dir, &s.log)
+	p, mark, err := spawn(bin, args, s.dir, s.env, &s.log)
 	if err != nil {
 		return err
 	}

@@ -58,5 +58,8 @@ func (r *Limiter) calendarNow() int64 {
 	if r.cfg.clock != nil {
 		return r.cfg.clock().UnixMicro()
 	}
+	if r.cfg.calendarClock != nil {
+		return r.cfg.calendarClock().UnixMicro()
+	}
 	return time.Now().UnixMicro()
 }

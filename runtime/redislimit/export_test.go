@@ -37,6 +37,12 @@ func (r *Limiter) joinLine(reqs []runtime.Request, l *line) (runtime.Decisions, 
 	return ds, h, l, err
 }
 
+// withCalendarClock makes the limiter compute calendar boundaries on now,
+// as a client whose clock agrees with servers started with an offset.
+func withCalendarClock(now func() time.Time) Option {
+	return func(c *config) { c.calendarClock = now }
+}
+
 // withDurableReplicas makes a durable limiter wait for n replicas, whatever
 // the server says: the fault suite's negative control.
 func withDurableReplicas(n int) Option {

@@ -35,6 +35,10 @@ type config struct {
 	// durableReplicas, when > 0, replaces the number of replicas read
 	// from the server: only the fault suite's negative control sets it.
 	durableReplicas int
+	// calendarClock, when set, replaces time.Now for the boundaries of
+	// calendar windows while decisions stay on Redis's clock: only tests
+	// whose servers' clocks are offset set it.
+	calendarClock func() time.Time
 }
 
 const (

@@ -79,11 +79,11 @@ func BenchmarkRedisAllowParallel(b *testing.B) {
 }
 
 // BenchmarkDurable measures WithDurable's price on a Sentinel-managed
-// server and its replica (redistest's Sentinel has one): the decisions per
-// second of 64 parallel callers (32 per core on 2 cores), and a lone
-// caller's median latency, each with durable decisions off and on.
+// server and its two replicas: the decisions per second of 64 parallel
+// callers (32 per core on 2 cores), and a lone caller's median latency,
+// each with durable decisions off and on.
 func BenchmarkDurable(b *testing.B) {
-	s := redistest.StartSentinel(b)
+	s := redistest.StartSentinelWith(b, redistest.WithReplicas(2))
 	client, master := s.Client(b), s.Master(b)
 	l := runtime.Limit{Name: "bench.durable", Window: time.Second, Max: 100, Algorithm: runtime.GCRA}
 	ctx := context.Background()

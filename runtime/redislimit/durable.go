@@ -315,16 +315,31 @@ func (r *Limiter) runScript(ctx context.Context, c doer, s *script, args []any, 
 // answered NOSCRIPT go again with EVAL, and a WAIT of their own; on a
 // Cluster, those it answered MOVED (the client's map of slots is out of
 // date) go once more to the nodes that now serve them, once the client
-// has read the map again. A call that ran but whose writes fewer replicas
+// has read the map again, and those it answered ASK (their slot is being
+// migrated and their key has left) go once to the node importing it,
+// each after ASKING, and wait for that node's replicas. A call that ran but whose writes fewer replicas
 // acknowledged than the node needs fails with ErrNotReplicated, as does
 // every call when fewer are online: a failover could forget them. Calls
 // that record nothing (writes false) wait for no replica.
 func (r *Limiter) execDurable(ctx context.Context, node *redis.Client, calls []scriptCall, writes bool) {
-	r.execOn(ctx, node, calls, writes, true)
+	r.execOn(ctx, node, calls, writes, followRedirect)
 }
 
-// execOn is execDurable, following MOVED only when follow says so.
-func (r *Limiter) execOn(ctx context.Context, node *redis.Client, calls []scriptCall, writes, follow bool) {
+// How execOn treats a Cluster's redirections.
+type redirect int
+
+const (
+	// followRedirect follows MOVED and ASK, once.
+	followRedirect redirect = iota
+	// redirected follows none: the calls were redirected already.
+	redirected
+	// asked sends each call after ASKING, and follows none: the calls
+	// go to the node an ASK named.
+	asked
+)
+
+// execOn is execDurable, following redirections as how says.
+func (r *Limiter) execOn(ctx context.Context, node *redis.Client, calls []scriptCall, writes bool, how redirect) {
 	var n int64
 	var err error
 	if writes {
@@ -338,22 +353,25 @@ func (r *Limiter) execOn(ctx context.Context, node *redis.Client, calls []script
 		return
 	}
 	waitMs := int64(max(1, (r.cfg.durableWait+time.Millisecond-1)/time.Millisecond))
-	r.pipeWait(ctx, node, calls, n, waitMs)
+	r.pipeWait(ctx, node, calls, n, waitMs, how == asked)
 	redo(calls, isNoScript, func(again []scriptCall) {
 		for _, c := range again {
 			c.args[0], c.args[1] = cmdEval, c.s.src
 		}
-		r.pipeWait(ctx, node, again, n, waitMs)
+		r.pipeWait(ctx, node, again, n, waitMs, how == asked)
 		for _, c := range again {
 			c.args[0], c.args[1] = cmdEvalSha, c.s.hash
 		}
 	})
-	if cc, ok := r.client.(*redis.ClusterClient); ok && follow {
+	if cc, ok := r.client.(*redis.ClusterClient); ok && how == followRedirect {
 		redo(calls, isMoved, func(moved []scriptCall) {
 			// ForEachMaster reads the map first, at once, where
 			// ReloadState only asks for it to be read.
 			_ = cc.ForEachMaster(ctx, func(context.Context, *redis.Client) error { return nil })
-			r.execByNode(ctx, moved, writes, false)
+			r.execByNode(ctx, moved, writes, redirected)
+		})
+		redo(calls, isAsk, func(asks []scriptCall) {
+			r.execAsked(ctx, cc, asks, writes)
 		})
 	}
 	for _, c := range calls {
@@ -389,10 +407,61 @@ func isMoved(err error) bool {
 	return errors.As(err, &rerr) && strings.HasPrefix(rerr.Error(), "MOVED ")
 }
 
+// isAsk reports whether err is a Cluster node's ASK reply.
+func isAsk(err error) bool {
+	_, ok := askedNode(err)
+	return ok
+}
+
+// askedNode returns the address an ASK reply names ("ASK slot host:port").
+func askedNode(err error) (string, bool) {
+	var rerr redis.Error
+	if !errors.As(err, &rerr) {
+		return "", false
+	}
+	f := strings.Fields(rerr.Error())
+	if len(f) != 3 || f[0] != "ASK" {
+		return "", false
+	}
+	return f[2], true
+}
+
+// execAsked sends calls answered ASK to the masters the replies named, as
+// execOn does, each call after ASKING. A named node that is no master in
+// the client's map (one that serves no slot yet) leaves its calls with
+// the ASK reply, an error.
+func (r *Limiter) execAsked(ctx context.Context, cc *redis.ClusterClient, calls []scriptCall, writes bool) {
+	masters := map[string]*redis.Client{}
+	var mu sync.Mutex
+	_ = cc.ForEachMaster(ctx, func(_ context.Context, m *redis.Client) error {
+		mu.Lock()
+		masters[m.Options().Addr] = m
+		mu.Unlock()
+		return nil
+	})
+	byNode := map[*redis.Client][]int{}
+	for i, c := range calls {
+		addr, _ := askedNode(c.err)
+		if m := masters[addr]; m != nil {
+			byNode[m] = append(byNode[m], i)
+		}
+	}
+	for node, at := range byNode {
+		group := make([]scriptCall, len(at))
+		for j, i := range at {
+			group[j] = calls[i]
+		}
+		r.execOn(ctx, node, group, writes, asked)
+		for j, i := range at {
+			calls[i] = group[j]
+		}
+	}
+}
+
 // execByNode runs calls (but those without a command) through the
 // limiter's client as execOn does: one pipeline per node that serves
 // them, the nodes at once.
-func (r *Limiter) execByNode(ctx context.Context, calls []scriptCall, writes, follow bool) {
+func (r *Limiter) execByNode(ctx context.Context, calls []scriptCall, writes bool, how redirect) {
 	type group struct {
 		at    []int
 		calls []scriptCall
@@ -416,7 +485,7 @@ func (r *Limiter) execByNode(ctx context.Context, calls []scriptCall, writes, fo
 	}
 	var wg sync.WaitGroup
 	for node, g := range byNode {
-		wg.Go(func() { r.execOn(ctx, node, g.calls, writes, follow) })
+		wg.Go(func() { r.execOn(ctx, node, g.calls, writes, how) })
 	}
 	wg.Wait()
 	for _, g := range byNode {
@@ -426,12 +495,16 @@ func (r *Limiter) execByNode(ctx context.Context, calls []scriptCall, writes, fo
 	}
 }
 
-// pipeWait sends calls, then WAIT n waitMs unless n is 0, in one pipeline
-// on node, and fills the calls' replies.
-func (r *Limiter) pipeWait(ctx context.Context, node *redis.Client, calls []scriptCall, n, waitMs int64) {
+// pipeWait sends calls, each after ASKING when asking says so, then WAIT
+// n waitMs unless n is 0, in one pipeline on node, and fills the calls'
+// replies.
+func (r *Limiter) pipeWait(ctx context.Context, node *redis.Client, calls []scriptCall, n, waitMs int64, asking bool) {
 	pipe := node.Pipeline()
 	cmds := make([]*redis.Cmd, len(calls))
 	for i, c := range calls {
+		if asking {
+			pipe.Do(ctx, "asking")
+		}
 		cmds[i] = pipe.Do(ctx, c.args...)
 	}
 	var wait *redis.Cmd

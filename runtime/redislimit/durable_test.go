@@ -387,6 +387,31 @@ func TestDurableCluster(t *testing.T) {
 		return v
 	}())
 
+	// keys[1]'s slot is being migrated and the key has left: its master
+	// answers ASK, and the decision goes to the importing master, after
+	// ASKING, and waits for that master's replica.
+	askKey := lim.storageKey(l, keys[1])
+	from = c.MasterFor(t, askKey)
+	for _, m := range c.Masters() {
+		if m != from {
+			to = m
+			break
+		}
+	}
+	mig := c.BeginSlotMigration(t, c.KeySlot(t, askKey), to)
+	mig.MigrateKeys(t, askKey)
+	toWaits = waitCalls(t, to)
+	d, err = lim.Allow(ctx, l, keys[1])
+	require.NoError(t, err, "the decision follows ASK")
+	require.True(t, d.Allowed)
+	require.Greater(t, waitCalls(t, to), toWaits, "the importing master waited for its replica")
+	require.Equal(t, int64(0), from.Client(t).Exists(ctx, askKey).Val(), "the source recorded nothing")
+	mig.Finish(t)
+	require.Equal(t, replicaDump(ctx, c.ReplicaOf(t, to).Client(t), askKey), func() string {
+		v, _ := to.Client(t).Dump(ctx, askKey).Result()
+		return v
+	}())
+
 	// The replica of keys[0]'s master goes: that master's decisions are
 	// not durable, the others' are.
 	gone := c.MasterFor(t, lim.storageKey(l, keys[0]))

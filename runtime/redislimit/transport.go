@@ -155,7 +155,7 @@ func (r *Limiter) evalPipelined(ctx context.Context, batch []*call) {
 		}
 	}
 	if r.replicas != nil {
-		r.execByNode(ctx, calls, writes(batch), true)
+		r.execByNode(ctx, calls, writes(batch), followRedirect)
 	} else {
 		r.pipeline(ctx, batch, calls)
 	}

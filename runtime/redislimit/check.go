@@ -39,6 +39,9 @@ type CheckReport struct {
 // script that calls every command those scripts use, on keys of its own (the limit "ratelimit.check" on keys
 // "check-N", under the limiter's prefix) that no limit reads, and once the
 // instance beat; it reads each server's version and the eviction settings.
+// With WithDurable, each of those scripts waits for the server's replicas
+// as a decision does, so a refused WAIT or INFO, or a replica missing
+// (ErrNotReplicated), is found too.
 //
 // The error is nil when everything ran. Otherwise it joins one error per
 // problem: a refusal matching ErrPermission that names the missing command
@@ -229,7 +232,7 @@ func (r *Limiter) checkScripts(ctx context.Context, key string) []error {
 	groups = append(groups, all) // the script of mixed algorithms
 	for _, g := range groups {
 		s := scriptOf(&d, g)
-		res, err := s.run(ctx, r.client, r.callArgs(s, modeDecide, &d, g, ""), nil)
+		res, err := r.runScript(ctx, r.client, s, r.callArgs(s, modeDecide, &d, g, ""), nil, true)
 		if err == nil {
 			_, _, err = readCall(res, &d, g)
 		}
@@ -254,7 +257,7 @@ func (r *Limiter) checkPermit(ctx context.Context, key string, now int64) error 
 	s, idx := codeScripts[codeConcurrency], firstN(1)
 	reqs := []runtime.Request{{Limit: checkLimit(runtime.Concurrency), Key: key}}
 	d := resolvedCall{now: now, asks: r.resolve(nil, reqs), vs: make([]verdict, 1), receipts: make([]int64, 1)}
-	res, err := s.run(ctx, r.client, r.callArgs(s, modeDecide, &d, idx, ""), nil)
+	res, err := r.runScript(ctx, r.client, s, r.callArgs(s, modeDecide, &d, idx, ""), nil, true)
 	if err == nil {
 		_, _, err = readCall(res, &d, idx)
 	}
@@ -262,7 +265,7 @@ func (r *Limiter) checkPermit(ctx context.Context, key string, now int64) error 
 		return err
 	}
 	d.op, d.used = opSettle, []int64{1}
-	_, err = s.run(ctx, r.client, r.callArgs(s, modeSettle, &d, idx, r.settleMarker(d.asks[0].key)), nil)
+	_, err = r.runScript(ctx, r.client, s, r.callArgs(s, modeSettle, &d, idx, r.settleMarker(d.asks[0].key)), nil, true)
 	return err
 }
 

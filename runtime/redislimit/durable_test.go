@@ -202,6 +202,8 @@ func TestDurableReplicaGone(t *testing.T) {
 	}
 	require.Equal(t, left, remaining(t, lim, l, "k"), "denied without running the script")
 	require.Equal(t, waits, waitCalls(t, primary), "nor waiting for replicas")
+	_, err := New(pc, durableOpts(WithDurable(100*time.Millisecond))...).Check(ctx)
+	require.ErrorIs(t, err, ErrNotReplicated, "Check finds the replica missing")
 	n, err := pc.Get(ctx, "ratelimit:replicas").Int()
 	require.NoError(t, err)
 	require.Equal(t, 1, n, "the count is the most replicas the primary had")
@@ -504,12 +506,19 @@ func TestDurableMinimalACL(t *testing.T) {
 	primary.SetUser(t, "ratelimit", rules...)
 	lim := New(primary.ClientAs(t, "ratelimit", "secret"), durableOpts()...)
 	admitMaxWaiting(t, lim, l, primary)
+	waits := waitCalls(t, primary)
+	_, err := lim.Check(context.Background())
+	require.NoError(t, err)
+	require.Greater(t, waitCalls(t, primary), waits, "Check's scripts wait for the replica")
 
 	for _, rule := range []string{"+wait", "+info"} {
 		primary.SetUser(t, "ratelimit", slices.DeleteFunc(slices.Clone(rules), func(r string) bool { return r == rule })...)
 		_, err := New(primary.ClientAs(t, "ratelimit", "secret"), durableOpts()...).Allow(context.Background(), l, "other")
 		require.ErrorIs(t, err, ErrPermission, "without %s", rule)
 		require.Contains(t, err.Error(), "add "+rule+" to the user's ACL")
+		_, err = New(primary.ClientAs(t, "ratelimit", "secret"), durableOpts()...).Check(context.Background())
+		require.ErrorIs(t, err, ErrPermission, "Check, without %s", rule)
+		require.Contains(t, err.Error(), "add "+rule+" to the user's ACL", "Check")
 	}
 }
 
